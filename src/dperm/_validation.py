@@ -1,0 +1,320 @@
+"""Validation of privacy parameters and data, one place for each check.
+
+Every check raises a specific :mod:`dperm.exceptions` error whose message names
+the parameter and the value received.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import (
+    ClippingWarning,
+    InvalidDataError,
+    InvalidPrivacyParameter,
+    LabelError,
+)
+
+__all__ = [
+    "check_X",
+    "check_X_y",
+    "check_binary_labels",
+    "check_count",
+    "check_delta",
+    "check_epsilon",
+    "check_nonnegative",
+    "check_positive",
+    "check_probability",
+    "clip_rows",
+    "row_norms",
+]
+
+
+def _as_real(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        # numpy scalars are numbers.Real; strings, None, complex are not
+        raise InvalidPrivacyParameter(
+            f"{name} must be a real number, got {type(value).__name__}: {value!r}"
+        )
+    value = float(value)
+    if math.isnan(value):
+        raise InvalidPrivacyParameter(f"{name} must not be NaN, got {value!r}")
+    return value
+
+
+def check_epsilon(epsilon, name: str = "epsilon", allow_inf: bool = False) -> float:
+    """Return ``epsilon`` as a float after checking ``0 < epsilon < inf``.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        If epsilon is not a real number, is NaN, ≤ 0, or infinite (unless
+        ``allow_inf``).
+    """
+    eps = _as_real(epsilon, name)
+    if eps <= 0:
+        raise InvalidPrivacyParameter(f"{name} must be > 0, got {epsilon!r}")
+    if math.isinf(eps) and not allow_inf:
+        raise InvalidPrivacyParameter(f"{name} must be finite, got {epsilon!r}")
+    return eps
+
+
+def check_delta(delta, name: str = "delta", allow_zero: bool = True) -> float:
+    """Return ``delta`` as a float after checking ``0 ≤ delta < 1``.
+
+    With ``allow_zero=False`` (Gaussian mechanisms) ``delta`` must be > 0.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        If delta is not a real number, is NaN, or outside [0, 1) (or (0, 1)).
+    """
+    d = _as_real(delta, name)
+    if not (0.0 <= d < 1.0):
+        raise InvalidPrivacyParameter(f"{name} must be in [0, 1), got {delta!r}")
+    if d == 0.0 and not allow_zero:
+        raise InvalidPrivacyParameter(
+            f"{name} must be > 0 for a Gaussian mechanism (it gives no pure-ε "
+            f"guarantee), got {delta!r}"
+        )
+    return d
+
+
+def check_positive(value, name: str, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float after checking ``0 < value`` (and finite).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+    """
+    v = _as_real(value, name)
+    if v <= 0:
+        raise InvalidPrivacyParameter(f"{name} must be > 0, got {value!r}")
+    if math.isinf(v) and not allow_inf:
+        raise InvalidPrivacyParameter(f"{name} must be finite, got {value!r}")
+    return v
+
+
+def check_nonnegative(value, name: str, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float after checking ``0 ≤ value`` (and finite).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+    """
+    v = _as_real(value, name)
+    if v < 0:
+        raise InvalidPrivacyParameter(f"{name} must be ≥ 0, got {value!r}")
+    if math.isinf(v) and not allow_inf:
+        raise InvalidPrivacyParameter(f"{name} must be finite, got {value!r}")
+    return v
+
+
+def check_probability(value, name: str, allow_zero: bool = False) -> float:
+    """Return ``value`` after checking it lies in (0, 1] (or [0, 1]).
+
+    Used for ``sampling_rate`` and budget fractions.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+    """
+    v = _as_real(value, name)
+    lo_ok = v >= 0 if allow_zero else v > 0
+    if not (lo_ok and v <= 1):
+        interval = "[0, 1]" if allow_zero else "(0, 1]"
+        raise InvalidPrivacyParameter(f"{name} must be in {interval}, got {value!r}")
+    return v
+
+
+def check_count(value, name: str, minimum: int = 1) -> int:
+    """Return ``value`` as an int after checking it is an integer ≥ ``minimum``.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, numbers.Real) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise InvalidPrivacyParameter(
+                f"{name} must be an integer ≥ {minimum}, got {type(value).__name__}: {value!r}"
+            )
+    if value < minimum:
+        raise InvalidPrivacyParameter(f"{name} must be an integer ≥ {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_X(X, name: str = "X", accept_sparse: bool = True, min_samples: int = 1):
+    """Validate a feature matrix: 2-D, float64, finite, non-empty.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features) or scipy.sparse matrix
+        Sparse input is converted to CSR.
+
+    Returns
+    -------
+    ndarray of float64 or scipy.sparse.csr_matrix
+
+    Raises
+    ------
+    InvalidDataError
+        If X is not 2-D, is empty, contains NaN/inf or non-numeric values, or
+        is sparse while ``accept_sparse`` is False.
+    """
+    if sp.issparse(X):
+        if not accept_sparse:
+            raise InvalidDataError(f"{name} must be dense for this algorithm, got a sparse matrix")
+        X = sp.csr_matrix(X, dtype=np.float64)
+        data = X.data
+        shape = X.shape
+    else:
+        try:
+            X = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidDataError(f"{name} must be numeric: {exc}") from None
+        if X.ndim != 2:
+            raise InvalidDataError(
+                f"{name} must be a 2-D array of shape (n_samples, n_features), "
+                f"got an array with shape {X.shape}"
+            )
+        data = X
+        shape = X.shape
+    if shape[0] < min_samples:
+        raise InvalidDataError(
+            f"{name} must have at least {min_samples} sample(s), got shape {shape}"
+        )
+    if shape[1] < 1:
+        raise InvalidDataError(f"{name} must have at least 1 feature, got shape {shape}")
+    if not np.all(np.isfinite(data)):
+        raise InvalidDataError(f"{name} contains NaN or infinite values")
+    return X
+
+
+def check_X_y(X, y, accept_sparse: bool = True, min_samples: int = 1):
+    """Validate ``X`` (see :func:`check_X`) and a 1-D target ``y`` of matching length.
+
+    Returns
+    -------
+    X : ndarray or csr_matrix of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+        Numeric targets are converted to float64 and checked finite; other
+        targets (strings, objects) are returned as a 1-D array unchanged.
+
+    Raises
+    ------
+    InvalidDataError
+    """
+    X = check_X(X, accept_sparse=accept_sparse, min_samples=min_samples)
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise InvalidDataError(f"y must be 1-D of shape (n_samples,), got shape {y.shape}")
+    if y.shape[0] != X.shape[0]:
+        raise InvalidDataError(
+            f"X and y have inconsistent numbers of samples: X has {X.shape[0]}, y has {y.shape[0]}"
+        )
+    if y.dtype.kind in "biuf":
+        y = y.astype(np.float64)
+        if not np.all(np.isfinite(y)):
+            raise InvalidDataError("y contains NaN or infinite values")
+    elif y.dtype.kind == "O":
+        try:
+            bad = np.array([isinstance(v, float) and not math.isfinite(v) for v in y])
+        except TypeError:
+            bad = np.zeros(0, dtype=bool)
+        if bad.any():
+            raise InvalidDataError("y contains NaN or infinite values")
+    return X, y
+
+
+def check_binary_labels(y, name: str = "y") -> np.ndarray:
+    """Check that ``y`` holds only the labels -1 and +1 (the range of the
+    margin-based losses) and return it as float64.
+
+    Raises
+    ------
+    LabelError
+        If a label is not in {-1, +1}.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    bad = (y != 1.0) & (y != -1.0)
+    if bad.any():
+        vals = np.unique(y[bad])[:5]
+        raise LabelError(
+            f"{name} must contain only the labels -1 and +1 for this loss, got {vals.tolist()}"
+        )
+    return y
+
+
+def row_norms(X) -> np.ndarray:
+    """ℓ2 norm of every row of a dense or CSR matrix, shape (n_samples,)."""
+    if sp.issparse(X):
+        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    return np.sqrt(np.einsum("ij,ij->i", X, X))
+
+
+def clip_rows(X, data_norm: float, warn: bool = True):
+    """Scale every row of ``X`` whose ℓ2 norm exceeds ``data_norm`` down to norm
+    ``data_norm`` (the projection onto the ℓ2 ball; rows inside are unchanged).
+
+    This enforces the row-norm bound that every sensitivity calculation of
+    dperm assumes; the bound itself comes from the user or a public schema,
+    never from the data.
+
+    Parameters
+    ----------
+    X : ndarray or csr_matrix of shape (n_samples, n_features)
+    data_norm : float
+        The ℓ2 bound on rows, > 0.
+
+    Returns
+    -------
+    X_clipped : same type as X (a copy when any row was clipped)
+    n_clipped : int
+        Number of rows that were scaled down (reported, never hidden).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        If ``data_norm`` ≤ 0, NaN or infinite.
+    """
+    data_norm = check_positive(data_norm, "data_norm")
+    norms = row_norms(X)
+    over = norms > data_norm
+    n_clipped = int(over.sum())
+    if n_clipped == 0:
+        return X, 0
+    scale = np.ones_like(norms)
+    scale[over] = data_norm / norms[over]
+    if sp.issparse(X):
+        X = sp.csr_matrix(sp.diags(scale) @ X)
+        # rounding may leave a row a hair above the bound; rescale it exactly
+        nn = row_norms(X)
+        still = nn > data_norm
+        if still.any():
+            fix = np.ones_like(nn)
+            fix[still] = np.nextafter(data_norm / nn[still], 0)
+            X = sp.csr_matrix(sp.diags(fix) @ X)
+    else:
+        X = X * scale[:, None]
+        nn = row_norms(X)
+        still = nn > data_norm
+        if still.any():
+            X[still] *= np.nextafter(data_norm / nn[still], 0)[:, None]
+    if warn:
+        warnings.warn(
+            f"{n_clipped} row(s) had an ℓ2 norm above data_norm={data_norm:g} and were "
+            "clipped to it",
+            ClippingWarning,
+            stacklevel=3,
+        )
+    return X, n_clipped

@@ -1,0 +1,43 @@
+"""GLM losses: value, gradient, per-example gradient scale, Hessian-vector
+product, and the Lipschitz/smoothness constants privacy proofs need."""
+
+from __future__ import annotations
+
+from ..exceptions import UnknownNameError
+from .base import GLMLoss
+from .hinge import Hinge
+from .huber_svm import HuberSVM
+from .logistic import Logistic
+from .quantile import Quantile
+from .squared import Squared
+
+__all__ = ["GLMLoss", "Hinge", "HuberSVM", "Logistic", "Quantile", "Squared", "get_loss"]
+
+_LOSSES = {
+    "logistic": Logistic,
+    "huber_svm": HuberSVM,
+    "svm": HuberSVM,
+    "hinge": Hinge,
+    "squared": Squared,
+    "quantile": Quantile,
+}
+
+
+def get_loss(loss: str | GLMLoss, **params) -> GLMLoss:
+    """Return a loss instance from its name (or the instance itself).
+
+    Names: ``logistic``, ``huber_svm`` (alias ``svm``), ``hinge``, ``squared``,
+    ``quantile``.  ``params`` go to the constructor (``h``, ``label_bound``,
+    ``quantile``).
+
+    Raises
+    ------
+    UnknownNameError
+    """
+    if isinstance(loss, GLMLoss):
+        return loss
+    try:
+        cls = _LOSSES[loss]
+    except (KeyError, TypeError):
+        raise UnknownNameError(f"unknown loss {loss!r}; choose one of {sorted(_LOSSES)}") from None
+    return cls(**params)

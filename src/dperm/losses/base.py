@@ -1,0 +1,149 @@
+"""Generalized linear model (GLM) losses.
+
+A GLM loss has the form ℓ(θ; x, y) = φ(⟨θ, x⟩, y), so every per-example
+gradient is a scalar multiple of its row:
+
+    ∇θ ℓ(θ; xᵢ, yᵢ) = sᵢ · xᵢ,   sᵢ = ∂φ/∂z (zᵢ, yᵢ),  zᵢ = ⟨θ, xᵢ⟩.
+
+This is what makes the fast paths of dperm possible: per-example gradient
+norms are |sᵢ|·‖xᵢ‖ and clipped sums are ``X.T @ (scaled s)``, for dense and
+CSR matrices alike — an (n, d) array of gradients is never formed.
+
+The empirical risk is the *mean* L(θ) = (1/n) Σᵢ φ(⟨θ, xᵢ⟩, yᵢ).
+
+The constants that privacy proofs need are functions of public bounds only:
+
+* ``lipschitz(data_norm, ...)`` — L with ‖∇ℓ(θ; x, y)‖ ≤ L for every ‖x‖ ≤ data_norm
+  (and every admissible y, and θ in the stated domain);
+* ``smoothness(data_norm, ...)`` — β with ‖∇²ℓ‖ ≤ β;
+* ``curvature`` — c = sup |∂²φ/∂z²|, the constant of Chaudhuri et al. (2011)
+  (β = c · data_norm²).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import check_positive
+
+__all__ = ["GLMLoss"]
+
+
+def _matvec(X, theta: np.ndarray) -> np.ndarray:
+    return np.asarray(X @ theta).ravel()
+
+
+def _rmatvec(X, s: np.ndarray) -> np.ndarray:
+    return np.asarray(X.T @ s).ravel()
+
+
+class GLMLoss(ABC):
+    """Abstract GLM loss φ(z, y) with z = ⟨θ, x⟩.
+
+    Subclasses implement :meth:`pointwise`, :meth:`derivative`,
+    :meth:`second_derivative`, :meth:`check_labels`, :meth:`lipschitz` and
+    :meth:`smoothness`; everything else is derived here.
+    """
+
+    #: short name used by estimators and the CLI
+    name: str = "glm"
+    #: True when the loss is differentiable everywhere (β < ∞)
+    smooth: bool = True
+    #: True when labels are a class in {-1, +1}; False for regression losses
+    classification: bool = True
+
+    # ----- scalar functions of the linear prediction z -------------------------------
+    @abstractmethod
+    def pointwise(self, z: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """φ(zᵢ, yᵢ) elementwise, shape (n,)."""
+
+    @abstractmethod
+    def derivative(self, z: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """∂φ/∂z (zᵢ, yᵢ) elementwise, shape (n,) (a subgradient where φ has a kink)."""
+
+    @abstractmethod
+    def second_derivative(self, z: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """∂²φ/∂z² (zᵢ, yᵢ) elementwise, shape (n,) (0 at kinks of non-smooth losses)."""
+
+    @abstractmethod
+    def check_labels(self, y) -> np.ndarray:
+        """Return ``y`` as float64 after checking the loss can take it.
+
+        Raises
+        ------
+        LabelError
+        """
+
+    @abstractmethod
+    def lipschitz(self, data_norm: float, **bounds) -> float:
+        """Lipschitz constant L of θ ↦ ℓ(θ; x, y) over ‖x‖ ≤ ``data_norm``."""
+
+    @abstractmethod
+    def smoothness(self, data_norm: float, **bounds) -> float:
+        """Smoothness β (Lipschitz constant of the gradient) over ‖x‖ ≤ ``data_norm``."""
+
+    @property
+    @abstractmethod
+    def curvature(self) -> float:
+        """c = sup_z |∂²φ/∂z²| (``inf`` for non-smooth losses)."""
+
+    # ----- derived quantities -------------------------------------------------------
+    def value(self, theta: np.ndarray, X, y: np.ndarray) -> float:
+        """Empirical risk L(θ) = mean φ(⟨θ, xᵢ⟩, yᵢ).
+
+        Parameters
+        ----------
+        theta : ndarray of shape (d,)
+        X : ndarray or csr_matrix of shape (n, d)
+        y : ndarray of shape (n,)
+        """
+        return float(np.mean(self.pointwise(_matvec(X, theta), y)))
+
+    def gradient(self, theta: np.ndarray, X, y: np.ndarray) -> np.ndarray:
+        """∇L(θ) = (1/n) Xᵀ s, shape (d,)."""
+        s = self.derivative(_matvec(X, theta), y)
+        return _rmatvec(X, s) / X.shape[0]
+
+    def value_and_gradient(self, theta: np.ndarray, X, y: np.ndarray) -> tuple[float, np.ndarray]:
+        """(L(θ), ∇L(θ)) with one product X θ."""
+        z = _matvec(X, theta)
+        n = X.shape[0]
+        return float(np.mean(self.pointwise(z, y))), _rmatvec(X, self.derivative(z, y)) / n
+
+    def per_example_gradient_scale(self, theta: np.ndarray, X, y: np.ndarray) -> np.ndarray:
+        """sᵢ with ∇ℓ(θ; xᵢ, yᵢ) = sᵢ xᵢ, shape (n,)."""
+        return self.derivative(_matvec(X, theta), y)
+
+    def per_example_gradients(self, theta: np.ndarray, X, y: np.ndarray) -> np.ndarray:
+        """The (n, d) matrix of per-example gradients (for tests and generic code;
+        the fast paths never form it)."""
+        s = self.per_example_gradient_scale(theta, X, y)
+        if sp.issparse(X):
+            return np.asarray(sp.diags(s) @ X.toarray())
+        return s[:, None] * X
+
+    def hessian_vector_product(self, theta: np.ndarray, X, y: np.ndarray, v: np.ndarray):
+        """∇²L(θ) v = (1/n) Xᵀ (φ''(z) ⊙ X v), shape (d,)."""
+        w = self.second_derivative(_matvec(X, theta), y)
+        return _rmatvec(X, w * _matvec(X, v)) / X.shape[0]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other) -> bool:
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, tuple(sorted(self.__dict__.items()))))
+
+
+def _check_data_norm(data_norm) -> float:
+    return check_positive(data_norm, "data_norm")
+
+
+def _finite_or_inf(x: float) -> float:
+    return x if math.isfinite(x) else math.inf

@@ -1,0 +1,84 @@
+"""Squared loss φ(z, y) = (z − y)² / 2 for least squares with a label bound."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validation import check_positive
+from ..exceptions import InvalidPrivacyParameter, LabelError
+from .base import GLMLoss, _check_data_norm
+
+__all__ = ["Squared"]
+
+
+class Squared(GLMLoss):
+    """Squared loss (z − y)²/2 with |y| ≤ ``label_bound`` (a public bound).
+
+    ∂φ/∂z = z − y and ∂²φ/∂z² = 1, so β = data_norm² (c = 1).  The gradient is
+    bounded only on a bounded domain: for ‖θ‖ ≤ ``radius`` and ‖x‖ ≤ R,
+    |z − y| ≤ R·radius + B, hence L = R (R·radius + B).  Algorithms that need L
+    (all of them) therefore need a constraint radius — or clip the per-example
+    gradient (DP-SGD), which needs no L.
+
+    Parameters
+    ----------
+    label_bound : float, default=1.0
+        B > 0 with |y| ≤ B for every label; labels outside raise LabelError.
+    """
+
+    name = "squared"
+    smooth = True
+    classification = False
+
+    def __init__(self, label_bound: float = 1.0):
+        self.label_bound = check_positive(label_bound, "label_bound")
+
+    def __repr__(self) -> str:
+        return f"Squared(label_bound={self.label_bound!r})"
+
+    def pointwise(self, z, y):
+        r = z - y
+        return 0.5 * r * r
+
+    def derivative(self, z, y):
+        return z - y
+
+    def second_derivative(self, z, y):
+        return np.ones_like(np.asarray(z, dtype=float))
+
+    def check_labels(self, y):
+        y = np.asarray(y, dtype=np.float64)
+        if y.size and np.max(np.abs(y)) > self.label_bound:
+            raise LabelError(
+                f"labels must satisfy |y| ≤ label_bound={self.label_bound:g}; the largest |y| "
+                f"is {np.max(np.abs(y)):g} (clip y to the public bound first)"
+            )
+        return y
+
+    @property
+    def curvature(self) -> float:
+        return 1.0
+
+    def lipschitz(self, data_norm, *, radius: float | None = None, **bounds):
+        """L = data_norm · (data_norm · radius + label_bound) over ‖θ‖ ≤ radius.
+
+        Raises
+        ------
+        InvalidPrivacyParameter
+            If ``radius`` is not given: the squared loss is not Lipschitz on
+            an unbounded domain.
+        """
+        R = _check_data_norm(data_norm)
+        if radius is None or not math.isfinite(radius):
+            raise InvalidPrivacyParameter(
+                "the squared loss is Lipschitz only on a bounded domain: pass radius "
+                f"(a bound on ‖θ‖), got radius={radius!r}"
+            )
+        radius = check_positive(radius, "radius")
+        return R * (R * radius + self.label_bound)
+
+    def smoothness(self, data_norm, **bounds):
+        """β = data_norm²."""
+        return _check_data_norm(data_norm) ** 2

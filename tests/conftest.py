@@ -1,0 +1,36 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_DEFAULT_SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def shared_data_dir() -> Path | None:
+    """The folder with the real benchmark data, or None when it is absent.
+
+    ``DPERM_DATA_HOME`` overrides the default ``../shared/data``.
+    """
+    p = Path(os.environ.get("DPERM_DATA_HOME", _DEFAULT_SHARED))
+    return p if p.is_dir() else None
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """Path of ``../shared/data``; skips the test cleanly when it is absent."""
+    p = shared_data_dir()
+    if p is None:
+        pytest.skip("real benchmark data (../shared/data) not available")
+    return p
+
+
+@pytest.fixture
+def rng():
+    """A seeded Generator for reproducible test data."""
+    import numpy as np
+
+    return np.random.default_rng(12345)
