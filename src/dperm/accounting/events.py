@@ -200,7 +200,7 @@ class SampledWithoutReplacement(DpEvent):
     def __post_init__(self) -> None:
         for name in ("sample_size", "population_size"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not float(v).is_integer():
+            if isinstance(v, bool) or not _real(v, name).is_integer():
                 raise InvalidPrivacyParameter(f"{name} must be an integer, got {v!r}")
             object.__setattr__(self, name, int(v))
         if not 0 <= self.sample_size <= self.population_size or self.population_size < 1:
@@ -221,7 +221,7 @@ class SelfComposed(DpEvent):
 
     def __post_init__(self) -> None:
         c = self.count
-        if isinstance(c, bool) or not float(c).is_integer() or c < 0:
+        if isinstance(c, bool) or not _real(c, "count").is_integer() or c < 0:
             raise InvalidPrivacyParameter(f"count must be an integer ≥ 0, got {c!r}")
         object.__setattr__(self, "count", int(c))
         if not isinstance(self.event, DpEvent):

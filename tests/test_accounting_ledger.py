@@ -1,0 +1,125 @@
+"""Ledger: budget enforcement and JSON round trip."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from dperm.accounting import (
+    EpsilonDelta,
+    Gaussian,
+    Laplace,
+    Ledger,
+    PoissonSampled,
+    PureEpsilon,
+    RdpAccountant,
+    SelfComposed,
+    calibrate_gaussian,
+    epsilon_spent,
+    get_accountant,
+)
+from dperm.exceptions import (
+    BudgetExceededError,
+    InvalidPrivacyParameter,
+    UnknownNameError,
+    UnsupportedEventError,
+)
+
+SGD = SelfComposed(PoissonSampled(0.01, Gaussian(1.0)), 1000)
+
+
+def test_spend_records_and_reports_rdp_total():
+    ledger = Ledger(epsilon=3.0, delta=1e-5)
+    eps = ledger.spend(SGD, label="dp-sgd on adult")
+    assert eps == pytest.approx(epsilon_spent(SGD, 1e-5))
+    assert ledger.spent() == (eps, 1e-5)
+    assert ledger.remaining_epsilon() == pytest.approx(3.0 - eps)
+    assert ledger.events == (SGD,)
+    assert ledger.entries[0].label == "dp-sgd on adult"
+
+
+def test_overspend_is_refused_and_nothing_recorded():
+    ledger = Ledger(epsilon=1.0, delta=1e-5)
+    ledger.spend(PureEpsilon(0.4))
+    before = ledger.spent()
+    assert not ledger.can_spend(SGD)
+    with pytest.raises(BudgetExceededError, match=r"epsilon=\d"):
+        ledger.spend(SGD)
+    assert ledger.spent() == before
+    assert len(ledger.events) == 1
+    assert ledger.can_spend(PureEpsilon(0.1))
+
+
+def test_exactly_calibrated_spend_fits():
+    sigma = calibrate_gaussian(2.0, 1e-5, steps=500, sampling_rate=0.02)
+    ledger = Ledger(2.0, 1e-5)
+    ledger.spend(SelfComposed(PoissonSampled(0.02, Gaussian(sigma)), 500))
+    assert ledger.spent()[0] <= 2.0
+
+
+def test_unsupported_event_is_refused_without_recording():
+    ledger = Ledger(5.0, 1e-5)
+    with pytest.raises(UnsupportedEventError):
+        ledger.spend(EpsilonDelta(0.5, 1e-7))
+    assert ledger.events == ()
+    basic = Ledger(5.0, 1e-5, accountant="basic")
+    basic.spend(EpsilonDelta(0.5, 1e-7))
+    with pytest.raises(UnsupportedEventError):
+        basic.spend(Gaussian(1.0))
+    assert len(basic.events) == 1
+
+
+def test_pure_dp_budget_with_basic_composition():
+    ledger = Ledger(1.0, 0.0, accountant="basic")
+    for _ in range(4):
+        ledger.spend(Laplace(4.0))  # 0.25 each
+    assert ledger.spent()[0] == pytest.approx(1.0)
+    with pytest.raises(BudgetExceededError):
+        ledger.spend(PureEpsilon(1e-9))
+
+
+def test_json_round_trip(tmp_path):
+    acc = RdpAccountant(orders=[1.5, 2.0, 4.0, 8.0, 16.0, 32.0], conversion="classic")
+    ledger = Ledger(10.0, 1e-6, accountant=acc)
+    ledger.spend(SGD, label="first")
+    ledger.spend(Gaussian(5.0))
+    path = tmp_path / "ledger.json"
+    ledger.save(path)
+    data = json.loads(path.read_text())
+    assert data["accountant"] == {
+        "name": "rdp",
+        "config": {"conversion": "classic", "orders": [1.5, 2.0, 4.0, 8.0, 16.0, 32.0]},
+    }
+    loaded = Ledger.load(path)
+    assert loaded.events == ledger.events
+    assert [e.label for e in loaded.entries] == ["first", None]
+    assert loaded.spent() == ledger.spent()
+    assert (loaded.epsilon, loaded.delta) == (10.0, 1e-6)
+    # the loaded ledger keeps enforcing the same budget
+    with pytest.raises(BudgetExceededError):
+        loaded.spend(Gaussian(0.1))
+
+
+def test_load_rejects_garbage(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(InvalidPrivacyParameter, match="JSON"):
+        Ledger.load(bad)
+    bad.write_text(json.dumps({"format": "something else"}))
+    with pytest.raises(InvalidPrivacyParameter, match="Ledger"):
+        Ledger.load(bad)
+
+
+def test_bad_budget_and_accountant():
+    for eps in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(InvalidPrivacyParameter, match="epsilon"):
+            Ledger(eps, 1e-5)
+    for delta in (1.0, -1e-9, math.nan):
+        with pytest.raises(InvalidPrivacyParameter, match="delta"):
+            Ledger(1.0, delta)
+    with pytest.raises(UnknownNameError):
+        Ledger(1.0, 1e-5, accountant="zcdp")
+    with pytest.raises(InvalidPrivacyParameter, match="empty"):
+        Ledger(1.0, 1e-5, accountant=get_accountant("rdp").compose(Gaussian(3.0)))

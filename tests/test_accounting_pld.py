@@ -1,0 +1,93 @@
+"""PLD accountant: same numbers as dp-accounting's PLDAccountant, never above RDP."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dperm.accounting import (
+    Composed,
+    EpsilonDelta,
+    Gaussian,
+    Laplace,
+    NonPrivate,
+    NoOp,
+    PldAccountant,
+    PoissonSampled,
+    PureEpsilon,
+    RdpAccountant,
+    SampledWithoutReplacement,
+    SelfComposed,
+    epsilon_spent,
+)
+from dperm.exceptions import InvalidPrivacyParameter, UnsupportedEventError
+
+
+def test_matches_dp_accounting_pld():
+    from dp_accounting import dp_event as de
+    from dp_accounting.pld import pld_privacy_accountant as pa
+
+    theirs = pa.PLDAccountant(value_discretization_interval=1e-3)
+    theirs.compose(de.PoissonSampledDpEvent(0.01, de.GaussianDpEvent(1.0)), 500)
+    theirs.compose(de.LaplaceDpEvent(20.0), 2)
+    ours = PldAccountant(value_discretization_interval=1e-3)
+    ours.compose(SelfComposed(PoissonSampled(0.01, Gaussian(1.0)), 500))
+    ours.compose(Laplace(20.0), count=2)
+    assert ours.get_epsilon(1e-5) == pytest.approx(theirs.get_epsilon(1e-5), rel=1e-12)
+    assert ours.get_delta(1.0) == pytest.approx(theirs.get_delta(1.0), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("sigma", "q", "steps", "delta"),
+    [
+        (1.1, 0.004, 15_000, 1e-5),
+        (0.8, 0.01, 100_000, 1e-5),
+        (2.0, 0.05, 1_000, 1e-7),
+        (4.0, 1.0, 10, 1e-6),
+        (0.6, 0.001, 50_000, 1e-5),
+    ],
+)
+def test_pld_epsilon_at_most_rdp(sigma, q, steps, delta):
+    ev = SelfComposed(PoissonSampled(q, Gaussian(sigma)), steps)
+    pld = PldAccountant(value_discretization_interval=1e-3).compose(ev).get_epsilon(delta)
+    rdp = RdpAccountant().compose(ev).get_epsilon(delta)
+    assert 0.0 < pld <= rdp
+
+
+def test_pld_supports_and_refusals_leave_state_unchanged():
+    acc = PldAccountant(value_discretization_interval=1e-3).compose(Gaussian(3.0))
+    eps = acc.get_epsilon(1e-6)
+    for ev in (
+        PureEpsilon(1.0),
+        EpsilonDelta(1.0, 1e-6),
+        SampledWithoutReplacement(10, 100, Gaussian(1.0)),
+        PoissonSampled(0.1, PureEpsilon(1.0)),
+        Composed((Gaussian(1.0), PureEpsilon(1.0))),
+    ):
+        assert not acc.supports(ev)
+        with pytest.raises(UnsupportedEventError):
+            acc.compose(ev)
+        assert acc.get_epsilon(1e-6) == eps
+        assert len(acc.events) == 1
+    assert acc.supports(PoissonSampled(0.1, Laplace(1.0)))
+    assert acc.supports(PoissonSampled(0.1, Composed((Gaussian(1.0), Gaussian(2.0)))))
+
+
+def test_pld_edge_events():
+    assert epsilon_spent(NoOp(), 1e-5, "pld") == 0.0
+    assert epsilon_spent(NonPrivate(), 1e-5, "pld") == math.inf
+    assert epsilon_spent(Gaussian(0.0), 1e-5, "pld") == math.inf
+    assert epsilon_spent(SelfComposed(Gaussian(1.0), 0), 1e-5, "pld") == 0.0
+    assert epsilon_spent(PoissonSampled(0.0, Gaussian(1.0)), 1e-5, "pld") == 0.0
+    # composing on a copy does not touch the original
+    acc = PldAccountant(value_discretization_interval=1e-3).compose(Gaussian(2.0))
+    e = acc.get_epsilon(1e-5)
+    acc.copy().compose(Gaussian(2.0))
+    assert acc.get_epsilon(1e-5) == e
+
+
+def test_pld_bad_discretization():
+    for bad in (0.0, -1e-3, 1.0, math.nan):
+        with pytest.raises(InvalidPrivacyParameter, match="value_discretization_interval"):
+            PldAccountant(value_discretization_interval=bad)
