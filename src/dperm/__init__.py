@@ -1,3 +1,97 @@
-"""dperm: differentially private empirical risk minimization."""
+"""dperm: differentially private empirical risk minimization.
+
+Public names (imported lazily, so ``import dperm`` stays light):
+
+* estimators — :class:`DPLogisticRegression`, :class:`DPLinearSVC`,
+  :class:`DPLinearRegression`;
+* losses — :class:`Logistic`, :class:`HuberSVM`, :class:`Hinge`,
+  :class:`Squared`, :class:`Quantile`, :func:`get_loss`;
+* accounting — :class:`Ledger`, :func:`get_accountant`, :func:`epsilon_spent`,
+  :func:`delta_spent`, :func:`calibrate_noise`, :func:`calibrate_gaussian`;
+* utility — :func:`excess_empirical_risk`, :func:`accuracy`, :func:`nonprivate_fit`;
+* :class:`Result` (what every algorithm returns) and the exception classes.
+
+Algorithms live in :mod:`dperm.algorithms` (one module per paper), noise
+primitives in :mod:`dperm.mechanisms`, data loaders in :mod:`dperm.datasets`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .exceptions import (
+    BudgetExceededError,
+    ClippingWarning,
+    ConvergenceError,
+    DataFileNotFoundError,
+    DpermError,
+    InvalidDataError,
+    InvalidPrivacyParameter,
+    LabelError,
+    PrivacyError,
+    PrivacyLeakWarning,
+    UnknownNameError,
+    UnsupportedEventError,
+)
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    # estimators
+    "DPLogisticRegression": "dperm.estimators",
+    "DPLinearSVC": "dperm.estimators",
+    "DPLinearRegression": "dperm.estimators",
+    "register_mechanism": "dperm.estimators",
+    "available_mechanisms": "dperm.estimators",
+    # losses
+    "Logistic": "dperm.losses",
+    "HuberSVM": "dperm.losses",
+    "Hinge": "dperm.losses",
+    "Squared": "dperm.losses",
+    "Quantile": "dperm.losses",
+    "get_loss": "dperm.losses",
+    # accounting
+    "Ledger": "dperm.accounting",
+    "get_accountant": "dperm.accounting",
+    "epsilon_spent": "dperm.accounting",
+    "delta_spent": "dperm.accounting",
+    "calibrate_noise": "dperm.accounting",
+    "calibrate_gaussian": "dperm.accounting",
+    # utility
+    "excess_empirical_risk": "dperm.utility",
+    "accuracy": "dperm.utility",
+    "nonprivate_fit": "dperm.utility",
+    # algorithm contract
+    "Result": "dperm.algorithms.base",
+}
+
+__all__ = [
+    "BudgetExceededError",
+    "ClippingWarning",
+    "ConvergenceError",
+    "DataFileNotFoundError",
+    "DpermError",
+    "InvalidDataError",
+    "InvalidPrivacyParameter",
+    "LabelError",
+    "PrivacyError",
+    "PrivacyLeakWarning",
+    "UnknownNameError",
+    "UnsupportedEventError",
+    "__version__",
+    *sorted(_LAZY),
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dperm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -236,6 +236,18 @@ def check_X_y(X, y, accept_sparse: bool = True, min_samples: int = 1):
     return X, y
 
 
+def float_labels(y, name: str = "y") -> np.ndarray:
+    """``y`` as a float64 array; non-numeric labels (strings, objects) raise
+    :class:`~dperm.exceptions.LabelError` instead of numpy's ValueError."""
+    try:
+        return np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        vals = np.unique(np.asarray(y, dtype=object).astype(str))[:5]
+        raise LabelError(
+            f"{name} must be numeric for this loss, got labels such as {vals.tolist()}"
+        ) from None
+
+
 def check_binary_labels(y, name: str = "y") -> np.ndarray:
     """Check that ``y`` holds only the labels -1 and +1 (the range of the
     margin-based losses) and return it as float64.
@@ -245,7 +257,7 @@ def check_binary_labels(y, name: str = "y") -> np.ndarray:
     LabelError
         If a label is not in {-1, +1}.
     """
-    y = np.asarray(y, dtype=np.float64)
+    y = float_labels(y, name)
     bad = (y != 1.0) & (y != -1.0)
     if bad.any():
         vals = np.unique(y[bad])[:5]
@@ -300,16 +312,24 @@ def clip_rows(X, data_norm: float, warn: bool = True):
         # rounding may leave a row a hair above the bound; rescale it exactly
         nn = row_norms(X)
         still = nn > data_norm
-        if still.any():
+        tighten = 1.0
+        while still.any():  # one ulp may not suffice (summation rounding); shrink more
+            tighten *= 1.0 - 4.0 * np.finfo(np.float64).eps
             fix = np.ones_like(nn)
-            fix[still] = np.nextafter(data_norm / nn[still], 0)
+            fix[still] = tighten * data_norm / nn[still]
             X = sp.csr_matrix(sp.diags(fix) @ X)
+            nn = row_norms(X)
+            still = nn > data_norm
     else:
         X = X * scale[:, None]
         nn = row_norms(X)
         still = nn > data_norm
-        if still.any():
-            X[still] *= np.nextafter(data_norm / nn[still], 0)[:, None]
+        tighten = 1.0
+        while still.any():  # one ulp may not suffice (summation rounding); shrink more
+            tighten *= 1.0 - 4.0 * np.finfo(np.float64).eps
+            X[still] *= (tighten * data_norm / nn[still])[:, None]
+            nn = row_norms(X)
+            still = nn > data_norm
     if warn:
         warnings.warn(
             f"{n_clipped} row(s) had an ℓ2 norm above data_norm={data_norm:g} and were "

@@ -9,9 +9,19 @@ from .hinge import Hinge
 from .huber_svm import HuberSVM
 from .logistic import Logistic
 from .quantile import Quantile
+from .softmax import Softmax
 from .squared import Squared
 
-__all__ = ["GLMLoss", "Hinge", "HuberSVM", "Logistic", "Quantile", "Squared", "get_loss"]
+__all__ = [
+    "GLMLoss",
+    "Hinge",
+    "HuberSVM",
+    "Logistic",
+    "Quantile",
+    "Softmax",
+    "Squared",
+    "get_loss",
+]
 
 _LOSSES = {
     "logistic": Logistic,

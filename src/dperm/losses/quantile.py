@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_probability
+from .._validation import check_probability, float_labels
 from ..exceptions import InvalidPrivacyParameter
 from .base import GLMLoss, _check_data_norm
 
@@ -45,7 +45,7 @@ class Quantile(GLMLoss):
         return np.zeros_like(np.asarray(z, dtype=float))
 
     def check_labels(self, y):
-        return np.asarray(y, dtype=np.float64)
+        return float_labels(y)
 
     @property
     def curvature(self) -> float:

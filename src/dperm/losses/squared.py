@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_positive
+from .._validation import check_positive, float_labels
 from ..exceptions import InvalidPrivacyParameter, LabelError
 from .base import GLMLoss, _check_data_norm
 
@@ -49,7 +49,7 @@ class Squared(GLMLoss):
         return np.ones_like(np.asarray(z, dtype=float))
 
     def check_labels(self, y):
-        y = np.asarray(y, dtype=np.float64)
+        y = float_labels(y)
         if y.size and np.max(np.abs(y)) > self.label_bound:
             raise LabelError(
                 f"labels must satisfy |y| ≤ label_bound={self.label_bound:g}; the largest |y| "

@@ -1,0 +1,498 @@
+"""The ``dperm`` command line: ``dperm fit | account | calibrate | bench | audit``.
+
+Examples (shell)::
+
+    dperm fit                                   # breast-cancer, logistic, objective, ε = 1
+    dperm fit --dataset adult --data-home ../shared/data --epsilon 1 --json
+    dperm fit --csv data.csv --target label --model svm --mechanism output --delta 0
+    dperm account --noise-multiplier 1.1 --sampling-rate 0.004 --steps 15000 --delta 1e-5
+    dperm calibrate --epsilon 2 --delta 1e-5 --sampling-rate 0.004 --steps 15000
+
+Errors raised by dperm (bad ε, unknown dataset, missing file, …) and usage
+errors print one line on stderr and exit with status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import warnings
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .exceptions import DpermError, InvalidPrivacyParameter, UnknownNameError
+
+__all__ = ["app", "main", "run_fit"]
+
+app = typer.Typer(
+    name="dperm",
+    help="Differentially private empirical risk minimization.",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback(invoke_without_command=True)
+def _root(ctx: typer.Context) -> None:
+    """Differentially private empirical risk minimization."""
+    if ctx.invoked_subcommand is None:  # `dperm` alone: show the commands
+        typer.echo(ctx.get_help())
+
+
+_MODELS = ("logistic", "svm", "linear")
+_FIT_KEYS = (
+    "dataset",
+    "n_train",
+    "n_test",
+    "n_features",
+    "model",
+    "mechanism",
+    "epsilon",
+    "delta",
+    "test_accuracy",
+    "train_accuracy",
+    "excess_empirical_risk",
+    "nonprivate_test_accuracy",
+    "n_clipped",
+    "fit_seconds",
+)
+
+
+def _fail(exc: BaseException) -> typer.Exit:
+    """Print ``exc`` as one line on stderr; the caller raises the returned Exit(2)."""
+    msg = " ".join(str(exc).split()) or type(exc).__name__
+    typer.echo(f"dperm: error: {msg}", err=True)
+    return typer.Exit(code=2)
+
+
+def _json_safe(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return "inf" if v > 0 else ("-inf" if v < 0 else "nan")
+    return v
+
+
+# ----------------------------------------------------------------------------- fit
+def _make_model(model: str, task: str, params: dict[str, Any], label_bound, constraint_radius):
+    from .estimators import DPLinearRegression, DPLinearSVC, DPLogisticRegression
+
+    if model not in _MODELS:
+        raise UnknownNameError(f"unknown model {model!r}; choose one of {list(_MODELS)}")
+    if task == "regression":
+        if model != "linear":
+            raise InvalidPrivacyParameter(
+                f"the dataset is a regression task; use --model linear, got --model {model}"
+            )
+        if label_bound is None or not math.isfinite(label_bound):
+            raise InvalidPrivacyParameter(
+                "regression needs a public label bound; the dataset has none"
+            )
+        if constraint_radius is None:
+            # public rule: predictions up to ±4·label_bound on rows at the norm bound
+            constraint_radius = 4.0 * label_bound / params["data_norm"]
+        return DPLinearRegression(
+            label_bound=label_bound, constraint_radius=constraint_radius, **params
+        )
+    if model == "linear":
+        raise InvalidPrivacyParameter(
+            f"the dataset is a {task} classification task; use --model logistic or svm"
+        )
+    cls = DPLogisticRegression if model == "logistic" else DPLinearSVC
+    return cls(**params)
+
+
+def run_fit(
+    *,
+    dataset: str | None = None,
+    data_home: str | Path | None = None,
+    csv: str | Path | None = None,
+    target: str | None = None,
+    allow_data_bounds: bool = False,
+    model: str = "logistic",
+    mechanism: str = "objective",
+    epsilon: float = 1.0,
+    delta: float | None = None,
+    data_norm: float | None = None,
+    constraint_radius: float | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """Load data, fit a private model and measure it; the work behind ``dperm fit``.
+
+    Returns
+    -------
+    dict
+        The keys of ``dperm fit --json`` (see :data:`_FIT_KEYS`) plus
+        ``metric`` ("accuracy" or "r2" for regression), ``delta_default``,
+        ``dp_event`` and ``alpha``.
+
+    Raises
+    ------
+    DpermError
+        Any validation error (unknown dataset or model, missing file, bad ε, …).
+    """
+    from . import datasets
+    from .utility import excess_empirical_risk, nonprivate_fit
+
+    if csv is not None:
+        if dataset is not None:
+            raise InvalidPrivacyParameter("give either --dataset or --csv, not both")
+        if target is None:
+            raise InvalidPrivacyParameter("--csv needs --target COLUMN (the label column)")
+        ds = datasets.load_csv(csv, target, allow_data_bounds=allow_data_bounds)
+    else:
+        if target is not None:
+            raise InvalidPrivacyParameter("--target is only used with --csv")
+        ds = datasets.load(dataset or datasets.DEFAULT_DATASET, data_home)
+    if data_norm is None:
+        data_norm = ds.row_norm_bound
+        if not math.isfinite(data_norm):
+            raise InvalidPrivacyParameter(
+                f"dataset {ds.name!r} has no public row-norm bound; pass --data-norm"
+            )
+    n = ds.n_train
+    params = {
+        "epsilon": epsilon,
+        "delta": delta,  # None → 1/n² inside the estimator
+        "mechanism": mechanism,
+        "data_norm": data_norm,
+        "random_state": seed,
+    }
+    est = _make_model(model, ds.task, params, ds.label_bound, constraint_radius)
+    t0 = time.perf_counter()
+    est.fit(ds.X_train, ds.y_train)
+    fit_seconds = time.perf_counter() - t0
+    reference = nonprivate_fit(est, ds.X_train, ds.y_train)
+    has_test = ds.X_test is not None and ds.n_test > 0
+    out: dict[str, Any] = {
+        "dataset": ds.name,
+        "n_train": n,
+        "n_test": ds.n_test,
+        "n_features": ds.n_features,
+        "model": model,
+        "mechanism": mechanism,
+        "epsilon": float(est.epsilon_),
+        "delta": float(est.delta_),
+        "test_accuracy": float(est.score(ds.X_test, ds.y_test)) if has_test else None,
+        "train_accuracy": float(est.score(ds.X_train, ds.y_train)),
+        "excess_empirical_risk": excess_empirical_risk(
+            est, ds.X_train, ds.y_train, reference=reference
+        ),
+        "nonprivate_test_accuracy": (
+            float(reference.score(ds.X_test, ds.y_test)) if has_test else None
+        ),
+        "n_clipped": int(est.n_clipped_),
+        "fit_seconds": fit_seconds,
+        "metric": "r2" if ds.task == "regression" else "accuracy",
+        "delta_default": delta is None,
+        "alpha": float(est.alpha_),
+        "dp_event": est.dp_event_.to_dict(),
+    }
+    # the theory next to the measurement (issue #5): dperm.theory.bound_for_estimator
+    from .theory import bound_for_estimator
+
+    bound = bound_for_estimator(est, n)
+    out["theoretical_bound"] = None if bound is None else float(bound.value)
+    out["theoretical_bound_detail"] = None if bound is None else bound.to_dict()
+    return out
+
+
+def _print_fit_table(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    metric = "R²" if result["metric"] == "r2" else "accuracy"
+
+    def fmt(v, spec=".4f"):
+        return "—" if v is None else format(v, spec)
+
+    delta_note = " (default 1/n²)" if result["delta_default"] else ""
+    table = Table(title="dperm fit", show_header=True, header_style="bold")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    rows = [
+        ("dataset", result["dataset"]),
+        ("n_train", str(result["n_train"])),
+        ("n_test", str(result["n_test"])),
+        ("d (features)", str(result["n_features"])),
+        ("model", result["model"]),
+        ("mechanism", result["mechanism"]),
+        ("ε spent", fmt(result["epsilon"], ".6g")),
+        ("δ spent", fmt(result["delta"], ".3g") + delta_note),
+        (f"test {metric}", fmt(result["test_accuracy"])),
+        (f"train {metric}", fmt(result["train_accuracy"])),
+        ("excess empirical risk", fmt(result["excess_empirical_risk"], ".4g")),
+        (
+            "theoretical bound"
+            + (
+                ""
+                if (result.get("theoretical_bound_detail") or {}).get("constant_known", True)
+                else " (rate, constant 1)"
+            ),
+            fmt(result.get("theoretical_bound"), ".4g"),
+        ),
+        (f"non-private test {metric}", fmt(result["nonprivate_test_accuracy"])),
+        ("rows clipped", str(result["n_clipped"])),
+        ("fit seconds", fmt(result["fit_seconds"], ".3f")),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    Console().print(table)
+
+
+@app.command("fit")
+def fit_command(
+    dataset: Annotated[
+        str | None,
+        typer.Option(
+            "--dataset", help="Built-in dataset (default breast-cancer); see dperm.datasets."
+        ),
+    ] = None,
+    data_home: Annotated[
+        Path | None,
+        typer.Option("--data-home", help="Folder with the data files (default $DPERM_DATA_HOME)."),
+    ] = None,
+    csv: Annotated[Path | None, typer.Option("--csv", help="Fit on a CSV file instead.")] = None,
+    target: Annotated[str | None, typer.Option("--target", help="Label column of --csv.")] = None,
+    allow_data_bounds: Annotated[
+        bool,
+        typer.Option("--allow-data-bounds", help="CSV: read missing bounds from the data (LEAKS)."),
+    ] = False,
+    model: Annotated[str, typer.Option("--model", help="logistic | svm | linear")] = "logistic",
+    mechanism: Annotated[
+        str, typer.Option("--mechanism", help="objective | output | any registered mechanism")
+    ] = "objective",
+    epsilon: Annotated[float, typer.Option("--epsilon", help="Privacy budget ε.")] = 1.0,
+    delta: Annotated[
+        float | None,
+        typer.Option("--delta", help="δ (default 1/n², n = training rows; 0 = pure ε-DP)."),
+    ] = None,
+    data_norm: Annotated[
+        float | None,
+        typer.Option("--data-norm", help="Row ℓ2 bound (default: the dataset's public bound)."),
+    ] = None,
+    constraint_radius: Annotated[
+        float | None,
+        typer.Option(
+            "--constraint-radius",
+            help="ℓ2-ball radius for --model linear (default 4·label_bound/data_norm).",
+        ),
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the privacy noise.")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Fit a private model and report privacy spent and utility."""
+    try:
+        with warnings.catch_warnings():
+            # warnings (e.g. rows clipped) become one stderr line each, never stdout
+            warnings.simplefilter("always")
+            warnings.showwarning = _show_warning_one_line
+            result = run_fit(
+                dataset=dataset,
+                data_home=data_home,
+                csv=csv,
+                target=target,
+                allow_data_bounds=allow_data_bounds,
+                model=model,
+                mechanism=mechanism,
+                epsilon=epsilon,
+                delta=delta,
+                data_norm=data_norm,
+                constraint_radius=constraint_radius,
+                seed=seed,
+            )
+    except DpermError as exc:
+        raise _fail(exc) from None
+    if json_output:
+        typer.echo(json.dumps({k: _json_safe(v) for k, v in result.items()}))
+    else:
+        _print_fit_table(result)
+
+
+def _show_warning_one_line(message, category, filename, lineno, file=None, line=None):
+    typer.echo(f"dperm: warning: {category.__name__}: {message}", err=True)
+
+
+# ----------------------------------------------------------------------------- accounting
+@app.command("account")
+def account_cmd(
+    noise_multiplier: Annotated[float, typer.Option("--noise-multiplier", help="σ per unit Δ₂.")],
+    sampling_rate: Annotated[float, typer.Option("--sampling-rate", help="q in (0, 1].")] = 1.0,
+    steps: Annotated[int, typer.Option("--steps", help="Number of releases.")] = 1,
+    delta: Annotated[float, typer.Option("--delta", help="δ.")] = 1e-5,
+    accountant: Annotated[str, typer.Option("--accountant", help="rdp | pld | …")] = "rdp",
+    sampling: Annotated[
+        str, typer.Option("--sampling", help="poisson | without_replacement")
+    ] = "poisson",
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """ε spent by `steps` (subsampled) Gaussian releases."""
+    try:
+        from ._cli_account import account_command, render
+
+        result = account_command(
+            noise_multiplier,
+            sampling_rate=sampling_rate,
+            steps=steps,
+            delta=delta,
+            accountant=accountant,
+            sampling=sampling,
+            json_output=json_output,
+        )
+    except DpermError as exc:
+        raise _fail(exc) from None
+    typer.echo(render(result, json_output=json_output))
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    epsilon: Annotated[float, typer.Option("--epsilon", help="Target ε.")],
+    delta: Annotated[float, typer.Option("--delta", help="Target δ.")] = 1e-5,
+    sampling_rate: Annotated[float, typer.Option("--sampling-rate", help="q in (0, 1].")] = 1.0,
+    steps: Annotated[int, typer.Option("--steps", help="Number of releases.")] = 1,
+    accountant: Annotated[str, typer.Option("--accountant", help="rdp | pld | …")] = "rdp",
+    sampling: Annotated[
+        str, typer.Option("--sampling", help="poisson | without_replacement")
+    ] = "poisson",
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Smallest noise multiplier making `steps` Gaussian releases (ε, δ)-DP."""
+    try:
+        from ._cli_account import calibrate_command, render
+
+        result = calibrate_command(
+            epsilon,
+            delta,
+            sampling_rate,
+            steps,
+            accountant,
+            sampling=sampling,
+        )
+    except DpermError as exc:
+        raise _fail(exc) from None
+    typer.echo(render(result, json_output=json_output))
+
+
+# ----------------------------------------------------------------------------- more commands
+# `dperm bench` and `dperm audit` are added here by their modules' owners, each as
+#     @app.command("bench")
+#     def bench_cmd(...): ...            # import its back end lazily inside,
+# catching DpermError with `raise _fail(exc) from None` like the commands above.
+
+
+@app.command("bench")
+def bench_cmd(
+    datasets: Annotated[
+        str | None,
+        typer.Option(
+            "--datasets",
+            help="Comma-separated: adult,kddcup99,mnist,synthetic-l,synthetic-h (default: "
+            "those present).",
+        ),
+    ] = None,
+    epsilons: Annotated[str, typer.Option("--epsilons", help="Comma-separated ε values.")] = (
+        "0.1,1"
+    ),
+    algorithms: Annotated[
+        str | None,
+        typer.Option(
+            "--algorithms",
+            help="Comma-separated: non-private, registered mechanisms, peers (default: all).",
+        ),
+    ] = None,
+    repeats: Annotated[int, typer.Option("--repeats", help="Private fits per cell.")] = 3,
+    protocol: Annotated[
+        str,
+        typer.Option("--protocol", help="honest (defaults) | paper (non-private tuning)."),
+    ] = "honest",
+    data_home: Annotated[
+        Path | None, typer.Option("--data-home", help="Folder of the real data.")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
+    no_progress: Annotated[
+        bool, typer.Option("--no-progress", help="Hide the progress bar.")
+    ] = False,
+    seed: Annotated[int, typer.Option("--seed", help="Base seed of the fits.")] = 0,
+) -> None:
+    """Benchmark every DP-ERM algorithm against the published comparison (Iyengar et al. 2019)."""
+    try:
+        from ._cli_bench import bench_command
+
+        text = bench_command(
+            datasets=datasets,
+            epsilons=epsilons,
+            algorithms=algorithms,
+            repeats=repeats,
+            protocol=protocol,
+            data_home=data_home,
+            out=out,
+            progress=not no_progress,
+            seed=seed,
+        )
+    except DpermError as exc:
+        raise _fail(exc) from None
+    typer.echo(text)
+
+
+@app.command("audit")
+def audit_cmd(
+    mechanism: Annotated[
+        str,
+        typer.Option(
+            "--mechanism",
+            help="Audit runner: objective, output, dp-gd, dp-sgd, amp, amp-nt, bolt-on, "
+            "gaussian, laplace, snapping, discrete-gaussian.",
+        ),
+    ],
+    epsilon: Annotated[float, typer.Option("--epsilon", help="Claimed ε.")],
+    delta: Annotated[
+        float | None, typer.Option("--delta", help="Claimed δ (default: the mechanism's).")
+    ] = None,
+    runs: Annotated[int, typer.Option("--runs", help="Runs per neighbouring dataset.")] = 1000,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the runs.")] = None,
+    n_jobs: Annotated[
+        int | None, typer.Option("--n-jobs", help="Worker processes (default: all cores).")
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Empirical lower bound ε_LB on the ε a mechanism really spends (canary audit)."""
+    try:
+        from ._cli_audit import audit_command, render
+
+        result = audit_command(mechanism, epsilon, delta, runs, seed, n_jobs, json_output)
+    except DpermError as exc:
+        raise _fail(exc) from None
+    typer.echo(render(result, json_output=json_output))
+
+
+# ----------------------------------------------------------------------------- entry point
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point (``dperm = "dperm.cli:main"``).
+
+    Usage errors and dperm errors print one line on stderr and exit 2.
+    """
+    try:
+        rv = app(args=argv, prog_name="dperm", standalone_mode=False)
+    except DpermError as exc:  # pragma: no cover - commands catch their own
+        raise SystemExit(_fail(exc).exit_code) from None
+    except Exception as exc:
+        # Click / Typer usage errors (bad option, bad value, missing argument):
+        # duck-typed, so it works whether typer bundles click or depends on it
+        fmt = getattr(exc, "format_message", None)
+        code = getattr(exc, "exit_code", None)
+        if callable(fmt) and isinstance(code, int):
+            msg = " ".join(str(fmt()).split())
+            typer.echo(f"dperm: error: {msg}", err=True)
+            raise SystemExit(code) from None
+        if type(exc).__name__ == "Abort":  # Ctrl-C / EOF at a prompt
+            typer.echo("dperm: aborted", err=True)
+            raise SystemExit(1) from None
+        raise
+    if isinstance(rv, int) and not isinstance(rv, bool) and rv:
+        raise SystemExit(rv)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

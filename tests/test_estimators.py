@@ -1,0 +1,273 @@
+"""scikit-learn estimators: the estimator contract, label handling, the budget
+split, clipping, the mechanism registry, Adult utility and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import SkipTestWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
+from threadpoolctl import threadpool_limits
+
+from dperm import DPLinearRegression, DPLinearSVC, DPLogisticRegression
+from dperm.accounting import epsilon_spent
+from dperm.accounting.events import EpsilonDelta, PureEpsilon, SelfComposed
+from dperm.algorithms.base import Result
+from dperm.estimators import _mechanisms, available_mechanisms, register_mechanism
+from dperm.estimators._mechanisms import objective_alpha_rule, output_alpha_rule
+from dperm.exceptions import (
+    ClippingWarning,
+    InvalidDataError,
+    InvalidPrivacyParameter,
+    LabelError,
+    UnknownNameError,
+)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _single_threaded_blas():
+    # tiny BLAS calls inside solver loops are much slower with threads on a busy machine
+    with threadpool_limits(limits=1):
+        yield
+
+
+# ----------------------------------------------------------------------------- sklearn contract
+# A private estimator is randomized; the checks fix random_state (set_random_state)
+# and a large ε keeps the accuracy checks meaningful.  The checks' toy data exceed
+# data_norm, so rows are clipped (ClippingWarning, expected).
+@parametrize_with_checks(
+    [
+        DPLogisticRegression(epsilon=1e6, random_state=0),
+        DPLinearSVC(epsilon=1e6, random_state=0),
+        DPLinearSVC(epsilon=1e6, mechanism="output", delta=0.0, alpha=1e-3, random_state=0),
+        DPLinearRegression(
+            epsilon=1e15,
+            alpha=1e-2,
+            label_bound=1e3,
+            data_norm=10.0,
+            constraint_radius=1e3,
+            random_state=0,
+        ),
+    ]
+)
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.ClippingWarning")
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")
+def test_sklearn_estimator_contract(estimator, check):
+    check(estimator)
+
+
+assert SkipTestWarning  # imported for the filter above
+
+
+# ----------------------------------------------------------------------------- data
+@pytest.fixture(scope="module")
+def blobs():
+    rng = np.random.default_rng(0)
+    n = 600
+    X = rng.normal(size=(n, 3)) * 0.3
+    X *= 0.99 / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)  # ‖x‖ < data_norm
+    y = np.where(X[:, 0] - 0.5 * X[:, 1] > 0, "yes", "no")
+    return X, y
+
+
+def test_binary_fit_attributes_and_label_mapping(blobs):
+    X, y = blobs
+    n = X.shape[0]
+    clf = DPLogisticRegression(epsilon=2.0, random_state=0).fit(X, y)
+    assert clf.coef_.shape == (1, 3) and clf.intercept_.shape == (1,)
+    assert list(clf.classes_) == ["no", "yes"]
+    assert clf.n_features_in_ == 3 and clf.n_clipped_ == 0
+    assert clf.epsilon_ == 2.0 and clf.delta_ == pytest.approx(1.0 / n**2)
+    assert clf.dp_event_ == EpsilonDelta(2.0, 1.0 / n**2)
+    assert set(clf.predict(X)) <= {"no", "yes"}
+    assert clf.score(X, y) > 0.85
+    proba = clf.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    # predict_proba is the sigmoid of the decision function, positive class = classes_[1]
+    np.testing.assert_allclose(proba[:, 1], 1 / (1 + np.exp(-clf.decision_function(X))))
+    # effective bound of the augmented rows: √(R² + s²)
+    assert clf.data_norm_ == pytest.approx(math.sqrt(1 + 0.5**2))
+    assert clf.alpha_ == pytest.approx(objective_alpha_rule(n, 4, 2.0, clf.data_norm_))
+
+
+def test_pure_epsilon_fit(blobs):
+    X, y = blobs
+    for mech in ("objective", "output"):
+        clf = DPLinearSVC(epsilon=1.0, delta=0.0, mechanism=mech, random_state=0).fit(X, y)
+        assert clf.dp_event_ == PureEpsilon(1.0) and clf.delta_ == 0.0
+    out = DPLogisticRegression(epsilon=1.0, mechanism="output", random_state=0).fit(X, y)
+    assert out.alpha_ == pytest.approx(output_alpha_rule(600, 4, 1.0, out.data_norm_))
+
+
+def test_multiclass_one_vs_rest_splits_the_budget():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(900, 2)) * 0.4
+    X *= 0.99 / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
+    y = np.digitize(X[:, 0], [-0.2, 0.2])  # 3 classes
+    clf = DPLogisticRegression(epsilon=3.0, delta=3e-6, random_state=0).fit(X, y)
+    assert clf.coef_.shape == (3, 2) and clf.intercept_.shape == (3,)
+    assert clf.dp_event_ == SelfComposed(EpsilonDelta(1.0, 1e-6), 3)
+    assert clf.epsilon_ == 3.0 and clf.delta_ == pytest.approx(3e-6)
+    # the accountant certifies the requested total by basic composition
+    assert epsilon_spent(clf.dp_event_, 3e-6, accountant="basic") <= 3.0 + 1e-12
+    proba = clf.predict_proba(X)
+    assert proba.shape == (900, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert clf.score(X, y) > 0.6
+
+
+def test_huge_row_gives_the_model_of_the_clipped_row(blobs):
+    X, y = blobs
+    big, clipped = X.copy(), X.copy()
+    big[3] *= 1e6
+    clipped[3] = X[3] / np.linalg.norm(X[3])  # data_norm = 1
+    for mech in ("objective", "output"):
+        kw = {"epsilon": 1.0, "mechanism": mech, "random_state": 5}
+        with pytest.warns(ClippingWarning):
+            a = DPLogisticRegression(**kw).fit(big, y)
+        b = DPLogisticRegression(**kw).fit(clipped, y)
+        assert a.n_clipped_ == 1 and b.n_clipped_ == 0
+        np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(a.intercept_, b.intercept_, rtol=1e-8, atol=1e-10)
+
+
+def test_sparse_input_equals_dense(blobs):
+    X, y = blobs
+    a = DPLogisticRegression(epsilon=1.0, random_state=2).fit(X, y)
+    b = DPLogisticRegression(epsilon=1.0, random_state=2).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_array_equal(a.predict(X), b.predict(sp.csr_matrix(X)))
+
+
+def test_same_seed_same_model_and_large_epsilon_matches_nonprivate(blobs):
+    from dperm.utility import nonprivate_fit
+
+    X, y = blobs
+    a = DPLogisticRegression(epsilon=1.0, random_state=7).fit(X, y)
+    b = DPLogisticRegression(epsilon=1.0, random_state=7).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    big = DPLogisticRegression(epsilon=1e8, alpha=0.01, random_state=7).fit(X, y)
+    ref = nonprivate_fit(big, X, y)
+    np.testing.assert_allclose(big.coef_, ref.coef_, atol=1e-3)
+
+
+def test_svm_and_regression_basics(blobs):
+    X, y = blobs
+    svc = DPLinearSVC(epsilon=5.0, h=0.3, random_state=0).fit(X, y)
+    assert svc.score(X, y) > 0.85 and svc.loss_.h == 0.3
+    yr = np.clip(X @ np.array([1.0, -1.0, 0.5]), -1, 1)
+    reg = DPLinearRegression(epsilon=50.0, alpha=1e-3, constraint_radius=3.0, random_state=0).fit(
+        X, yr
+    )
+    assert reg.coef_.shape == (3,) and isinstance(reg.intercept_, float)
+    assert reg.score(X, yr) > 0.8
+    assert not hasattr(reg, "decision_function")
+
+
+# ----------------------------------------------------------------------------- registry
+def test_unknown_mechanism_lists_the_registered_ones(blobs):
+    X, y = blobs
+    with pytest.raises(UnknownNameError, match="objective") as info:
+        DPLogisticRegression(mechanism="nope").fit(X, y)
+    assert "output" in str(info.value)
+    assert {"objective", "output"} <= set(available_mechanisms())
+
+
+def test_registered_adapter_receives_the_documented_inputs(blobs, monkeypatch):
+    X, y = blobs
+    seen = []
+
+    def adapter(est, loss, Xd, target, epsilon, delta, rng):
+        seen.append((Xd.shape, set(np.unique(target)), epsilon, delta, est.data_norm_))
+        return Result(theta=np.zeros(Xd.shape[1]), event=PureEpsilon(epsilon))
+
+    monkeypatch.setitem(_mechanisms._REGISTRY, "test-zero", adapter)
+    clf = DPLogisticRegression(mechanism="test-zero", epsilon=0.5).fit(X, y)
+    assert seen == [((600, 4), {-1.0, 1.0}, 0.5, 1.0 / 600**2, clf.data_norm_)]
+    assert clf.dp_event_ == PureEpsilon(0.5)
+    with pytest.raises(UnknownNameError, match="already registered"):
+        register_mechanism("objective", adapter)
+
+
+# ----------------------------------------------------------------------------- Adult
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_adult_objective_perturbation_accuracy(shared_data):
+    from dperm import datasets
+    from dperm.utility import nonprivate_fit
+
+    ds = datasets.load("adult", shared_data)
+    n = ds.n_train
+    accs = []
+    for seed in range(5):
+        clf = DPLogisticRegression(epsilon=1.0, random_state=seed).fit(ds.X_train, ds.y_train)
+        assert clf.dp_event_ == EpsilonDelta(1.0, 1.0 / n**2)
+        accs.append(clf.score(ds.X_test, ds.y_test))
+    nonpriv = nonprivate_fit(clf, ds.X_train, ds.y_train).score(ds.X_test, ds.y_test)
+    print(f"Adult ε=1 δ=1/n²: private {np.round(accs, 4)} mean {np.mean(accs):.4f}; "
+          f"non-private {nonpriv:.4f}")  # fmt: skip
+    assert np.mean(accs) >= 0.82
+    assert nonpriv >= np.mean(accs) - 0.01
+
+
+# ----------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("params", "exc"),
+    [
+        ({"epsilon": 0.0}, InvalidPrivacyParameter),
+        ({"epsilon": -2.0}, InvalidPrivacyParameter),
+        ({"epsilon": float("nan")}, InvalidPrivacyParameter),
+        ({"epsilon": float("inf")}, InvalidPrivacyParameter),
+        ({"epsilon": "1"}, InvalidPrivacyParameter),
+        ({"delta": 1.0}, InvalidPrivacyParameter),
+        ({"delta": -0.5}, InvalidPrivacyParameter),
+        ({"delta": float("nan")}, InvalidPrivacyParameter),
+        ({"delta": 0.0, "noise": "gaussian"}, InvalidPrivacyParameter),
+        ({"data_norm": 0.0}, InvalidPrivacyParameter),
+        ({"data_norm": -1.0}, InvalidPrivacyParameter),
+        ({"alpha": -1.0}, InvalidPrivacyParameter),
+        ({"alpha": "big"}, InvalidPrivacyParameter),
+        ({"mechanism": "laplace-magic"}, UnknownNameError),
+        ({"penalty": "l3"}, UnknownNameError),
+        ({"intercept_scaling": 0.0}, InvalidPrivacyParameter),
+        ({"constraint": "l2"}, InvalidPrivacyParameter),  # no radius
+        ({"mechanism": "output", "penalty": "l1"}, InvalidPrivacyParameter),
+        ({"random_state": -3}, InvalidPrivacyParameter),
+    ],
+)
+def test_bad_parameters(blobs, params, exc):
+    X, y = blobs
+    with pytest.raises(exc):
+        DPLogisticRegression(**params).fit(X, y)
+
+
+def test_bad_data(blobs):
+    X, y = blobs
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(InvalidDataError, match="NaN"):
+        DPLogisticRegression().fit(Xn, y)
+    Xi = X.copy()
+    Xi[0, 0] = np.inf
+    with pytest.raises(InvalidDataError):
+        DPLogisticRegression().fit(Xi, y)
+    with pytest.raises(InvalidDataError):
+        DPLinearRegression(constraint_radius=1.0).fit(X, np.r_[np.inf, np.zeros(599)])
+    with pytest.raises(InvalidDataError):
+        DPLogisticRegression().fit(X[:-1], y)
+    with pytest.raises(InvalidDataError):
+        DPLogisticRegression().fit(np.empty((0, 3)), [])
+    with pytest.raises(InvalidDataError):
+        DPLogisticRegression().fit(X, None)
+    with pytest.raises(LabelError, match="1 class"):
+        DPLogisticRegression().fit(X, np.ones(600))
+    with pytest.raises(LabelError, match="Unknown label type"):
+        DPLogisticRegression().fit(X, np.linspace(0, 1, 600))
+    with pytest.raises(LabelError, match="label_bound"):
+        DPLinearRegression(constraint_radius=1.0, label_bound=0.5).fit(X, np.linspace(-1, 1, 600))
+    clf = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)
+    with pytest.raises(InvalidDataError, match="features"):
+        clf.predict(X[:, :2])
