@@ -6,6 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
+from threadpoolctl import threadpool_limits
+
+# The solvers make many tiny BLAS calls; on a busy 2-core machine OpenBLAS
+# threads make them many times slower (and xdist already uses both cores).
+threadpool_limits(1)
 
 _DEFAULT_SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

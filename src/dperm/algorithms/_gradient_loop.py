@@ -1,0 +1,946 @@
+"""Shared machinery of the gradient-perturbation algorithms (DP-GD, DP-SGD).
+
+One noisy step is a chain of small pure transformations, in the style of
+optax (privacy-critical steps marked with the proof step they implement, see
+``docs/gradient_perturbation.md``):
+
+    batch  = sampler.next()                             [P1: sampling]
+    g_sum  = Σ_{i∈batch} clip_C(∇ℓ(θ; xᵢ, yᵢ))           [P2: ‖each term‖ ≤ C]
+    g      = (g_sum + N(0, (noise_std)² I)) / m          [P3: Gaussian mechanism]
+    g      = g + α θ                                     (post-processing)
+    g, v   = momentum(g, v)                              (post-processing)
+    θ      = Π_C(θ − η_t g)                              (post-processing)
+
+Everything after P3 uses only the released noisy gradient and public
+hyper-parameters, so by post-processing the privacy of the whole run is that
+of the sequence of noisy sums, which is exactly the event the sampler
+describes (:meth:`Sampler.event`).  The sampler that draws the batches and
+the event that the accountants read come from the *same object*, so the
+accounting always matches the sampling actually done.
+
+Fast paths.  For GLM losses ∇ℓ(θ; xᵢ, yᵢ) = sᵢ xᵢ, so ‖∇ℓᵢ‖ = |sᵢ|·‖xᵢ‖ (row
+norms precomputed once) and the clipped sum is ``Xᵀ(s ⊙ c)`` with
+cᵢ = min(1, C/‖∇ℓᵢ‖) — one pass over the batch, dense or CSR.  For the
+multinomial softmax loss ∇ℓᵢ = xᵢ rᵢᵀ with rᵢ = pᵢ − e_{yᵢ}, ‖∇ℓᵢ‖_F = ‖rᵢ‖·‖xᵢ‖
+and the clipped sum is ``Xᵀ(c ⊙ R)``.  A generic path accepts any function
+``per_example_grad(theta, X_batch, y_batch) -> (b, *theta.shape)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import check_count, check_nonnegative, check_probability
+from ..accounting.events import (
+    DpEvent,
+    Gaussian,
+    NonPrivate,
+    PoissonSampled,
+    SampledWithoutReplacement,
+    SelfComposed,
+)
+from ..exceptions import InvalidDataError, InvalidPrivacyParameter, PrivacyError, UnknownNameError
+
+__all__ = [
+    "ACCOUNTANTS",
+    "AVERAGING",
+    "SAMPLINGS",
+    "CallableOracle",
+    "FullBatchSampler",
+    "GLMOracle",
+    "LoopResult",
+    "PoissonSampler",
+    "Sampler",
+    "ShuffleSampler",
+    "SoftmaxOracle",
+    "WithoutReplacementSampler",
+    "add_l2",
+    "add_noise",
+    "calibrate_noise_multiplier",
+    "check_accountant",
+    "check_common",
+    "check_spent",
+    "clip_factors",
+    "epsilon_of",
+    "generic_clipped_sum",
+    "glm_clipped_sum",
+    "initial_theta",
+    "lipschitz_bound",
+    "make_oracle",
+    "make_sampler",
+    "momentum_update",
+    "prepare_data",
+    "project",
+    "prox_step",
+    "resolve_clipping_norm",
+    "resolve_noise",
+    "rich_progress",
+    "run",
+    "sgd_step",
+    "softmax_clipped_sum",
+]
+
+AVERAGING = ("last", "uniform", "tail")
+
+
+# =====================================================================================
+# Pure transformations
+# =====================================================================================
+def clip_factors(norms: np.ndarray, clipping_norm: float) -> np.ndarray:
+    """cᵢ = min(1, C/‖gᵢ‖) (= 1 for a zero gradient), shape (b,).
+
+    ‖cᵢ gᵢ‖ = min(‖gᵢ‖, C) ≤ C: the per-example clipping of Abadi et al.
+    (CCS 2016, Algorithm 1, "clip gradient").
+    """
+    m = np.maximum(norms, clipping_norm)
+    return np.divide(clipping_norm, m, out=m)
+
+
+def glm_clipped_sum(loss, theta, Xb, yb, xnorms, clipping_norm) -> np.ndarray:
+    """Σᵢ cᵢ sᵢ xᵢ for a GLM loss, without forming per-example gradients.
+
+    Parameters
+    ----------
+    loss : GLMLoss
+    theta : ndarray of shape (d,)
+    Xb : ndarray or csr_matrix of shape (b, d)
+    yb : ndarray of shape (b,)
+    xnorms : ndarray of shape (b,)
+        ‖xᵢ‖₂ of the batch rows.
+    clipping_norm : float
+
+    Returns
+    -------
+    ndarray of shape (d,)
+    """
+    s = np.asarray(loss.derivative(np.asarray(Xb @ theta).ravel(), yb), dtype=np.float64)
+    if not np.isfinite(s).all():  # overflow: drop the example rather than release NaN
+        s = np.where(np.isfinite(s), s, 0.0)
+    a = np.abs(s)
+    a *= xnorms  # ‖∇ℓᵢ‖ = |sᵢ|·‖xᵢ‖
+    s = s * clip_factors(a, clipping_norm)  # not in place: s may alias the loss' input
+    return np.asarray(Xb.T @ s).ravel()
+
+
+def softmax_clipped_sum(loss, theta, Xb, yb, xnorms, clipping_norm) -> np.ndarray:
+    """Σᵢ cᵢ xᵢ rᵢᵀ = Xᵀ(c ⊙ R) for the softmax loss, shape (d, k)."""
+    R = loss.residual_from_scores(np.asarray(Xb @ theta), yb)
+    c = clip_factors(np.sqrt(np.einsum("ij,ij->i", R, R)) * xnorms, clipping_norm)
+    R *= c[:, None]
+    return np.asarray(Xb.T @ R)
+
+
+def generic_clipped_sum(per_example_grad, theta, Xb, yb, clipping_norm) -> np.ndarray:
+    """Σᵢ cᵢ gᵢ with gᵢ from a user function, shape ``theta.shape``.
+
+    Non-finite per-example gradients are replaced by zero (so one bad example
+    cannot turn the release into NaN, which would itself leak).
+
+    Raises
+    ------
+    InvalidDataError
+        If ``per_example_grad`` does not return an array of shape
+        ``(batch_size, *theta.shape)``.
+    """
+    b = Xb.shape[0]
+    G = np.asarray(per_example_grad(theta, Xb, yb), dtype=np.float64)
+    expected = (b, *theta.shape)
+    if G.shape != expected:
+        raise InvalidDataError(
+            f"per_example_grad must return an array of shape (batch_size, *theta.shape) = "
+            f"{expected}, got shape {G.shape}"
+        )
+    if b == 0:
+        return np.zeros(theta.shape)
+    G = G.reshape(b, -1)
+    bad = ~np.isfinite(G)
+    if bad.any():
+        G = np.where(bad.any(axis=1, keepdims=True), 0.0, G)
+    c = clip_factors(np.sqrt(np.einsum("ij,ij->i", G, G)), clipping_norm)
+    return (c @ G).reshape(theta.shape)
+
+
+def add_noise(g: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """g + noise (the Gaussian mechanism, with ``noise`` already ~ N(0, std² I))."""
+    return g + noise
+
+
+def add_l2(g: np.ndarray, theta: np.ndarray, alpha: float) -> np.ndarray:
+    """g + α θ: gradient of the data-independent term (α/2)‖θ‖²."""
+    return g + alpha * theta if alpha else g
+
+
+def momentum_update(g: np.ndarray, velocity, mu: float):
+    """Heavy-ball momentum v ← μ v + g; returns (v, v).  Post-processing."""
+    if not mu:
+        return g, velocity
+    velocity = g if velocity is None else mu * velocity + g
+    return velocity, velocity
+
+
+def sgd_step(theta: np.ndarray, direction: np.ndarray, eta: float) -> np.ndarray:
+    """θ − η · direction."""
+    return theta - eta * direction
+
+
+def prox_step(theta: np.ndarray, regularizer, eta: float) -> np.ndarray:
+    """prox_{η r}(θ) of a data-independent regularizer (identity when ``None``)."""
+    return theta if regularizer is None else regularizer.prox(theta, eta)
+
+
+def project(theta: np.ndarray, constraint) -> np.ndarray:
+    """Euclidean projection onto ``constraint`` (identity when ``None``).
+
+    Matrix parameters (softmax) are projected as flattened vectors, so an
+    ℓ2 ball bounds the Frobenius norm.
+    """
+    if constraint is None:
+        return theta
+    if theta.ndim == 1:
+        return np.asarray(constraint.project(theta), dtype=np.float64)
+    return np.asarray(constraint.project(theta.ravel()), dtype=np.float64).reshape(theta.shape)
+
+
+# =====================================================================================
+# Per-example gradient oracles: theta, batch -> clipped sum
+# =====================================================================================
+def _take(A, idx):
+    return A if idx is None else A[idx]
+
+
+class GLMOracle:
+    """Clipped gradient sums of a :class:`~dperm.losses.GLMLoss` (fast path)."""
+
+    kind = "glm"
+
+    def __init__(self, loss, X, y, clipping_norm: float, row_norms: np.ndarray):
+        self.loss, self.X, self.y, self.C, self.norms = loss, X, y, clipping_norm, row_norms
+
+    def clipped_sum(self, theta, idx):
+        return glm_clipped_sum(
+            self.loss, theta, _take(self.X, idx), _take(self.y, idx), _take(self.norms, idx), self.C
+        )
+
+
+class SoftmaxOracle(GLMOracle):
+    """Clipped gradient sums of :class:`~dperm.losses.Softmax` (fast path)."""
+
+    kind = "softmax"
+
+    def clipped_sum(self, theta, idx):
+        return softmax_clipped_sum(
+            self.loss, theta, _take(self.X, idx), _take(self.y, idx), _take(self.norms, idx), self.C
+        )
+
+
+class CallableOracle:
+    """Clipped gradient sums from a user ``per_example_grad(theta, X_batch, y_batch)``."""
+
+    kind = "generic"
+
+    def __init__(self, per_example_grad, X, y, clipping_norm: float):
+        if not callable(per_example_grad):
+            raise InvalidPrivacyParameter(
+                f"per_example_grad must be callable, got {per_example_grad!r}"
+            )
+        self.fn, self.X, self.y, self.C = per_example_grad, X, y, clipping_norm
+
+    def clipped_sum(self, theta, idx):
+        return generic_clipped_sum(self.fn, theta, _take(self.X, idx), _take(self.y, idx), self.C)
+
+
+def make_oracle(loss, X, y, clipping_norm: float, per_example_grad=None, row_norms=None):
+    """The fastest oracle for ``loss`` (or the generic one for ``per_example_grad``).
+
+    ``row_norms`` (shape (n,)) may be passed when already computed.
+    """
+    if per_example_grad is not None:
+        return CallableOracle(per_example_grad, X, y, clipping_norm)
+    if row_norms is None:
+        from .._validation import row_norms as _row_norms
+
+        row_norms = _row_norms(X)
+    if getattr(loss, "multiclass", False):
+        return SoftmaxOracle(loss, X, y, clipping_norm, row_norms)
+    return GLMOracle(loss, X, y, clipping_norm, row_norms)
+
+
+# =====================================================================================
+# Samplers: the batches *and* the privacy event they imply
+# =====================================================================================
+def _chunks(total: int, size: int) -> Iterator[int]:
+    left = total
+    while left > 0:
+        c = min(size, left)
+        yield c
+        left -= c
+
+
+class Sampler:
+    """How batches are drawn, and the privacy event that sampling implies.
+
+    Attributes
+    ----------
+    name : str
+    n : int
+        Number of records.
+    normalizer : float
+        The noisy sum is divided by this public number (the expected batch size).
+    sensitivity_factor : float
+        ℓ2 sensitivity of one noisy sum in units of the clipping norm C under
+        the sampler's neighbouring relation: 1 for add/remove-one, 2 for
+        replace-one (a replaced record changes one term of the sum by up to
+        2C).  The noise standard deviation is ``z · sensitivity_factor · C``.
+    neighbouring : str
+    sampling_rate : float
+        Probability that a given record is in a given batch.
+    """
+
+    name = "sampler"
+    sensitivity_factor = 2.0
+    neighbouring = "replace-one"
+
+    def __init__(self, n: int):
+        self.n = check_count(n, "n_samples")
+
+    def batches(self, rng: np.random.Generator, steps: int) -> Iterator[Any]:
+        raise NotImplementedError  # pragma: no cover
+
+    def step_event(self, noise_multiplier: float) -> DpEvent:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def event(self, noise_multiplier: float, steps: int) -> DpEvent:
+        """The event of ``steps`` noisy sums with noise multiplier z (relative to
+        the sensitivity ``sensitivity_factor · C``); :class:`NonPrivate` when z = 0."""
+        if noise_multiplier == 0:
+            return NonPrivate()
+        return SelfComposed(self.step_event(noise_multiplier), steps)
+
+
+class FullBatchSampler(Sampler):
+    """Every record in every step (DP-GD).  Replace-one; each step is the
+    Gaussian mechanism on Σᵢ clip(∇ℓᵢ), whose sensitivity is 2C."""
+
+    name = "full"
+
+    def __init__(self, n: int):
+        super().__init__(n)
+        self.normalizer = float(self.n)
+        self.sampling_rate = 1.0
+        self.batch_size = self.n
+
+    def batches(self, rng, steps):
+        for _ in range(steps):
+            yield None
+
+    def step_event(self, noise_multiplier):
+        return Gaussian(noise_multiplier)
+
+
+class PoissonSampler(Sampler):
+    """Poisson sampling: each record joins each batch independently with
+    probability q (Abadi et al., CCS 2016, Algorithm 1 "lot" with the sampled
+    Gaussian mechanism of Mironov, Talwar, Zhang 2019).
+
+    Add/remove-one relation, sensitivity C per step; event
+    ``PoissonSampled(q, Gaussian(z))``.  The noisy sum is divided by the
+    *expected* batch size qn (a public number); an empty batch still gets noise.
+
+    Batches are drawn exactly as independent Bernoulli(q) inclusions, in O(qn)
+    per step: the included indices of a Bernoulli(q) process are the partial
+    sums of iid Geometric(q) gaps (they come out sorted, which also makes the
+    row gather cache-friendly).
+    """
+
+    name = "poisson"
+    sensitivity_factor = 1.0
+    neighbouring = "add-remove-one"
+
+    def __init__(self, n: int, sampling_rate: float):
+        super().__init__(n)
+        self.sampling_rate = check_probability(sampling_rate, "sampling_rate")
+        self.normalizer = self.sampling_rate * self.n
+        self.batch_size = self.normalizer  # expected
+
+    def batches(self, rng, steps):
+        n, q = self.n, self.sampling_rate
+        if q == 1.0:
+            yield from (None for _ in range(steps))
+            return
+        # Bernoulli(q) inclusion of records 1..n ⇔ the included positions are the
+        # partial sums of iid Geometric(q) gaps that are ≤ n.  Gaps are drawn k per
+        # step, vectorised over a chunk of steps; a step whose k gaps all land
+        # inside 1..n draws more gaps until one passes n, so the law is exact.
+        m = n * q
+        k = int(min(n + 1, m + 6.0 * math.sqrt(m * (1.0 - q)) + 16))
+        for c in _chunks(steps, max(1, (1 << 18) // k)):
+            pos = np.cumsum(rng.geometric(q, size=(c, k)), axis=1)
+            pos -= 1  # 0-based record indices
+            for row in pos:
+                while row[-1] < n:  # rare: extend this step's Bernoulli process
+                    row = np.concatenate([row, row[-1] + np.cumsum(rng.geometric(q, size=k))])
+                yield row[: row.searchsorted(n)]
+
+    def step_event(self, noise_multiplier):
+        return PoissonSampled(self.sampling_rate, Gaussian(noise_multiplier))
+
+
+class WithoutReplacementSampler(Sampler):
+    """Each step a fresh, uniformly random subset of exactly b records (drawn
+    without replacement within the step, independently across steps).
+
+    Replace-one relation, sensitivity 2C per step; event
+    ``SampledWithoutReplacement(b, n, Gaussian(z))`` (Wang, Balle,
+    Kasiviswanathan, AISTATS 2019, Theorem 9).  With b = 1 this is the
+    single-example sampling of Bassily, Smith, Thakurta (FOCS 2014),
+    Algorithm 1: one index drawn uniformly (with replacement across steps) —
+    a single draw is trivially "without replacement", so the event is exact.
+    """
+
+    name = "without_replacement"
+
+    def __init__(self, n: int, batch_size: int):
+        super().__init__(n)
+        self.batch_size = check_count(batch_size, "batch_size")
+        if self.batch_size > self.n:
+            raise InvalidPrivacyParameter(
+                f"batch_size must be ≤ n_samples={self.n}, got {self.batch_size}"
+            )
+        self.normalizer = float(self.batch_size)
+        self.sampling_rate = self.batch_size / self.n
+
+    def batches(self, rng, steps):
+        n, b = self.n, self.batch_size
+        if b == n:
+            yield from (None for _ in range(steps))
+        elif b == 1:
+            for c in _chunks(steps, 65536):
+                for i in rng.integers(0, n, size=c):
+                    yield slice(int(i), int(i) + 1)
+        else:
+            for _ in range(steps):
+                yield rng.choice(n, size=b, replace=False, shuffle=False)
+
+    def step_event(self, noise_multiplier):
+        return SampledWithoutReplacement(self.batch_size, self.n, Gaussian(noise_multiplier))
+
+
+class ShuffleSampler(Sampler):
+    """Shuffled fixed-size batches: each epoch a fresh random permutation cut
+    into ⌊n/b⌋ disjoint batches of b records (the remainder is not used that epoch).
+
+    Accounting (replace-one).  Batches within an epoch are *not* independent
+    samples, so neither the Poisson nor the per-step without-replacement
+    amplification applies (shuffling can be much less private than Poisson
+    accounting claims: Chua et al., "How Private are DP-SGD Implementations?",
+    ICML 2024).  What holds exactly: for every fixed permutation a replaced
+    record lies in at most one batch per epoch, so an epoch is the adaptive
+    composition of Gaussian mechanisms of which only one sees the record —
+    the Gaussian mechanism with sensitivity 2C — and mixing over the
+    permutation (independent of the data) cannot increase the hockey-stick
+    divergence (joint convexity).  Event: ``SelfComposed(Gaussian(z), epochs)``
+    with ``epochs = ⌈steps / ⌊n/b⌋⌉``; no amplification is claimed.
+    """
+
+    name = "shuffle"
+
+    def __init__(self, n: int, batch_size: int):
+        super().__init__(n)
+        self.batch_size = check_count(batch_size, "batch_size")
+        if self.batch_size > self.n:
+            raise InvalidPrivacyParameter(
+                f"batch_size must be ≤ n_samples={self.n}, got {self.batch_size}"
+            )
+        self.batches_per_epoch = self.n // self.batch_size
+        self.normalizer = float(self.batch_size)
+        self.sampling_rate = self.batch_size / self.n
+
+    def epochs_for(self, steps: int) -> int:
+        return -(-steps // self.batches_per_epoch)
+
+    def batches(self, rng, steps):
+        b, k = self.batch_size, self.batches_per_epoch
+        done = 0
+        while done < steps:
+            perm = rng.permutation(self.n)
+            for j in range(min(k, steps - done)):
+                yield perm[j * b : (j + 1) * b]
+            done += k
+
+    def step_event(self, noise_multiplier):
+        return Gaussian(noise_multiplier)
+
+    def event(self, noise_multiplier, steps):
+        if noise_multiplier == 0:
+            return NonPrivate()
+        return SelfComposed(Gaussian(noise_multiplier), self.epochs_for(steps))
+
+
+SAMPLINGS = ("poisson", "without_replacement", "shuffle")
+
+
+def make_sampler(sampling: str, n: int, *, sampling_rate=None, batch_size=None) -> Sampler:
+    """Build the sampler named ``sampling`` ("poisson", "without_replacement",
+    "shuffle", "full").
+
+    Raises
+    ------
+    UnknownNameError
+    InvalidPrivacyParameter
+    """
+    if sampling_rate is None and batch_size is None:
+        raise InvalidPrivacyParameter("give sampling_rate or batch_size, got neither")
+    if sampling == "poisson":
+        if sampling_rate is None:
+            sampling_rate = check_count(batch_size, "batch_size") / n
+        return PoissonSampler(n, sampling_rate)
+    if sampling in ("without_replacement", "shuffle"):
+        if batch_size is None:
+            q = check_probability(sampling_rate, "sampling_rate")
+            batch_size = max(1, round(q * n))
+        cls = WithoutReplacementSampler if sampling == "without_replacement" else ShuffleSampler
+        return cls(n, batch_size)
+    if sampling == "full":
+        return FullBatchSampler(n)
+    raise UnknownNameError(f"unknown sampling {sampling!r}; choose one of {list(SAMPLINGS)}")
+
+
+# =====================================================================================
+# Calibration (through the accountants; the algorithms never compute ε themselves)
+# =====================================================================================
+ACCOUNTANTS = ("rdp", "pld")
+
+
+def check_accountant(accountant: str) -> str:
+    """Raises UnknownNameError unless ``accountant`` is "rdp" or "pld"."""
+    if accountant not in ACCOUNTANTS:
+        raise UnknownNameError(
+            f"unknown accountant {accountant!r}; choose one of {list(ACCOUNTANTS)}"
+        )
+    return accountant
+
+
+def calibrate_noise_multiplier(
+    make_event: Callable[[float], DpEvent], epsilon: float, delta: float, accountant: str
+) -> float:
+    """Smallest z such that ``make_event(z)`` is certified (ε, δ)-DP by ``accountant``.
+
+    Delegates to :func:`dperm.accounting.calibrate.calibrate_noise` and then
+    re-checks the result with the accountant (fail closed).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        If no noise level meets the target.
+    """
+    from ..accounting.calibrate import calibrate_noise
+
+    bounds = {}
+    if accountant == "pld":
+        # PLD evaluations are slow at small noise; bracket the search around the
+        # (fast, slightly looser) RDP answer.  The bracket only speeds the search:
+        # the result is still certified by the PLD accountant (and re-checked below).
+        try:
+            z_rdp = float(calibrate_noise(make_event, epsilon, delta, accountant="rdp", rtol=1e-2))
+            bounds = {"lower": z_rdp / 8.0, "upper": 2.0 * z_rdp}
+        except PrivacyError:
+            bounds = {}
+    try:
+        z = float(calibrate_noise(make_event, epsilon, delta, accountant=accountant, **bounds))
+    except InvalidPrivacyParameter:
+        if not bounds:
+            raise
+        z = float(calibrate_noise(make_event, epsilon, delta, accountant=accountant))
+    check_spent(make_event(z), epsilon, delta, accountant, what=f"calibrated noise z={z:.6g}")
+    return z
+
+
+def epsilon_of(event: DpEvent, delta: float, accountant: str) -> float:
+    """ε spent by ``event`` at ``delta`` according to ``accountant``."""
+    if isinstance(event, NonPrivate):
+        return math.inf
+    from ..accounting import epsilon_spent
+
+    return float(epsilon_spent(event, delta, accountant=accountant))
+
+
+def check_spent(event: DpEvent, epsilon: float, delta: float, accountant: str, what: str) -> float:
+    """Return ε(δ) of ``event``; raise when it exceeds the target ``epsilon``.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Naming ``what`` and the values, when ε(δ) > epsilon (1e-9 relative slack
+        for the root finder).
+    """
+    eps = epsilon_of(event, delta, accountant)
+    if not eps <= epsilon * (1 + 1e-9):
+        raise InvalidPrivacyParameter(
+            f"{what} spends epsilon={eps:.6g} at delta={delta:g} ({accountant} accountant), "
+            f"more than the target epsilon={epsilon:g}"
+        )
+    return eps
+
+
+def resolve_noise(
+    sampler: Sampler,
+    steps: int,
+    *,
+    epsilon,
+    delta,
+    noise_multiplier,
+    accountant: str,
+) -> tuple[float, DpEvent, float | None]:
+    """Noise multiplier z, the event of the run, and ε spent at δ.
+
+    Either (``epsilon``, ``delta``) is given and z is the smallest noise the
+    accountant certifies for ``steps`` steps of ``sampler``; or
+    ``noise_multiplier`` is given, and then, if ``epsilon`` is also given, the
+    run must meet it.  z = 0 gives the event :class:`NonPrivate` (ε = ∞).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        If neither is given, a value is invalid, or the given noise does not
+        meet the target ε.
+    """
+    from .._validation import check_delta, check_epsilon
+
+    check_accountant(accountant)
+    if noise_multiplier is None:
+        if epsilon is None:
+            raise InvalidPrivacyParameter(
+                "give epsilon and delta (the noise is then calibrated) or noise_multiplier, "
+                "got neither"
+            )
+        eps = check_epsilon(epsilon)
+        dlt = check_delta(delta, allow_zero=False)
+        z = calibrate_noise_multiplier(lambda v: sampler.event(v, steps), eps, dlt, accountant)
+    else:
+        z = check_nonnegative(noise_multiplier, "noise_multiplier")
+        if epsilon is not None:
+            eps = check_epsilon(epsilon)
+            dlt = check_delta(delta, allow_zero=False)
+            check_spent(
+                sampler.event(z, steps),
+                eps,
+                dlt,
+                accountant,
+                what=(
+                    f"noise_multiplier={z:g} with steps={steps}, "
+                    f"sampling_rate={sampler.sampling_rate:g} ({sampler.name} sampling)"
+                ),
+            )
+    event = sampler.event(z, steps)
+    spent = None
+    if delta is not None:
+        from .._validation import check_delta
+
+        spent = epsilon_of(event, check_delta(delta, allow_zero=False), accountant)
+    return z, event, spent
+
+
+# =====================================================================================
+# The loop
+# =====================================================================================
+@dataclasses.dataclass
+class LoopResult:
+    """Output of :func:`run`: the released iterate and public facts about the run."""
+
+    theta: np.ndarray
+    steps: int
+    last_learning_rate: float
+
+
+def _noise_stream(rng, shape, steps, std) -> Iterator[np.ndarray]:
+    size = int(np.prod(shape))
+    chunk = max(1, min(steps, (1 << 20) // max(size, 1)))
+    for c in _chunks(steps, chunk):
+        block = rng.standard_normal((c, *shape))
+        block *= std
+        yield from block
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller():
+    """One ThreadpoolController per process (building one scans the loaded libraries)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def run(
+    oracle,
+    sampler: Sampler,
+    *,
+    theta0: np.ndarray,
+    steps: int,
+    schedule,
+    noise_std: float,
+    rng: np.random.Generator,
+    alpha: float = 0.0,
+    constraint=None,
+    regularizer=None,
+    momentum: float = 0.0,
+    averaging: str = "last",
+    callback: Callable[[int, int, np.ndarray], Any] | None = None,
+) -> LoopResult:
+    """Run ``steps`` noisy (projected) gradient steps and return the release.
+
+    Parameters
+    ----------
+    oracle : GLMOracle, SoftmaxOracle or CallableOracle
+        ``clipped_sum(theta, idx)`` → Σ_{i∈batch} clip_C(∇ℓᵢ).
+    sampler : Sampler
+        Draws the batches; its ``normalizer`` divides the noisy sum.
+    theta0 : ndarray
+        Starting point (public), shape (d,) or (d, k).
+    steps : int
+    schedule : Schedule
+        η_t for t = 1 … steps.
+    noise_std : float
+        Standard deviation of the Gaussian noise added to each clipped *sum*
+        (``z · sensitivity_factor · C``); 0 gives the non-private algorithm.
+    rng : numpy.random.Generator
+        Split into independent streams for sampling and for noise.
+    alpha : float
+        Coefficient of the data-independent term (α/2)‖θ‖².
+    constraint : Constraint, optional
+        Projection after every step.
+    regularizer : Regularizer, optional
+        Data-independent non-smooth term r(θ): a proximal step
+        θ ← prox_{η r}(θ) follows every gradient step (post-processing).
+    momentum : float in [0, 1)
+    averaging : {"last", "uniform", "tail"}
+        Release the last iterate, the mean of all iterates, or the mean of
+        the last ⌈T/2⌉ iterates (suffix averaging).
+    callback : callable, optional
+        ``callback(t, steps, theta)`` after every step (progress bars).
+
+    Returns
+    -------
+    LoopResult
+    """
+    # Per-step products are small (b × d): one BLAS thread is fastest and avoids
+    # oversubscription on busy machines; large full batches keep all threads.
+    work = sampler.normalizer * int(np.prod(np.shape(theta0)))
+    if work < 5e7:
+        with _blas_controller().limit(limits=1, user_api="blas"):
+            return _run(
+                oracle,
+                sampler,
+                theta0=theta0,
+                steps=steps,
+                schedule=schedule,
+                noise_std=noise_std,
+                rng=rng,
+                alpha=alpha,
+                constraint=constraint,
+                regularizer=regularizer,
+                momentum=momentum,
+                averaging=averaging,
+                callback=callback,
+            )
+    return _run(
+        oracle,
+        sampler,
+        theta0=theta0,
+        steps=steps,
+        schedule=schedule,
+        noise_std=noise_std,
+        rng=rng,
+        alpha=alpha,
+        constraint=constraint,
+        regularizer=regularizer,
+        momentum=momentum,
+        averaging=averaging,
+        callback=callback,
+    )
+
+
+def _run(
+    oracle,
+    sampler,
+    *,
+    theta0,
+    steps,
+    schedule,
+    noise_std,
+    rng,
+    alpha,
+    constraint,
+    regularizer,
+    momentum,
+    averaging,
+    callback,
+) -> LoopResult:
+    sample_rng, noise_rng = rng.spawn(2)
+    theta = np.array(theta0, dtype=np.float64, copy=True)
+    batches = sampler.batches(sample_rng, steps)
+    noises = _noise_stream(noise_rng, theta.shape, steps, noise_std) if noise_std > 0 else None
+    inv_m = 1.0 / sampler.normalizer
+    const_eta = schedule(1) if schedule.is_constant else None
+    start_avg = {"last": steps + 1, "uniform": 1, "tail": steps // 2 + 1}[averaging]
+    avg = np.zeros_like(theta) if start_avg <= steps else None
+    n_avg = 0
+    velocity = None
+    eta = const_eta
+    for t in range(1, steps + 1):
+        idx = next(batches)  # P1
+        g = oracle.clipped_sum(theta, idx)  # P2
+        if noises is not None:
+            g = add_noise(g, next(noises))  # P3
+        g *= inv_m
+        g = add_l2(g, theta, alpha)
+        g, velocity = momentum_update(g, velocity, momentum)
+        eta = const_eta if const_eta is not None else schedule(t)
+        theta = project(prox_step(sgd_step(theta, g, eta), regularizer, eta), constraint)
+        if t >= start_avg:
+            n_avg += 1
+            avg += (theta - avg) / n_avg
+        if callback is not None:
+            callback(t, steps, theta)
+    out = theta if avg is None else avg
+    return LoopResult(theta=out, steps=steps, last_learning_rate=float(eta))
+
+
+class rich_progress:
+    """Context manager giving a ``callback(t, steps, theta)`` that drives a rich
+    progress bar (updated at most ~200 times per run to keep the loop fast).
+
+    Examples
+    --------
+    >>> with rich_progress("DP-SGD", total=10, disable=True) as cb:
+    ...     cb(10, 10, None)
+    """
+
+    def __init__(self, description: str, total: int, disable: bool = False):
+        self.description, self.total, self.disable = description, total, disable
+        self._every = max(1, total // 200)
+
+    def __enter__(self):
+        from rich.progress import Progress
+
+        self._progress = Progress(disable=self.disable, transient=True)
+        self._progress.__enter__()
+        self._task = self._progress.add_task(self.description, total=self.total)
+
+        def callback(t, steps, theta):
+            if t % self._every == 0 or t == steps:
+                self._progress.update(self._task, completed=t)
+
+        return callback
+
+    def __exit__(self, *exc):
+        return self._progress.__exit__(*exc)
+
+
+# =====================================================================================
+# Input handling shared by dp_gd and dp_sgd
+# =====================================================================================
+def prepare_data(loss, X, y, data_norm, per_example_grad, n_classes=None):
+    """Validate X, y; clip rows to ``data_norm`` when given; check labels.
+
+    Returns
+    -------
+    X : ndarray or csr_matrix
+    y : ndarray
+    n_clipped : int
+        Rows scaled down to ``data_norm`` (reported, not private).
+    n_classes : int or None
+        k for a multi-class loss.
+    norms : ndarray of shape (n,)
+        ‖xᵢ‖ of the returned rows (computed once, reused by the fast paths).
+    """
+    from .._validation import check_X_y, clip_rows, row_norms
+
+    X, y = check_X_y(X, y)
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+    n_clipped = 0
+    norms = row_norms(X)
+    if data_norm is not None and np.any(norms > data_norm):
+        X, n_clipped = clip_rows(X, data_norm)
+        norms = row_norms(X)
+    k = None
+    if per_example_grad is None:
+        if getattr(loss, "multiclass", False):
+            k = loss.resolve_n_classes(y) if n_classes is None else n_classes
+            y = loss.check_labels(y, k)
+        else:
+            y = loss.check_labels(y)
+    return X, y, n_clipped, k, norms
+
+
+def initial_theta(loss, X, theta0, n_classes, per_example_grad) -> np.ndarray:
+    """``theta0`` checked, or zeros of the right shape."""
+    d = X.shape[1]
+    if theta0 is None:
+        if n_classes is not None:
+            return np.zeros((d, n_classes))
+        return np.zeros(d)
+    theta0 = np.array(theta0, dtype=np.float64)
+    if not np.all(np.isfinite(theta0)):
+        raise InvalidDataError("theta0 contains NaN or infinite values")
+    expected = (d,) if n_classes is None else (d, n_classes)
+    if per_example_grad is None and theta0.shape != expected:
+        raise InvalidDataError(f"theta0 must have shape {expected}, got {theta0.shape}")
+    if per_example_grad is not None and (theta0.ndim == 0 or theta0.shape[0] != d):
+        raise InvalidDataError(
+            f"theta0 must have shape (n_features, ...) with n_features={d}, got {theta0.shape}"
+        )
+    return theta0
+
+
+def check_common(alpha, momentum, averaging):
+    """Validate α ≥ 0, momentum ∈ [0, 1), averaging name."""
+    alpha = check_nonnegative(alpha, "alpha")
+    momentum = check_nonnegative(momentum, "momentum")
+    if momentum >= 1:
+        raise InvalidPrivacyParameter(f"momentum must be in [0, 1), got {momentum!r}")
+    if averaging not in AVERAGING:
+        raise UnknownNameError(f"unknown averaging {averaging!r}; choose one of {list(AVERAGING)}")
+    return alpha, momentum, averaging
+
+
+def lipschitz_bound(loss, data_norm, constraint) -> float:
+    """L of ``loss`` over rows with ‖x‖ ≤ data_norm (and θ in ``constraint``)."""
+    if constraint is not None:
+        return float(loss.lipschitz(data_norm, radius=constraint.l2_radius))
+    return float(loss.lipschitz(data_norm))
+
+
+def resolve_clipping_norm(loss, data_norm, constraint, clipping_norm, per_example_grad):
+    """(C, L): the clipping norm — ``clipping_norm`` if given, else the Lipschitz
+    bound L of ``loss`` over ‖x‖ ≤ ``data_norm`` (and θ in ``constraint``).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        If C is not given and cannot be derived (no ``data_norm``, generic
+        gradient, or a loss that is Lipschitz only on a bounded domain).
+    """
+    lipschitz = None
+    if loss is not None and data_norm is not None and per_example_grad is None:
+        if clipping_norm is None:
+            lipschitz = lipschitz_bound(loss, data_norm, constraint)
+        else:
+            try:
+                lipschitz = lipschitz_bound(loss, data_norm, constraint)
+            except InvalidPrivacyParameter:
+                lipschitz = None  # informative only; C is given
+    if clipping_norm is None:
+        if lipschitz is None:
+            raise InvalidPrivacyParameter(
+                "give clipping_norm, or data_norm (a public bound on the row norms from which "
+                "the Lipschitz constant of the loss gives the clipping norm), got neither"
+            )
+        clipping_norm = lipschitz
+    return float(clipping_norm), lipschitz
