@@ -189,6 +189,12 @@ def run_fit(
         "alpha": float(est.alpha_),
         "dp_event": est.dp_event_.to_dict(),
     }
+    # what a gradient-perturbation fit ran with (issue #4): from the first
+    # class's diagnostics (one-vs-rest fits share the schedule and the noise)
+    diag = est.diagnostics_ if isinstance(est.diagnostics_, dict) else est.diagnostics_[0]
+    for key in ("noise_multiplier", "steps", "sampling_rate", "accountant"):
+        val = diag.get(key)
+        out[key] = val if val is None or isinstance(val, str) else float(val)
     # the theory next to the measurement (issue #5): dperm.theory.bound_for_estimator
     from .theory import bound_for_estimator
 
@@ -233,6 +239,16 @@ def _print_fit_table(result: dict[str, Any]) -> None:
             fmt(result.get("theoretical_bound"), ".4g"),
         ),
         (f"non-private test {metric}", fmt(result["nonprivate_test_accuracy"])),
+        *(
+            (label, fmt(result.get(key), ".4g") if key != "accountant" else result[key])
+            for key, label in (
+                ("noise_multiplier", "noise multiplier"),
+                ("steps", "steps"),
+                ("sampling_rate", "sampling rate"),
+                ("accountant", "accountant"),
+            )
+            if result.get(key) is not None
+        ),
         ("rows clipped", str(result["n_clipped"])),
         ("fit seconds", fmt(result["fit_seconds"], ".3f")),
     ]

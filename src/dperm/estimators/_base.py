@@ -31,6 +31,7 @@ from .._validation import check_delta, check_epsilon, check_nonnegative, check_p
 from ..accounting.events import Composed, DpEvent, SelfComposed
 from ..constraints import Constraint, get_constraint
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, LabelError, UnknownNameError
+from ..losses.softmax import Softmax
 from ..regularizers import L1
 from ._mechanisms import auto_alpha, get_mechanism
 
@@ -45,6 +46,8 @@ except ImportError:  # pragma: no cover - older scikit-learn
 __all__ = ["DPLinearClassifierBase", "DPLinearModelBase"]
 
 _PENALTIES = ("l2", "l1", "elasticnet", "none")
+#: mechanisms that fit the multinomial (softmax) model as one problem
+_MULTINOMIAL_MECHANISMS = ("dp-sgd", "dp-gd", "dp-sgd-single")
 
 #: relative slack added to the augmented row bound so that floating-point
 #: rounding of √(‖x‖² + s²) never exceeds it (a larger public bound is always valid)
@@ -210,6 +213,9 @@ class DPLinearModelBase(BaseEstimator):
         n, d = X.shape
         epsilon, delta, _data_norm, _scaling, eff_norm = self._check_params(n, d)
         problems = self._encode_targets(y)  # list of target vectors, one per call
+        multinomial = self._multinomial(len(problems))
+        if multinomial:  # one softmax model, the whole budget (no one-vs-rest split)
+            problems = [np.searchsorted(self.classes_, y)]
         k = len(problems)
         eps_k, delta_k = epsilon / k, delta / k  # basic composition (Dwork & Roth, Thm 3.16)
 
@@ -220,19 +226,21 @@ class DPLinearModelBase(BaseEstimator):
         self.l2_, self.regularizer_ = self._resolve_penalty(self.alpha_)
         self.constraint_ = self._resolve_constraint(d_aug)
         self.data_norm_ = eff_norm
-        self.loss_ = self._make_loss()
+        self.loss_ = Softmax(len(self.classes_)) if multinomial else self._make_loss()
         adapter = get_mechanism(self.mechanism)
 
         thetas, events, diagnostics = [], [], []
         for target in problems:  # one binary problem per class (one-vs-rest), not rows
             res = adapter(self, self.loss_, Xd, target, eps_k, delta_k, rng)
-            theta = np.asarray(res.theta, dtype=np.float64).ravel()
-            if theta.shape != (d_aug,):
+            theta = np.asarray(res.theta, dtype=np.float64)
+            expected = (d_aug, len(self.classes_)) if multinomial else (d_aug,)
+            theta = theta if multinomial else theta.ravel()
+            if theta.shape != expected:
                 raise InvalidDataError(
                     f"mechanism {self.mechanism!r} returned theta of shape {theta.shape}, "
-                    f"expected {(d_aug,)}"
+                    f"expected {expected}"
                 )
-            thetas.append(theta)
+            thetas.extend(theta.T if multinomial else [theta])
             events.append(res.event)
             diagnostics.append(dict(res.diagnostics))
 
@@ -257,6 +265,23 @@ class DPLinearModelBase(BaseEstimator):
             ]
         )
         return self
+
+    def _multinomial(self, n_problems: int) -> bool:
+        """True when a k > 2 class problem is fitted as one multinomial (softmax)
+        model; only the gradient-perturbation mechanisms support it."""
+        mode = getattr(self, "multi_class", "ovr")
+        if mode not in ("ovr", "multinomial"):
+            raise UnknownNameError(
+                f"unknown multi_class {mode!r}; choose one of ['ovr', 'multinomial']"
+            )
+        if mode == "ovr" or n_problems < 2:
+            return False
+        if self.mechanism not in _MULTINOMIAL_MECHANISMS:
+            raise InvalidPrivacyParameter(
+                f"multi_class='multinomial' needs a gradient-perturbation mechanism "
+                f"{list(_MULTINOMIAL_MECHANISMS)}, got mechanism={self.mechanism!r}"
+            )
+        return True
 
     def _finish_shapes(self):
         """Hook: regressors flatten coef_/intercept_."""

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, softmax
 from sklearn.base import ClassifierMixin
 
-from ..losses import Logistic
+from ..losses import Logistic, Softmax
 from ._base import DPLinearClassifierBase
 
 __all__ = ["COMMON_ATTRIBUTES_DOC", "COMMON_PARAMETERS_DOC", "DPLogisticRegression"]
@@ -99,6 +99,13 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
 
     Parameters
     ----------{COMMON_PARAMETERS_DOC}
+    multi_class : {{"ovr", "multinomial"}}, default="ovr"
+        With k > 2 classes: "ovr" fits k binary problems at (ε/k, δ/k) each;
+        "multinomial" fits one softmax model (loss
+        :class:`~dperm.losses.Softmax`, Lipschitz √2·R) with the whole
+        budget — only with the gradient-perturbation mechanisms ("dp-sgd",
+        "dp-gd", "dp-sgd-single"), whose clipping bounds the per-example
+        gradient of the (d, k) parameter matrix.
     Attributes
     ----------{COMMON_ATTRIBUTES_DOC}
     Examples
@@ -136,6 +143,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
         clipping_norm=None,
         noise_multiplier=None,
         accountant=None,
+        multi_class="ovr",
         random_state=None,
     ):
         self.epsilon = epsilon
@@ -158,6 +166,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
         self.clipping_norm = clipping_norm
         self.noise_multiplier = noise_multiplier
         self.accountant = accountant
+        self.multi_class = multi_class
         self.random_state = random_state
 
     def _make_loss(self):
@@ -174,6 +183,8 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
         if scores.ndim == 1:
             p = expit(scores)
             return np.column_stack([1.0 - p, p])
+        if isinstance(self.loss_, Softmax):  # multinomial: the softmax itself
+            return softmax(scores, axis=1)
         p = expit(scores)
         return p / p.sum(axis=1, keepdims=True)
 
