@@ -117,8 +117,12 @@ def run_fit(
     data_norm: float | None = None,
     constraint_radius: float | None = None,
     seed: int | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Load data, fit a private model and measure it; the work behind ``dperm fit``.
+
+    ``progress`` shows a progress bar (on stderr) during the iterations of the
+    gradient-perturbation mechanisms.
 
     Returns
     -------
@@ -158,6 +162,7 @@ def run_fit(
         "mechanism": mechanism,
         "data_norm": data_norm,
         "random_state": seed,
+        "verbose": progress,
     }
     est = _make_model(model, ds.task, params, ds.label_bound, constraint_radius)
     t0 = time.perf_counter()
@@ -317,6 +322,7 @@ def fit_command(
                 data_norm=data_norm,
                 constraint_radius=constraint_radius,
                 seed=seed,
+                progress=not json_output,
             )
     except DpermError as exc:
         raise _fail(exc) from None

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._validation import check_delta, check_epsilon
-from ..exceptions import BudgetExceededError, InvalidPrivacyParameter
+from ..exceptions import BudgetExceededError, DataFileNotFoundError, InvalidPrivacyParameter
 from .base import Accountant, accountant_factory, get_accountant
 from .events import DpEvent, event_from_dict
 
@@ -208,7 +208,17 @@ class Ledger:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Ledger:
-        """Read a ledger written by :meth:`save`."""
+        """Read a ledger written by :meth:`save`.
+
+        Raises
+        ------
+        DataFileNotFoundError
+            If ``path`` does not exist.
+        InvalidPrivacyParameter
+            If the file is not a saved ledger.
+        """
+        if not os.path.isfile(path):
+            raise DataFileNotFoundError(f"no ledger file at {os.fspath(path)!r}")
         with open(path, encoding="utf-8") as fh:
             try:
                 data = json.load(fh)

@@ -826,9 +826,13 @@ class rich_progress:
         self._every = max(1, total // 200)
 
     def __enter__(self):
+        from rich.console import Console
         from rich.progress import Progress
 
-        self._progress = Progress(disable=self.disable, transient=True)
+        # on stderr, so that stdout stays clean for --json and pipes
+        self._progress = Progress(
+            console=Console(stderr=True), disable=self.disable, transient=True
+        )
         self._progress.__enter__()
         self._task = self._progress.add_task(self.description, total=self.total)
 

@@ -257,6 +257,7 @@ def _gradient_common(estimator) -> dict:
         "regularizer": estimator.regularizer_,
         "constraint": estimator.constraint_,
         "data_norm": estimator.data_norm_,
+        "progress": bool(getattr(estimator, "verbose", False)),
     }
 
 

@@ -60,6 +60,7 @@ class DPLinearRegression(RegressorMixin, DPLinearModelBase):
         clipping_norm=None,
         noise_multiplier=None,
         accountant=None,
+        verbose=False,
         random_state=None,
     ):
         self.label_bound = label_bound
@@ -83,6 +84,7 @@ class DPLinearRegression(RegressorMixin, DPLinearModelBase):
         self.clipping_norm = clipping_norm
         self.noise_multiplier = noise_multiplier
         self.accountant = accountant
+        self.verbose = verbose
         self.random_state = random_state
 
     def _make_loss(self):

@@ -63,6 +63,9 @@ COMMON_PARAMETERS_DOC = """
         Hyperparameters of the gradient-perturbation mechanisms (dp-gd, dp-sgd,
         amp, bolt-on); None means the mechanism's own default.  Ignored by
         "objective" and "output".
+    verbose : bool, default=False
+        Show a progress bar during the iterations of the gradient-perturbation
+        mechanisms ("dp-gd", "dp-sgd", "dp-sgd-single").
     random_state : None, int, SeedSequence or Generator, default=None
         Source of the privacy noise (None = fresh OS entropy).
 """
@@ -144,6 +147,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
         noise_multiplier=None,
         accountant=None,
         multi_class="ovr",
+        verbose=False,
         random_state=None,
     ):
         self.epsilon = epsilon
@@ -167,6 +171,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
         self.noise_multiplier = noise_multiplier
         self.accountant = accountant
         self.multi_class = multi_class
+        self.verbose = verbose
         self.random_state = random_state
 
     def _make_loss(self):

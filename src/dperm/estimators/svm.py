@@ -52,6 +52,7 @@ class DPLinearSVC(ClassifierMixin, DPLinearClassifierBase):
         clipping_norm=None,
         noise_multiplier=None,
         accountant=None,
+        verbose=False,
         random_state=None,
     ):
         self.h = h
@@ -75,6 +76,7 @@ class DPLinearSVC(ClassifierMixin, DPLinearClassifierBase):
         self.clipping_norm = clipping_norm
         self.noise_multiplier = noise_multiplier
         self.accountant = accountant
+        self.verbose = verbose
         self.random_state = random_state
 
     def _make_loss(self):
