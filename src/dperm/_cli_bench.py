@@ -1,0 +1,96 @@
+"""Back end of ``dperm bench`` (wired into :mod:`dperm.cli`).
+
+``bench_command`` parses the comma-separated options, runs
+:func:`dperm.bench.run_bench` and returns the markdown summary it wrote.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+from .exceptions import InvalidPrivacyParameter
+
+__all__ = ["bench_command", "parse_floats", "parse_list"]
+
+
+def parse_list(value: str | None) -> list[str] | None:
+    """``"a, b,c"`` → ``["a", "b", "c"]``; None/"" → None (the default)."""
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    return items or None
+
+
+def parse_floats(value: str, name: str = "epsilons") -> list[float]:
+    """``"0.1,1"`` → ``[0.1, 1.0]``.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        If an item is not a number.
+    """
+    out = []
+    for item in parse_list(value) or []:
+        try:
+            out.append(float(item))
+        except ValueError:
+            raise InvalidPrivacyParameter(
+                f"{name} must be comma-separated numbers, got {item!r} in {value!r}"
+            ) from None
+    if not out:
+        raise InvalidPrivacyParameter(f"{name} must not be empty, got {value!r}")
+    return out
+
+
+def bench_command(
+    datasets: str | None = None,
+    epsilons: str = "0.1,1",
+    algorithms: str | None = None,
+    repeats: int = 3,
+    protocol: str = "honest",
+    data_home: str | Path | None = None,
+    out: str | Path = "bench-out",
+    progress: bool = True,
+    seed: int = 0,
+) -> str:
+    """Run ``dperm bench`` and return the text to print (the markdown table).
+
+    Parameters
+    ----------
+    datasets : str, optional
+        Comma-separated dataset names (default: adult, kddcup99, mnist,
+        synthetic-l, synthetic-h — those whose files are absent are skipped).
+    epsilons : str, default "0.1,1"
+    algorithms : str, optional
+        Comma-separated names (default: non-private, every registered
+        mechanism, the installed peers).
+    repeats : int, default 3
+    protocol : {"honest", "paper"}, default "honest"
+    data_home : path, optional
+    out : path, default "bench-out"
+    progress : bool, default True
+    seed : int, default 0
+
+    Raises
+    ------
+    DpermError
+        Bad options (unknown dataset/algorithm/protocol, bad ε or repeats).
+    """
+    from .bench import run_bench
+
+    command = "dperm bench " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    run_bench(
+        datasets=parse_list(datasets),
+        epsilons=parse_floats(epsilons),
+        algorithms=parse_list(algorithms),
+        repeats=repeats,
+        protocol=protocol,
+        data_home=data_home,
+        out_dir=out,
+        progress=progress,
+        random_state=seed,
+        command=command.strip(),
+    )
+    return (Path(out) / "results.md").read_text() + f"\nOutputs written to {Path(out)}/\n"

@@ -1,0 +1,348 @@
+"""Outputs of ``dperm bench``: CSV, JSON, a markdown table, plots, and the
+comparison with the published numbers of Iyengar et al. (IEEE S&P 2019).
+
+The published numbers are the test accuracies (%) of logistic regression in
+Fig. 1 of B. Iyengar, J. P. Near, D. Song, O. Thakkar, A. Thakurta, L. Wang,
+*Towards Practical Differentially Private Convex Optimization*, IEEE S&P 2019:
+ε = 0.1 for the binary sets and ε = 1 for MNIST (one-vs-rest), δ = 1/n², the
+best hyperparameters chosen **on the test set** from a grid.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "ALGORITHM_LABELS",
+    "PUBLISHED",
+    "PUBLISHED_EPSILON",
+    "RESULT_COLUMNS",
+    "comparison_frame",
+    "comparison_markdown",
+    "plot_accuracy",
+    "results_markdown",
+    "write_outputs",
+]
+
+#: Iyengar et al. 2019, Fig. 1 (logistic regression, test accuracy in %).
+PUBLISHED: dict[str, dict[str, float]] = {
+    "adult": {
+        "non-private": 84.8,
+        "amp": 79.1,
+        "amp-nt": 78.7,
+        "dp-sgd": 78.5,
+        "bolt-on": 77.4,
+        "bolt-on-sc": 77.2,
+        "frank-wolfe": 76.9,
+    },
+    "kddcup99": {
+        "non-private": 99.1,
+        "amp": 97.5,
+        "amp-nt": 97.4,
+        "dp-sgd": 98.0,
+        "bolt-on": 98.1,
+        "bolt-on-sc": 95.8,
+        "frank-wolfe": 96.8,
+    },
+    "mnist": {
+        "non-private": 91.5,
+        "amp": 71.9,
+        "amp-nt": 70.5,
+        "dp-sgd": 68.6,
+        "bolt-on": 68.0,
+        "bolt-on-sc": 63.2,
+        "frank-wolfe": 65.0,
+    },
+    "synthetic-l": {
+        "non-private": 94.9,
+        "amp": 83.1,
+        "amp-nt": 80.6,
+        "dp-sgd": 81.6,
+        "bolt-on": 81.7,
+        "bolt-on-sc": 76.4,
+        "frank-wolfe": 81.8,
+    },
+    "synthetic-h": {
+        "non-private": 95.8,
+        "amp": 53.2,
+        "amp-nt": 51.4,
+        "dp-sgd": 52.8,
+        "bolt-on": 53.5,
+        "bolt-on-sc": 52.0,
+        "frank-wolfe": 57.6,
+    },
+}
+
+#: The ε at which each published number was measured.
+PUBLISHED_EPSILON: dict[str, float] = {
+    "adult": 0.1,
+    "kddcup99": 0.1,
+    "mnist": 1.0,
+    "synthetic-l": 0.1,
+    "synthetic-h": 0.1,
+}
+
+#: Display names (the paper's names for the published algorithms).
+ALGORITHM_LABELS: dict[str, str] = {
+    "non-private": "non-private",
+    "amp": "AMP",
+    "amp-nt": "AMP-NT",
+    "dp-sgd": "DP-SGD",
+    "dp-gd": "DP-GD",
+    "bolt-on": "bolt-on PSGD",
+    "bolt-on-sc": "strongly-convex bolt-on",
+    "frank-wolfe": "private Frank-Wolfe",
+    "objective": "objective perturbation",
+    "output": "output perturbation",
+    "diffprivlib": "diffprivlib LR (peer)",
+    "opacus": "Opacus DP-SGD (peer)",
+}
+
+#: Columns of results.csv, in order.
+RESULT_COLUMNS = [
+    "dataset",
+    "algorithm",
+    "source",
+    "protocol",
+    "tuning",
+    "epsilon",
+    "delta",
+    "n_train",
+    "n_test",
+    "n_features",
+    "repeats",
+    "accuracy_mean",
+    "accuracy_sd",
+    "excess_risk_mean",
+    "excess_risk_sd",
+    "theoretical_bound",
+    "fit_seconds_mean",
+    "hyperparameters",
+    "note",
+]
+
+
+def _label(alg: str) -> str:
+    return ALGORITHM_LABELS.get(alg, alg)
+
+
+def _fmt(x: Any, digits: int = 1, scale: float = 1.0) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "–"
+    return f"{scale * float(x):.{digits}f}"
+
+
+def results_markdown(df: pd.DataFrame, meta: Mapping[str, Any]) -> str:
+    """A markdown report of ``df`` (one table per dataset: algorithms × ε).
+
+    Cells are ``mean ± sd`` test accuracy in %.  The header states the protocol
+    and, for ``paper``, the words "non-private tuning".
+    """
+    lines = [f"# dperm bench — protocol `{meta.get('protocol', '?')}`", ""]
+    lines.append(f"**Tuning:** {meta.get('tuning', '')}")
+    lines.append("")
+    for key in ("command", "started", "machine", "total_seconds"):
+        if key in meta:
+            lines.append(f"- {key}: `{meta[key]}`")
+    notes = meta.get("notes") or []
+    for n in notes:
+        lines.append(f"- note: {n}")
+    lines.append("")
+    if df.empty:
+        lines.append("_no results_")
+        return "\n".join(lines) + "\n"
+    for ds, part in df.groupby("dataset", sort=False):
+        eps = sorted(part["epsilon"].dropna().unique())
+        first = part.iloc[0]
+        lines.append(
+            f"## {ds}  (n_train={int(first['n_train'])}, n_test={int(first['n_test'])}, "
+            f"d={int(first['n_features'])}, δ={first['delta']:.3g})"
+        )
+        lines.append("")
+        header = "| algorithm | source | " + " | ".join(f"ε={e:g}" for e in eps)
+        header += " | fit s (mean) |"
+        lines.append(header)
+        lines.append("|" + "---|" * (len(eps) + 3))
+        for (alg, src), rows in part.groupby(["algorithm", "source"], sort=False):
+            cells = []
+            for e in eps:
+                r = rows[np.isclose(rows["epsilon"], e)]
+                if r.empty:
+                    cells.append("–")
+                elif not math.isfinite(float(r.iloc[0]["accuracy_mean"])):
+                    cells.append("failed (see note)")
+                else:
+                    r = r.iloc[0]
+                    cells.append(
+                        f"{_fmt(r['accuracy_mean'], 1, 100)} ± {_fmt(r['accuracy_sd'], 1, 100)}"
+                    )
+            t = rows["fit_seconds_mean"].mean()
+            lines.append(f"| {_label(alg)} | {src} | " + " | ".join(cells) + f" | {_fmt(t, 2)} |")
+        lines.append("")
+    lines.append(
+        "Accuracy: mean ± sd over repeats, in %. Non-private rows do not depend on ε "
+        "(repeated in every column)."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def comparison_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """dperm's accuracy (%) next to Iyengar et al.'s Fig. 1 at the published ε.
+
+    Columns: dataset, epsilon, algorithm, published, dperm, dperm_sd, difference.
+    Rows exist for every (dataset, algorithm) of :data:`PUBLISHED` whose dataset
+    was run; ``dperm`` is NaN when the algorithm (or ε) was not run.
+    """
+    rows = []
+    for ds, pub in PUBLISHED.items():
+        part = df[df["dataset"] == ds] if not df.empty else df
+        if part.empty:
+            continue
+        eps = PUBLISHED_EPSILON[ds]
+        for alg, value in pub.items():
+            r = part[(part["algorithm"] == alg) & np.isclose(part["epsilon"], eps)]
+            r = r[r["source"].isin(["dperm", "scikit-learn"])] if not r.empty else r
+            mine = float(r["accuracy_mean"].iloc[0]) * 100 if not r.empty else math.nan
+            sd = float(r["accuracy_sd"].iloc[0]) * 100 if not r.empty else math.nan
+            rows.append(
+                {
+                    "dataset": ds,
+                    "epsilon": eps,
+                    "algorithm": alg,
+                    "published": value,
+                    "dperm": mine,
+                    "dperm_sd": sd,
+                    "difference": mine - value,
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=["dataset", "epsilon", "algorithm", "published", "dperm", "dperm_sd", "difference"],
+    )
+
+
+def comparison_markdown(df: pd.DataFrame) -> str:
+    """The comparison of :func:`comparison_frame` as one markdown table per dataset."""
+    comp = comparison_frame(df)
+    if comp.empty:
+        return "_no dataset of the published comparison was run_\n"
+    lines = []
+    for ds, part in comp.groupby("dataset", sort=False):
+        lines.append(f"### {ds} (ε = {PUBLISHED_EPSILON[ds]:g})")
+        lines.append("")
+        lines.append("| algorithm | published (test-set tuned) | dperm | dperm − published |")
+        lines.append("|---|---|---|---|")
+        for _, r in part.iterrows():
+            ok = math.isfinite(r["dperm"])
+            mine = f"{r['dperm']:.1f} ± {r['dperm_sd']:.1f}" if ok else "not run / failed"
+            diff = f"{r['difference']:+.1f}" if math.isfinite(r["difference"]) else "–"
+            lines.append(f"| {_label(r['algorithm'])} | {r['published']:.1f} | {mine} | {diff} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot_accuracy(df: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """One PNG per dataset: test accuracy (%) against ε (log axis), one line per
+    algorithm, error bars = sd; the non-private reference as a dashed line and
+    the published numbers (when the dataset is one of them) as crosses."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    paths = []
+    out_dir = Path(out_dir)
+    for ds, part in df.groupby("dataset", sort=False):
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        for (alg, src), rows in part.groupby(["algorithm", "source"], sort=False):
+            rows = rows.sort_values("epsilon")
+            label = _label(alg) if src == "dperm" else f"{_label(alg)}"
+            if alg == "non-private":
+                ax.axhline(
+                    100 * rows["accuracy_mean"].iloc[0], color="k", ls="--", lw=1, label=label
+                )
+                continue
+            ax.errorbar(
+                rows["epsilon"],
+                100 * rows["accuracy_mean"],
+                yerr=100 * rows["accuracy_sd"].fillna(0.0),
+                marker="o",
+                ms=4,
+                capsize=3,
+                label=label,
+            )
+        if ds in PUBLISHED:
+            eps = PUBLISHED_EPSILON[ds]
+            vals = [v for a, v in PUBLISHED[ds].items() if a != "non-private"]
+            ax.scatter(
+                [eps] * len(vals), vals, marker="x", color="grey", zorder=5,
+                label="published (Iyengar et al. 2019, test-set tuned)",
+            )  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_xlabel("ε")
+        ax.set_ylabel("test accuracy (%)")
+        ax.set_title(f"{ds}: accuracy vs ε")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+        fig.tight_layout()
+        path = out_dir / f"accuracy_vs_epsilon_{ds}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def _json_safe(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, np.floating):
+        return _json_safe(float(v))
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
+
+
+def write_outputs(df: pd.DataFrame, out_dir, meta: Mapping[str, Any]) -> dict[str, Path]:
+    """Write ``results.csv``, ``results.json``, ``results.md``, ``comparison.md``
+    and one ``accuracy_vs_epsilon_<dataset>.png`` per dataset into ``out_dir``.
+
+    Returns
+    -------
+    dict
+        Name → path of every file written.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, Path] = {}
+    df = df.reindex(columns=RESULT_COLUMNS)
+    paths["csv"] = out / "results.csv"
+    df.to_csv(paths["csv"], index=False)
+    records = [{k: _json_safe(v) for k, v in r.items()} for r in df.to_dict(orient="records")]
+    for r in records:
+        hp = r.get("hyperparameters")
+        if isinstance(hp, str) and hp:
+            try:
+                r["hyperparameters"] = json.loads(hp)
+            except json.JSONDecodeError:
+                pass
+    paths["json"] = out / "results.json"
+    paths["json"].write_text(
+        json.dumps({"meta": dict(meta), "results": records}, indent=2, default=str) + "\n"
+    )
+    paths["md"] = out / "results.md"
+    paths["md"].write_text(results_markdown(df, meta))
+    paths["comparison"] = out / "comparison.md"
+    paths["comparison"].write_text(
+        f"# Comparison with Iyengar et al. (2019), Fig. 1 — dperm protocol "
+        f"`{meta.get('protocol', '?')}` ({meta.get('tuning', '')})\n\n" + comparison_markdown(df)
+    )
+    for i, p in enumerate(plot_accuracy(df, out)):
+        paths[f"plot{i}"] = p
+    return paths

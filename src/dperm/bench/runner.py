@@ -1,0 +1,564 @@
+"""The ``dperm bench`` runner: every available algorithm × dataset × ε × repeat.
+
+Library entry point: :func:`run_bench`.  For each dataset present it fits
+
+* ``non-private`` — scikit-learn's ``LogisticRegression`` (C = 1, one-vs-rest
+  for multi-class, as in the paper) on the same features;
+* every mechanism registered in :mod:`dperm.estimators._mechanisms` (or those
+  named), through :class:`dperm.estimators.DPLogisticRegression` — multi-class
+  data one-vs-rest with ε and δ split evenly over the classes (basic
+  composition, done by the estimator);
+* the peers of :mod:`dperm.bench.peers` that are installed,
+
+and records test accuracy, the excess empirical risk of the model's own
+training objective (J(θ_priv) − min J, the reference minimized once per distinct
+objective and cached), the theoretical bound of :mod:`dperm.theory` where one
+applies, fit time and hyperparameters.  Results go through
+:func:`dperm.bench.report.write_outputs`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import platform
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from .._validation import check_count, check_epsilon
+from ..exceptions import (
+    ClippingWarning,
+    DataFileNotFoundError,
+    DpermError,
+    PrivacyLeakWarning,
+    UnknownNameError,
+)
+from . import peers as _peers
+from .protocols import Split, get_protocol, honest_split, paper_grid, paper_split
+from .report import RESULT_COLUMNS, write_outputs
+
+__all__ = ["DEFAULT_DATASETS", "DEFAULT_EPSILONS", "list_algorithms", "run_bench"]
+
+DEFAULT_DATASETS = ("adult", "kddcup99", "mnist", "synthetic-l", "synthetic-h")
+DEFAULT_EPSILONS = (0.1, 1.0)
+
+#: algorithms registered under another name in dperm's theory module
+_THEORY_NAMES = {"bolt-on-sc": "bolt-on"}
+
+
+#: bench algorithms that are a registered mechanism with a documented setting:
+#: the strongly convex bolt-on (Wu et al. 2017, Algorithm 2) is "bolt-on" with
+#: Λ = the public objective-perturbation rule 2√2 R²/(20√n) > 0.
+_VIRTUAL = {"bolt-on-sc": "bolt-on"}
+
+
+def list_algorithms() -> list[str]:
+    """``non-private``, every registered mechanism (plus ``bolt-on-sc`` when
+    ``bolt-on`` is registered), and the installed peers."""
+    from ..estimators import available_mechanisms
+
+    mechs = available_mechanisms()
+    virtual = [v for v, base in _VIRTUAL.items() if base in mechs]
+    return ["non-private", *mechs, *virtual, *_peers.available_peers()]
+
+
+# ----------------------------------------------------------------------------- helpers
+def _seed(*parts: int) -> int:
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Expected warnings of a bench fit (rows clipped to L in the paper grid)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClippingWarning)
+        yield
+
+
+def _accuracy(pred, y) -> float:
+    return float(np.mean(np.asarray(pred) == np.asarray(y)))
+
+
+def _maybe_sparse(split: Split, threshold: float = 0.3) -> bool:
+    """Store mostly-zero dense features (one-hot Adult/KDD, MNIST pixels) as CSR.
+
+    The same numbers in another layout: every dperm algorithm computes Xθ and
+    Xᵀs for CSR exactly as for dense (tests check equality under a fixed seed),
+    and it is several times faster.  Returns True when converted."""
+    if sp.issparse(split.X_train):
+        return False
+    X = np.asarray(split.X_train)
+    if np.count_nonzero(X) > threshold * X.size:
+        return False
+    split.X_train = sp.csr_matrix(X)
+    split.X_test = sp.csr_matrix(np.asarray(split.X_test))
+    return True
+
+
+def _nonprivate(split: Split):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
+
+    base = LogisticRegression(C=1.0, max_iter=2000)
+    model = OneVsRestClassifier(base) if split.task == "multiclass" else base
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # lbfgs ConvergenceWarning on raw features
+        model.fit(split.X_train, split.y_train)
+    seconds = time.perf_counter() - t0
+    acc = _accuracy(model.predict(split.X_test), split.y_test)
+    return acc, seconds
+
+
+class _ExcessRisk:
+    """J(θ_priv) − min J for fitted dperm estimators, the minimum cached per
+    distinct objective (dataset, class, data_norm, Λ, regularizer, constraint)."""
+
+    def __init__(self, tol: float = 1e-6, max_iter: int = 1000):
+        self.tol = tol
+        self.max_iter = max_iter
+        self._cache: dict[tuple, float] = {}
+
+    def __call__(self, key, model, X, y) -> float:
+        from ..solvers import minimize, objective_value
+        from ..utility import objective_problems
+
+        gaps = []
+        for k, p in enumerate(objective_problems(model, X, y)):
+            ck = (
+                key,
+                k,
+                float(model.data_norm_),
+                float(p["l2"]),
+                repr(p["regularizer"]),
+                repr(p["constraint"]),
+            )
+            if ck not in self._cache:
+                ref = minimize(
+                    p["loss"],
+                    p["X"],
+                    p["y"],
+                    l2=p["l2"],
+                    regularizer=p["regularizer"],
+                    constraint=p["constraint"],
+                    tol=self.tol,
+                    max_iter=self.max_iter,
+                )
+                self._cache[ck] = ref.objective
+            j = objective_value(
+                p["loss"], p["theta"], p["X"], p["y"], l2=p["l2"], regularizer=p["regularizer"]
+            )
+            gaps.append(j - self._cache[ck])
+        return float(np.mean(gaps))
+
+
+def _theory(alg: str, model, n: int) -> float:
+    """The theoretical excess-risk bound for one fitted estimator (NaN if none)."""
+    from ..constraints import L1Ball
+    from ..theory import theoretical_bound
+
+    name = _THEORY_NAMES.get(alg, alg)
+    k = 1 if np.ndim(model.coef_) == 1 else np.atleast_2d(model.coef_).shape[0]
+    d = np.atleast_2d(model.coef_).shape[1] + int(model.fit_intercept)
+    R = float(model.data_norm_)
+    loss = model.loss_
+    kw: dict[str, Any] = {
+        "n": n,
+        "d": d,
+        "epsilon": float(model.epsilon_) / k,
+        "delta": float(model.delta) / k if model.delta is not None else 1.0 / n**2 / k,
+        "lipschitz": loss.lipschitz(R),
+        "smoothness": loss.smoothness(R),
+        "strong_convexity": float(model.l2_),
+    }
+    diag = model.diagnostics_ if isinstance(model.diagnostics_, dict) else model.diagnostics_[0]
+    if alg == "frank-wolfe":
+        c = model.constraint_ or L1Ball(20.0 / R)
+        kw["radius"] = float(getattr(c, "radius", c.l2_radius))
+        kw.pop("strong_convexity")
+        kw["delta"] = float(diag.get("delta", kw["delta"]))
+    elif model.constraint_ is not None:
+        kw["radius"] = float(model.constraint_.l2_radius)
+    else:
+        kw["theta_norm"] = 20.0 / R
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return float(theoretical_bound(name, **kw).value)
+    except (DpermError, TypeError, ValueError):
+        return math.nan
+
+
+def _fw_direct(split: Split, params: dict, epsilon, delta, seed):
+    """Frank-Wolfe with the paper's ℓ∞ clipping (entries clipped to L), called
+    directly (the estimators only know ℓ2 row bounds).  Intercept: a constant
+    column equal to L, inside the ℓ∞ bound."""
+    from ..algorithms import frank_wolfe
+    from ..losses import Logistic
+
+    L = float(params["data_norm"])
+
+    def design(X):
+        X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
+        return np.hstack([np.clip(X, -L, L), np.full((X.shape[0], 1), L)])
+
+    classes = np.unique(split.y_train)
+    problems = (
+        [np.where(split.y_train == classes[1], 1.0, -1.0)]
+        if classes.size == 2
+        else [np.where(split.y_train == c, 1.0, -1.0) for c in classes]
+    )
+    Xtr, Xte = design(split.X_train), design(split.X_test)
+    k = len(problems)
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    thetas = [
+        frank_wolfe.fit(
+            Logistic(),
+            Xtr,
+            yk,
+            epsilon=epsilon / k,
+            delta=delta / k,
+            data_norm=L,
+            data_norm_ord="linf",
+            radius=float(params["radius"]),
+            n_steps=int(params["n_steps"]),
+            random_state=rng,
+        ).theta
+        for yk in problems
+    ]
+    seconds = time.perf_counter() - t0
+    scores = Xte @ np.vstack(thetas).T
+    pred = classes[(scores[:, 0] > 0).astype(int)] if k == 1 else classes[np.argmax(scores, 1)]
+    return _accuracy(pred, split.y_test), seconds
+
+
+def _fit_dperm(alg: str, split: Split, params: dict, epsilon, delta, seed, risk, theory):
+    """One private fit through DPLogisticRegression.  Returns
+    (accuracy, excess_risk, bound, seconds, used_params, dropped_keys)."""
+    from ..estimators import DPLogisticRegression
+
+    if alg == "frank-wolfe" and params.get("data_norm_ord") == "linf":
+        acc, secs = _fw_direct(split, params, epsilon, delta, seed)
+        return acc, math.nan, math.nan, secs, dict(params), []
+    accepted = DPLogisticRegression().get_params()
+    est_params = {}
+    dropped = []
+    for key, v in params.items():
+        if key == "n_steps":  # Frank-Wolfe: steps = max_iter (the cap of the rule)
+            est_params["max_iter"] = v
+        elif key == "radius":
+            if v is not None:
+                est_params["constraint"] = "l1" if alg == "frank-wolfe" else "l2"
+                est_params["constraint_radius"] = v
+        elif key in accepted:
+            est_params[key] = v
+        else:
+            dropped.append(key)
+    est_params.setdefault("data_norm", split.data_norm)
+    mechanism = _VIRTUAL.get(alg, alg)
+    if alg == "bolt-on-sc" and "alpha" not in est_params:
+        from ..estimators._mechanisms import objective_alpha_rule
+
+        r_eff = math.hypot(float(est_params["data_norm"]), 0.5)  # intercept_scaling 0.5
+        est_params["alpha"] = objective_alpha_rule(
+            split.n_train, split.n_features + 1, epsilon, r_eff
+        )
+    model = DPLogisticRegression(
+        mechanism=mechanism, epsilon=epsilon, delta=delta, random_state=seed, **est_params
+    )
+    t0 = time.perf_counter()
+    with _quiet():
+        model.fit(split.X_train, split.y_train)
+    seconds = time.perf_counter() - t0
+    acc = _accuracy(model.predict(split.X_test), split.y_test)
+    excess = math.nan
+    if risk is not None and split.task != "multiclass":
+        with _quiet():
+            excess = risk(split.name, model, split.X_train, split.y_train)
+    bound = _theory(alg, model, split.n_train) if theory else math.nan
+    used = dict(est_params)
+    used["alpha_"] = float(model.alpha_)
+    return acc, excess, bound, seconds, used, dropped
+
+
+def _progress(enabled: bool, total: int):
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("remaining"),
+        TimeRemainingColumn(),
+        disable=not enabled,
+        transient=False,
+    )
+
+
+def _row(split: Split, alg, source, protocol, eps, delta, repeats, accs, risks, bound, secs, hp,
+         note=""):  # fmt: skip
+    accs = np.asarray(accs, dtype=float)
+    risks = np.asarray(risks, dtype=float)
+    finite = risks[np.isfinite(risks)]
+    return {
+        "dataset": split.name,
+        "algorithm": alg,
+        "source": source,
+        "protocol": protocol.name,
+        "tuning": protocol.tuning if alg != "non-private" else "none (non-private reference)",
+        "epsilon": float(eps),
+        "delta": float(delta),
+        "n_train": split.n_train,
+        "n_test": split.n_test,
+        "n_features": split.n_features,
+        "repeats": int(repeats),
+        "accuracy_mean": float(np.mean(accs)) if accs.size else math.nan,
+        "accuracy_sd": float(np.std(accs, ddof=1)) if accs.size > 1 else 0.0,
+        "excess_risk_mean": float(np.mean(finite)) if finite.size else math.nan,
+        "excess_risk_sd": float(np.std(finite, ddof=1)) if finite.size > 1 else math.nan,
+        "theoretical_bound": float(bound),
+        "fit_seconds_mean": float(np.mean(secs)) if len(secs) else math.nan,
+        "hyperparameters": json.dumps(hp, sort_keys=True, default=str),
+        "note": note,
+    }
+
+
+# ----------------------------------------------------------------------------- public
+def run_bench(
+    datasets: Iterable[str] | None = None,
+    epsilons: Iterable[float] = DEFAULT_EPSILONS,
+    algorithms: Iterable[str] | None = None,
+    repeats: int = 3,
+    protocol: str = "honest",
+    data_home=None,
+    out_dir="bench-out",
+    progress: bool = True,
+    *,
+    random_state: int = 0,
+    excess_risk: bool = True,
+    theory: bool = True,
+    command: str | None = None,
+) -> pd.DataFrame:
+    """Run the benchmark and write its outputs.
+
+    Parameters
+    ----------
+    datasets : iterable of str, optional
+        Default :data:`DEFAULT_DATASETS`; datasets whose files are absent are
+        skipped with a note (in the outputs' ``notes``).
+    epsilons : iterable of float > 0, default (0.1, 1)
+    algorithms : iterable of str, optional
+        ``"non-private"``, registered mechanism names, peer names
+        (``"diffprivlib"``, ``"opacus"``).  Default: all of
+        :func:`list_algorithms` (the peers only when installed).
+    repeats : int ≥ 1, default 3
+        Independent private fits per (dataset, algorithm, ε[, grid point]).
+    protocol : {"honest", "paper"}, default "honest"
+        See :mod:`dperm.bench.protocols`.  ``paper`` selects on test accuracy
+        (labelled "non-private tuning" in every output).
+    data_home : path, optional
+        Folder of the real data (default: the loaders' default).
+    out_dir : path, default "bench-out"
+        Where results.csv/.json/.md, comparison.md and the plots are written.
+    progress : bool, default True
+        Show a rich progress bar with elapsed time and an estimate of the time
+        remaining.
+    random_state : int, default 0
+        Base seed; the seed of every fit is derived from it and the fit's
+        coordinates (dataset, algorithm, ε, grid point, repeat).
+    excess_risk, theory : bool, default True
+        Compute the excess empirical risk / the theoretical bound.
+    command : str, optional
+        The command line to record in the outputs.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (dataset, algorithm, source, ε) with the columns of
+        :data:`dperm.bench.report.RESULT_COLUMNS`.
+
+    Raises
+    ------
+    UnknownNameError
+        Unknown protocol, dataset or algorithm.
+    InvalidPrivacyParameter
+        Bad ε or repeats.
+    """
+    proto = get_protocol(protocol)
+    datasets = list(DEFAULT_DATASETS if datasets is None else datasets)
+    epsilons = sorted({check_epsilon(e) for e in epsilons})
+    if not epsilons:
+        raise UnknownNameError("epsilons must not be empty")
+    repeats = check_count(repeats, "repeats")
+    known = list_algorithms()
+    all_peers = set(_peers.PEERS)
+    if algorithms is None:
+        algorithms = [*known, *(p for p in _peers.PEERS if p not in known)]
+    algorithms = list(dict.fromkeys(algorithms))
+    notes: list[str] = []
+    status = _peers.peer_status()
+    for a in algorithms:
+        if a in all_peers and a not in known:
+            notes.append(f"peer {a!r} skipped: {status.get(a, 'not installed')}")
+        elif a not in known:
+            raise UnknownNameError(f"unknown algorithm {a!r}; available: {known}")
+    algorithms = [a for a in algorithms if a in known]
+    from ..datasets import available_datasets
+
+    for name in datasets:
+        if name not in available_datasets():
+            raise UnknownNameError(f"unknown dataset {name!r}; available: {available_datasets()}")
+
+    started = time.strftime("%Y-%m-%d %H:%M:%S")
+    t_start = time.perf_counter()
+    splits: list[Split] = []
+    for name in datasets:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PrivacyLeakWarning)
+                splits.append(
+                    honest_split(name, data_home)
+                    if proto.name == "honest"
+                    else paper_split(name, data_home)
+                )
+        except DataFileNotFoundError as exc:
+            notes.append(f"dataset {name!r} skipped: {exc}")
+            continue
+        if excess_risk and splits[-1].task == "multiclass":
+            notes.append(
+                f"{name}: excess empirical risk not computed (one-vs-rest: one non-private "
+                "reference solve per class and objective)"
+            )
+        if _maybe_sparse(splits[-1]):
+            notes.append(f"{name}: features stored as CSR (mostly zeros; same values)")
+
+    private = [a for a in algorithms if a != "non-private" and a not in all_peers]
+    peer_algs = [a for a in algorithms if a in all_peers]
+    grids = {a: (paper_grid(a) if proto.name == "paper" else [{}]) for a in private + peer_algs}
+    for a in peer_algs:
+        grids[a] = [{}]
+    per_ds = ("non-private" in algorithms) + sum(
+        len(grids[a]) * len(epsilons) * repeats for a in private + peer_algs
+    )
+    total = per_ds * len(splits)
+
+    rows: list[dict] = []
+    risk = _ExcessRisk() if excess_risk else None
+    with _progress(progress, total) as bar:
+        task = bar.add_task("dperm bench", total=total)
+        for di, split in enumerate(splits):
+            delta = split.delta
+            if "non-private" in algorithms:
+                bar.update(task, description=f"{split.name}: non-private")
+                acc, secs = _nonprivate(split)
+                for eps in epsilons:
+                    rows.append(
+                        _row(split, "non-private", "scikit-learn", proto, eps, delta, 1, [acc],
+                             [], math.nan, [secs], {"C": 1.0, "model": "LogisticRegression"})
+                    )  # fmt: skip
+                bar.advance(task)
+            for ai, alg in enumerate(private + peer_algs):
+                for ei, eps in enumerate(epsilons):
+                    bar.update(task, description=f"{split.name}: {alg} ε={eps:g}")
+                    best = None
+                    for gi, params in enumerate(grids[alg]):
+                        accs, risks, secs, bounds = [], [], [], []
+                        hp: dict = dict(params)
+                        notes_fit: list[str] = []
+                        for r in range(repeats):
+                            seed = _seed(random_state, di, ai, ei, gi, r)
+                            try:
+                                if alg in all_peers:
+                                    res = _peers.fit_peer(
+                                        alg, split.X_train, split.y_train, split.X_test,
+                                        epsilon=eps, delta=delta,
+                                        data_norm=split.data_norm if math.isfinite(
+                                            split.data_norm) else 1.0,
+                                        random_state=seed,
+                                    )  # fmt: skip
+                                    accs.append(_accuracy(res.predictions, split.y_test))
+                                    secs.append(res.seconds)
+                                    hp = dict(res.params)
+                                    if res.note:
+                                        notes_fit.append(res.note)
+                                else:
+                                    acc, ex, bd, sec, hp, dropped = _fit_dperm(
+                                        alg, split, params, eps, delta, seed, risk, theory
+                                    )
+                                    accs.append(acc)
+                                    risks.append(ex)
+                                    bounds.append(bd)
+                                    secs.append(sec)
+                                    if dropped:
+                                        notes_fit.append(f"grid keys not accepted: {dropped}")
+                            except (DpermError, ImportError, RuntimeError, ValueError) as exc:
+                                notes_fit.append(f"fit failed: {type(exc).__name__}: {exc}"[:300])
+                            bar.advance(task)
+                        if not accs:
+                            cand = (-math.inf, accs, risks, bounds, secs, hp, notes_fit)
+                        else:
+                            cand = (float(np.mean(accs)), accs, risks, bounds, secs, hp, notes_fit)
+                        if best is None or cand[0] > best[0]:
+                            best = cand
+                    _, accs, risks, bounds, secs, hp, notes_fit = best
+                    note = "; ".join(dict.fromkeys(notes_fit))
+                    if proto.name == "paper" and len(grids[alg]) > 1:
+                        note = (note + "; " if note else "") + (
+                            f"best of {len(grids[alg])} grid points on TEST accuracy "
+                            "(non-private tuning)"
+                        )
+                    bound = (
+                        float(np.nanmean(bounds))
+                        if bounds and np.isfinite(bounds).any()
+                        else (math.nan)
+                    )
+                    rows.append(
+                        _row(split, alg, "dperm" if alg not in all_peers else alg, proto, eps,
+                             delta, len(accs), accs, risks, bound, secs, hp, note)
+                    )  # fmt: skip
+
+    df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    meta = {
+        "protocol": proto.name,
+        "tuning": proto.tuning,
+        "description": proto.description,
+        "command": command or "dperm.bench.run_bench(...)",
+        "started": started,
+        "total_seconds": round(time.perf_counter() - t_start, 1),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}",
+        "datasets": [s.name for s in splits],
+        "epsilons": epsilons,
+        "algorithms": algorithms,
+        "repeats": repeats,
+        "notes": notes,
+    }
+    write_outputs(df, Path(out_dir), meta)
+    df.attrs["meta"] = meta
+    return df
+
+
+def _as_list(value: str | Sequence[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return list(value)
