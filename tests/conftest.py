@@ -33,6 +33,27 @@ def shared_data() -> Path:
     return p
 
 
+@pytest.fixture(scope="session")
+def unit_ball_data():
+    """Factory of a linearly separable-ish ±1 problem with rows inside the unit ball.
+
+    ``unit_ball_data(seed, n, w, noise, scale=1.0)`` draws X ~ N(0, scale²)ⁿˣᵈ
+    (d = len(w)), shrinks every row to ‖x‖ ≤ 0.99, and returns
+    ``(X, y)`` with y = sign(Xw + noise·N(0, 1)) in {−1, +1}.
+    """
+    import numpy as np
+
+    def make(seed: int, n: int, w, noise: float, scale: float = 1.0):
+        rng = np.random.default_rng(seed)
+        w = np.asarray(w, dtype=float)
+        X = rng.normal(size=(n, w.size)) * scale
+        X *= 0.99 / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)  # ‖x‖ < 1
+        y = np.where(X @ w + noise * rng.normal(size=n) > 0, 1.0, -1.0)
+        return X, y
+
+    return make
+
+
 @pytest.fixture
 def rng():
     """A seeded Generator for reproducible test data."""

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-from threadpoolctl import threadpool_limits
 from typer.testing import CliRunner
 
 from dperm.cli import app, main
@@ -29,12 +28,6 @@ FIT_KEYS = {
     "n_clipped",
     "fit_seconds",
 }
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_threaded_blas():
-    with threadpool_limits(limits=1):
-        yield
 
 
 def _run_main(argv, capsys):

@@ -10,7 +10,6 @@ import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import SkipTestWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
-from threadpoolctl import threadpool_limits
 
 from dperm import DPLinearRegression, DPLinearSVC, DPLogisticRegression
 from dperm.accounting import epsilon_spent
@@ -25,13 +24,6 @@ from dperm.exceptions import (
     LabelError,
     UnknownNameError,
 )
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_threaded_blas():
-    # tiny BLAS calls inside solver loops are much slower with threads on a busy machine
-    with threadpool_limits(limits=1):
-        yield
 
 
 # ----------------------------------------------------------------------------- sklearn contract

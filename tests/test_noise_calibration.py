@@ -21,7 +21,6 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-from threadpoolctl import threadpool_limits
 
 from dperm.losses import Logistic
 from dperm.mechanisms import (
@@ -36,13 +35,6 @@ from dperm.mechanisms import (
 
 P_MIN = 1e-3  # KS p-value floor (fixed seeds: deterministic)
 Z = 5.0  # standard errors allowed for moments
-
-
-@pytest.fixture(autouse=True)
-def _one_blas_thread():
-    # thousands of tiny solves: a multi-threaded BLAS only adds contention
-    with threadpool_limits(limits=1):
-        yield
 
 
 def _check_moments_normal(x, sigma):

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy import stats
-from threadpoolctl import threadpool_limits
 
 from dperm.accounting.events import EpsilonDelta, PureEpsilon
 from dperm.algorithms import objective_perturbation as op
@@ -29,22 +28,9 @@ from dperm.solvers import minimize
 P_MIN = 1e-3
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_threaded_blas():
-    # tiny BLAS calls inside solver loops are much slower with threads on a busy machine
-    with threadpool_limits(limits=1):
-        yield
-
-
 @pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(0)
-    n, d = 400, 4
-    X = rng.normal(size=(n, d))
-    X *= 0.99 / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)  # ‖x‖ < 1
-    w = np.array([2.0, -1.0, 0.5, 0.0])
-    y = np.where(X @ w + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
-    return X, y
+def data(unit_ball_data):
+    return unit_ball_data(seed=0, n=400, w=[2.0, -1.0, 0.5, 0.0], noise=0.3)
 
 
 # ----------------------------------------------------------------------------- calibration

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import stats
-from threadpoolctl import threadpool_limits
 
 from dperm.accounting.events import Gaussian, PureEpsilon
 from dperm.accounting.gaussian import analytic_gaussian_noise_multiplier, gaussian_delta
@@ -25,21 +24,9 @@ from dperm.solvers import minimize
 P_MIN = 1e-3
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_threaded_blas():
-    # tiny BLAS calls inside solver loops are much slower with threads on a busy machine
-    with threadpool_limits(limits=1):
-        yield
-
-
 @pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(1)
-    n, d = 300, 3
-    X = rng.normal(size=(n, d))
-    X *= 0.99 / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
-    y = np.where(X @ np.array([1.5, -1.0, 0.5]) + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
-    return X, y
+def data(unit_ball_data):
+    return unit_ball_data(seed=1, n=300, w=[1.5, -1.0, 0.5], noise=0.3)
 
 
 def test_sensitivity_formula_by_hand():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
 
 from dperm import DPLinearRegression, DPLogisticRegression
 from dperm.accounting.events import NonPrivate
@@ -15,19 +14,9 @@ from dperm.solvers import minimize, objective_value
 from dperm.utility import accuracy, excess_empirical_risk, nonprivate_fit, objective_problems
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_threaded_blas():
-    with threadpool_limits(limits=1):
-        yield
-
-
 @pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(500, 4)) * 0.4
-    X *= 0.99 / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
-    y = np.where(X @ np.array([1.0, -2.0, 0.5, 0.0]) + 0.2 * rng.normal(size=500) > 0, 1.0, -1.0)
-    return X, y
+def data(unit_ball_data):
+    return unit_ball_data(seed=3, n=500, w=[1.0, -2.0, 0.5, 0.0], noise=0.2, scale=0.4)
 
 
 def test_excess_risk_of_a_quadratic_is_the_closed_form(data):

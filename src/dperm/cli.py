@@ -14,10 +14,12 @@ errors print one line on stderr and exit with status 2, without a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -66,6 +68,24 @@ def _fail(exc: BaseException) -> typer.Exit:
     msg = " ".join(str(exc).split()) or type(exc).__name__
     typer.echo(f"dperm: error: {msg}", err=True)
     return typer.Exit(code=2)
+
+
+@contextlib.contextmanager
+def _one_line_errors() -> Iterator[None]:
+    """Turn a :class:`~dperm.exceptions.DpermError` raised inside into one stderr
+    line and exit status 2 (:func:`_fail`) — the error handling of every command."""
+    try:
+        yield
+    except DpermError as exc:
+        raise _fail(exc) from None
+
+
+# options that several commands share
+_JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+_SamplingRateOption = Annotated[float, typer.Option("--sampling-rate", help="q in (0, 1].")]
+_StepsOption = Annotated[int, typer.Option("--steps", help="Number of releases.")]
+_AccountantOption = Annotated[str, typer.Option("--accountant", help="rdp | pld | …")]
+_SamplingOption = Annotated[str, typer.Option("--sampling", help="poisson | without_replacement")]
 
 
 def _json_safe(v: Any) -> Any:
@@ -301,31 +321,28 @@ def fit_command(
         ),
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the privacy noise.")] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    json_output: _JsonOption = False,
 ) -> None:
     """Fit a private model and report privacy spent and utility."""
-    try:
-        with warnings.catch_warnings():
-            # warnings (e.g. rows clipped) become one stderr line each, never stdout
-            warnings.simplefilter("always")
-            warnings.showwarning = _show_warning_one_line
-            result = run_fit(
-                dataset=dataset,
-                data_home=data_home,
-                csv=csv,
-                target=target,
-                allow_data_bounds=allow_data_bounds,
-                model=model,
-                mechanism=mechanism,
-                epsilon=epsilon,
-                delta=delta,
-                data_norm=data_norm,
-                constraint_radius=constraint_radius,
-                seed=seed,
-                progress=not json_output,
-            )
-    except DpermError as exc:
-        raise _fail(exc) from None
+    with _one_line_errors(), warnings.catch_warnings():
+        # warnings (e.g. rows clipped) become one stderr line each, never stdout
+        warnings.simplefilter("always")
+        warnings.showwarning = _show_warning_one_line
+        result = run_fit(
+            dataset=dataset,
+            data_home=data_home,
+            csv=csv,
+            target=target,
+            allow_data_bounds=allow_data_bounds,
+            model=model,
+            mechanism=mechanism,
+            epsilon=epsilon,
+            delta=delta,
+            data_norm=data_norm,
+            constraint_radius=constraint_radius,
+            seed=seed,
+            progress=not json_output,
+        )
     if json_output:
         typer.echo(json.dumps({k: _json_safe(v) for k, v in result.items()}))
     else:
@@ -340,17 +357,15 @@ def _show_warning_one_line(message, category, filename, lineno, file=None, line=
 @app.command("account")
 def account_cmd(
     noise_multiplier: Annotated[float, typer.Option("--noise-multiplier", help="σ per unit Δ₂.")],
-    sampling_rate: Annotated[float, typer.Option("--sampling-rate", help="q in (0, 1].")] = 1.0,
-    steps: Annotated[int, typer.Option("--steps", help="Number of releases.")] = 1,
+    sampling_rate: _SamplingRateOption = 1.0,
+    steps: _StepsOption = 1,
     delta: Annotated[float, typer.Option("--delta", help="δ.")] = 1e-5,
-    accountant: Annotated[str, typer.Option("--accountant", help="rdp | pld | …")] = "rdp",
-    sampling: Annotated[
-        str, typer.Option("--sampling", help="poisson | without_replacement")
-    ] = "poisson",
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    accountant: _AccountantOption = "rdp",
+    sampling: _SamplingOption = "poisson",
+    json_output: _JsonOption = False,
 ) -> None:
     """ε spent by `steps` (subsampled) Gaussian releases."""
-    try:
+    with _one_line_errors():
         from ._cli_account import account_command, render
 
         result = account_command(
@@ -362,8 +377,6 @@ def account_cmd(
             sampling=sampling,
             json_output=json_output,
         )
-    except DpermError as exc:
-        raise _fail(exc) from None
     typer.echo(render(result, json_output=json_output))
 
 
@@ -371,28 +384,19 @@ def account_cmd(
 def calibrate_cmd(
     epsilon: Annotated[float, typer.Option("--epsilon", help="Target ε.")],
     delta: Annotated[float, typer.Option("--delta", help="Target δ.")] = 1e-5,
-    sampling_rate: Annotated[float, typer.Option("--sampling-rate", help="q in (0, 1].")] = 1.0,
-    steps: Annotated[int, typer.Option("--steps", help="Number of releases.")] = 1,
-    accountant: Annotated[str, typer.Option("--accountant", help="rdp | pld | …")] = "rdp",
-    sampling: Annotated[
-        str, typer.Option("--sampling", help="poisson | without_replacement")
-    ] = "poisson",
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    sampling_rate: _SamplingRateOption = 1.0,
+    steps: _StepsOption = 1,
+    accountant: _AccountantOption = "rdp",
+    sampling: _SamplingOption = "poisson",
+    json_output: _JsonOption = False,
 ) -> None:
     """Smallest noise multiplier making `steps` Gaussian releases (ε, δ)-DP."""
-    try:
+    with _one_line_errors():
         from ._cli_account import calibrate_command, render
 
         result = calibrate_command(
-            epsilon,
-            delta,
-            sampling_rate,
-            steps,
-            accountant,
-            sampling=sampling,
+            epsilon, delta, sampling_rate, steps, accountant, sampling=sampling
         )
-    except DpermError as exc:
-        raise _fail(exc) from None
     typer.echo(render(result, json_output=json_output))
 
 
@@ -400,7 +404,7 @@ def calibrate_cmd(
 # `dperm bench` and `dperm audit` are added here by their modules' owners, each as
 #     @app.command("bench")
 #     def bench_cmd(...): ...            # import its back end lazily inside,
-# catching DpermError with `raise _fail(exc) from None` like the commands above.
+# running its back end inside `with _one_line_errors():` like the commands above.
 
 
 @app.command("bench")
@@ -438,7 +442,7 @@ def bench_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Base seed of the fits.")] = 0,
 ) -> None:
     """Benchmark every DP-ERM algorithm against the published comparison (Iyengar et al. 2019)."""
-    try:
+    with _one_line_errors():
         from ._cli_bench import bench_command
 
         text = bench_command(
@@ -452,8 +456,6 @@ def bench_cmd(
             progress=not no_progress,
             seed=seed,
         )
-    except DpermError as exc:
-        raise _fail(exc) from None
     typer.echo(text)
 
 
@@ -476,15 +478,13 @@ def audit_cmd(
     n_jobs: Annotated[
         int | None, typer.Option("--n-jobs", help="Worker processes (default: all cores).")
     ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    json_output: _JsonOption = False,
 ) -> None:
     """Empirical lower bound ε_LB on the ε a mechanism really spends (canary audit)."""
-    try:
+    with _one_line_errors():
         from ._cli_audit import audit_command, render
 
         result = audit_command(mechanism, epsilon, delta, runs, seed, n_jobs, json_output)
-    except DpermError as exc:
-        raise _fail(exc) from None
     typer.echo(render(result, json_output=json_output))
 
 

@@ -22,7 +22,15 @@ import numpy as np
 from ._validation import check_positive
 from .exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
 
-__all__ = ["Box", "Constraint", "L1Ball", "L2Ball", "Polytope", "get_constraint"]
+__all__ = [
+    "Box",
+    "Constraint",
+    "L1Ball",
+    "L2Ball",
+    "Polytope",
+    "constraint_l2_radius",
+    "get_constraint",
+]
 
 
 class Constraint:
@@ -202,6 +210,21 @@ class Polytope(Constraint):
     @property
     def l2_radius(self) -> float:
         return float(np.max(np.linalg.norm(self._V, axis=1)))
+
+
+def constraint_l2_radius(constraint: Constraint | None, d: int) -> float | None:
+    """sup_{θ ∈ C} ‖θ‖₂ (public) for C in dimension ``d``, or None without a constraint.
+
+    Unlike :attr:`Constraint.l2_radius` this also covers a :class:`Box` with
+    scalar bounds (broadcast to ``d`` coordinates).
+    """
+    if constraint is None:
+        return None
+    if isinstance(constraint, Box):
+        lo = np.broadcast_to(np.abs(constraint.lower), (d,))
+        hi = np.broadcast_to(np.abs(constraint.upper), (d,))
+        return float(np.linalg.norm(np.maximum(lo, hi)))
+    return float(constraint.l2_radius)
 
 
 def get_constraint(name: str | Constraint | None, radius: float | None = None):

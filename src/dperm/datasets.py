@@ -216,9 +216,12 @@ class NumericColumn:
             )
         x = np.clip(x, self.lo, self.hi)
         if self.log:
-            a, b = math.log1p(self.lo), math.log1p(self.hi)
-            return (np.log1p(x) - a) / (b - a)
-        return (x - self.lo) / (self.hi - self.lo)
+            a, b = np.log1p(self.lo), np.log1p(self.hi)
+            z = (np.log1p(x) - a) / (b - a)
+        else:
+            z = (x - self.lo) / (self.hi - self.lo)
+        # rounding must never leave [0, 1]: the public row bound relies on it
+        return np.clip(z, 0.0, 1.0)
 
 
 @dataclass(frozen=True)

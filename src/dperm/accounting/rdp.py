@@ -506,6 +506,13 @@ def rdp_poisson_subsampled_gaussian(sampling_rate: float, noise_multiplier: floa
     -------
     ndarray of shape (n_orders,)
     """
+    return _subsampled_gaussian_rdp(sampling_rate, noise_multiplier, orders, _sgm_rdp_cached)
+
+
+def _subsampled_gaussian_rdp(sampling_rate, noise_multiplier, orders, bound) -> np.ndarray:
+    """Validation and edge cases shared by the subsampled-Gaussian RDP bounds: rate 0
+    costs nothing, σ ≈ 0 costs ∞ (rate > 0), rate 1 is the plain Gaussian
+    (:func:`rdp_gaussian`); otherwise ``bound(rate, σ, orders_tuple)``."""
     q = check_probability(sampling_rate, "sampling_rate", allow_zero=True)
     sigma = check_nonnegative(noise_multiplier, "noise_multiplier")
     a = _check_orders(orders)
@@ -515,7 +522,7 @@ def rdp_poisson_subsampled_gaussian(sampling_rate: float, noise_multiplier: floa
         return np.full(a.shape, np.inf)
     if q == 1.0:
         return rdp_gaussian(sigma, a)
-    return np.array(_sgm_rdp_cached(q, sigma, tuple(a.tolist())))
+    return np.array(bound(q, sigma, tuple(a.tolist())))
 
 
 # ------------------------------------------- sampling without replacement (WBK19)
@@ -593,16 +600,7 @@ def rdp_sampled_without_replacement_gaussian(
     -------
     ndarray of shape (n_orders,)
     """
-    g = check_probability(sampling_rate, "sampling_rate", allow_zero=True)
-    sigma = check_nonnegative(noise_multiplier, "noise_multiplier")
-    a = _check_orders(orders)
-    if g == 0.0:
-        return np.zeros(a.shape)
-    if sigma < _TINY_SIGMA:
-        return np.full(a.shape, np.inf)
-    if g == 1.0:
-        return rdp_gaussian(sigma, a)
-    return np.array(_wor_rdp_cached(g, sigma, tuple(a.tolist())))
+    return _subsampled_gaussian_rdp(sampling_rate, noise_multiplier, orders, _wor_rdp_cached)
 
 
 # ------------------------------------------------------------ event dispatch

@@ -28,6 +28,7 @@ and the clipped sum is ``Xᵀ(c ⊙ R)``.  A generic path accepts any function
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -392,6 +393,14 @@ class PoissonSampler(Sampler):
         return PoissonSampled(self.sampling_rate, Gaussian(noise_multiplier))
 
 
+def _check_batch_size(batch_size, n: int) -> int:
+    """A fixed batch size b, checked to be an integer in [1, n]."""
+    b = check_count(batch_size, "batch_size")
+    if b > n:
+        raise InvalidPrivacyParameter(f"batch_size must be ≤ n_samples={n}, got {b}")
+    return b
+
+
 class WithoutReplacementSampler(Sampler):
     """Each step a fresh, uniformly random subset of exactly b records (drawn
     without replacement within the step, independently across steps).
@@ -408,11 +417,7 @@ class WithoutReplacementSampler(Sampler):
 
     def __init__(self, n: int, batch_size: int):
         super().__init__(n)
-        self.batch_size = check_count(batch_size, "batch_size")
-        if self.batch_size > self.n:
-            raise InvalidPrivacyParameter(
-                f"batch_size must be ≤ n_samples={self.n}, got {self.batch_size}"
-            )
+        self.batch_size = _check_batch_size(batch_size, self.n)
         self.normalizer = float(self.batch_size)
         self.sampling_rate = self.batch_size / self.n
 
@@ -453,11 +458,7 @@ class ShuffleSampler(Sampler):
 
     def __init__(self, n: int, batch_size: int):
         super().__init__(n)
-        self.batch_size = check_count(batch_size, "batch_size")
-        if self.batch_size > self.n:
-            raise InvalidPrivacyParameter(
-                f"batch_size must be ≤ n_samples={self.n}, got {self.batch_size}"
-            )
+        self.batch_size = _check_batch_size(batch_size, self.n)
         self.batches_per_epoch = self.n // self.batch_size
         self.normalizer = float(self.batch_size)
         self.sampling_rate = self.batch_size / self.n
@@ -691,6 +692,7 @@ def run(
     momentum: float = 0.0,
     averaging: str = "last",
     callback: Callable[[int, int, np.ndarray], Any] | None = None,
+    progress: str | None = None,
 ) -> LoopResult:
     """Run ``steps`` noisy (projected) gradient steps and return the release.
 
@@ -723,92 +725,50 @@ def run(
         the last ⌈T/2⌉ iterates (suffix averaging).
     callback : callable, optional
         ``callback(t, steps, theta)`` after every step (progress bars).
+    progress : str, optional
+        When given and ``callback`` is None, show a rich progress bar with this
+        description (see :class:`rich_progress`).
 
     Returns
     -------
     LoopResult
     """
-    # Per-step products are small (b × d): one BLAS thread is fastest and avoids
-    # oversubscription on busy machines; large full batches keep all threads.
-    work = sampler.normalizer * int(np.prod(np.shape(theta0)))
-    if work < 5e7:
-        with _blas_controller().limit(limits=1, user_api="blas"):
-            return _run(
-                oracle,
-                sampler,
-                theta0=theta0,
-                steps=steps,
-                schedule=schedule,
-                noise_std=noise_std,
-                rng=rng,
-                alpha=alpha,
-                constraint=constraint,
-                regularizer=regularizer,
-                momentum=momentum,
-                averaging=averaging,
-                callback=callback,
-            )
-    return _run(
-        oracle,
-        sampler,
-        theta0=theta0,
-        steps=steps,
-        schedule=schedule,
-        noise_std=noise_std,
-        rng=rng,
-        alpha=alpha,
-        constraint=constraint,
-        regularizer=regularizer,
-        momentum=momentum,
-        averaging=averaging,
-        callback=callback,
-    )
-
-
-def _run(
-    oracle,
-    sampler,
-    *,
-    theta0,
-    steps,
-    schedule,
-    noise_std,
-    rng,
-    alpha,
-    constraint,
-    regularizer,
-    momentum,
-    averaging,
-    callback,
-) -> LoopResult:
-    sample_rng, noise_rng = rng.spawn(2)
-    theta = np.array(theta0, dtype=np.float64, copy=True)
-    batches = sampler.batches(sample_rng, steps)
-    noises = _noise_stream(noise_rng, theta.shape, steps, noise_std) if noise_std > 0 else None
-    inv_m = 1.0 / sampler.normalizer
-    const_eta = schedule(1) if schedule.is_constant else None
-    start_avg = {"last": steps + 1, "uniform": 1, "tail": steps // 2 + 1}[averaging]
-    avg = np.zeros_like(theta) if start_avg <= steps else None
-    n_avg = 0
-    velocity = None
-    eta = const_eta
-    for t in range(1, steps + 1):
-        idx = next(batches)  # P1
-        g = oracle.clipped_sum(theta, idx)  # P2
-        if noises is not None:
-            g = add_noise(g, next(noises))  # P3
-        g *= inv_m
-        g = add_l2(g, theta, alpha)
-        g, velocity = momentum_update(g, velocity, momentum)
-        eta = const_eta if const_eta is not None else schedule(t)
-        theta = project(prox_step(sgd_step(theta, g, eta), regularizer, eta), constraint)
-        if t >= start_avg:
-            n_avg += 1
-            avg += (theta - avg) / n_avg
-        if callback is not None:
-            callback(t, steps, theta)
-    out = theta if avg is None else avg
-    return LoopResult(theta=out, steps=steps, last_learning_rate=float(eta))
+    with contextlib.ExitStack() as stack:
+        if progress is not None and callback is None:
+            callback = stack.enter_context(rich_progress(progress, steps))
+        # Per-step products are small (b × d): one BLAS thread is fastest and avoids
+        # oversubscription on busy machines; large full batches keep all threads.
+        work = sampler.normalizer * int(np.prod(np.shape(theta0)))
+        if work < 5e7:
+            stack.enter_context(_blas_controller().limit(limits=1, user_api="blas"))
+        sample_rng, noise_rng = rng.spawn(2)
+        theta = np.array(theta0, dtype=np.float64, copy=True)
+        batches = sampler.batches(sample_rng, steps)
+        noises = _noise_stream(noise_rng, theta.shape, steps, noise_std) if noise_std > 0 else None
+        inv_m = 1.0 / sampler.normalizer
+        const_eta = schedule(1) if schedule.is_constant else None
+        start_avg = {"last": steps + 1, "uniform": 1, "tail": steps // 2 + 1}[averaging]
+        avg = np.zeros_like(theta) if start_avg <= steps else None
+        n_avg = 0
+        velocity = None
+        eta = const_eta
+        for t in range(1, steps + 1):
+            idx = next(batches)  # P1
+            g = oracle.clipped_sum(theta, idx)  # P2
+            if noises is not None:
+                g = add_noise(g, next(noises))  # P3
+            g *= inv_m
+            g = add_l2(g, theta, alpha)
+            g, velocity = momentum_update(g, velocity, momentum)
+            eta = const_eta if const_eta is not None else schedule(t)
+            theta = project(prox_step(sgd_step(theta, g, eta), regularizer, eta), constraint)
+            if t >= start_avg:
+                n_avg += 1
+                avg += (theta - avg) / n_avg
+            if callback is not None:
+                callback(t, steps, theta)
+        out = theta if avg is None else avg
+        return LoopResult(theta=out, steps=steps, last_learning_rate=float(eta))
 
 
 class rich_progress:

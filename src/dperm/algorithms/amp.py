@@ -64,9 +64,9 @@ from .._validation import (
     clip_rows,
 )
 from ..accounting.events import Composed, EpsilonDelta
-from ..constraints import Box, Constraint, Polytope
+from ..constraints import Constraint, Polytope, constraint_l2_radius
 from ..exceptions import ConvergenceError, InvalidPrivacyParameter
-from ..losses.base import GLMLoss
+from ..losses.base import GLMLoss, check_smooth_glm_loss
 from ..mechanisms.gaussian import gaussian_noise
 from ..solvers import minimize
 from .base import Result
@@ -406,17 +406,11 @@ def calibrate(
 
 # ----------------------------------------------------------------------------- helpers
 def _check_loss(loss) -> GLMLoss:
-    if not isinstance(loss, GLMLoss):
-        raise InvalidPrivacyParameter(
-            f"loss must be a dperm GLMLoss (see dperm.losses.get_loss), got "
-            f"{type(loss).__name__}: {loss!r}"
-        )
-    if not loss.smooth or not math.isfinite(loss.curvature):
-        raise InvalidPrivacyParameter(
-            f"AMP needs a smooth loss (finite β); got {loss!r}. Use HuberSVM instead of "
-            "Hinge, or a gradient-perturbation mechanism for non-smooth losses."
-        )
-    return loss
+    return check_smooth_glm_loss(
+        loss,
+        "AMP needs a smooth loss (finite β); got {loss!r}. Use HuberSVM instead of "
+        "Hinge, or a gradient-perturbation mechanism for non-smooth losses.",
+    )
 
 
 def _check_constraint(constraint):
@@ -428,16 +422,6 @@ def _check_constraint(constraint):
             f"L1Ball, Box), got {constraint!r}"
         )
     return constraint
-
-
-def _constraint_radius(constraint, d: int) -> float | None:
-    if constraint is None:
-        return None
-    if isinstance(constraint, Box):
-        lo = np.broadcast_to(np.abs(constraint.lower), (d,))
-        hi = np.broadcast_to(np.abs(constraint.upper), (d,))
-        return float(np.linalg.norm(np.maximum(lo, hi)))
-    return float(constraint.l2_radius)
 
 
 def _private_gradient(loss, theta, X, y, alpha, b1) -> np.ndarray:
@@ -509,7 +493,7 @@ def _run(
     delta = check_delta(delta, allow_zero=False)
     rng = check_random_state(random_state)
     X, n_clipped = clip_rows(X, data_norm)  # [AMP-0]
-    radius = _constraint_radius(constraint, d)
+    radius = constraint_l2_radius(constraint, d)
     lip = loss.lipschitz(data_norm, radius=radius)
     beta = loss.smoothness(data_norm)
     cal = calibrate(

@@ -56,9 +56,9 @@ from .._validation import (
     clip_rows,
 )
 from ..accounting.events import Gaussian, PureEpsilon
-from ..constraints import Box, Constraint, L2Ball, Polytope
+from ..constraints import Constraint, L2Ball, Polytope, constraint_l2_radius
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError
-from ..losses.base import GLMLoss
+from ..losses.base import GLMLoss, check_smooth_glm_loss
 from ..mechanisms.gamma_norm import gamma_norm_noise
 from ..mechanisms.gaussian import gaussian_noise
 from .base import Result
@@ -244,17 +244,11 @@ def permutation_sgd(
 
 # ----------------------------------------------------------------------------- fit
 def _check_loss(loss) -> GLMLoss:
-    if not isinstance(loss, GLMLoss):
-        raise InvalidPrivacyParameter(
-            f"loss must be a dperm GLMLoss (see dperm.losses.get_loss), got "
-            f"{type(loss).__name__}: {loss!r}"
-        )
-    if not loss.smooth or not math.isfinite(loss.curvature):
-        raise InvalidPrivacyParameter(
-            f"bolt-on SGD needs a smooth loss (its step-size conditions involve β); got "
-            f"{loss!r}. Use HuberSVM instead of Hinge."
-        )
-    return loss
+    return check_smooth_glm_loss(
+        loss,
+        "bolt-on SGD needs a smooth loss (its step-size conditions involve β); got "
+        "{loss!r}. Use HuberSVM instead of Hinge.",
+    )
 
 
 def _analytic_noise_multiplier(epsilon: float, delta: float) -> float:
@@ -262,16 +256,6 @@ def _analytic_noise_multiplier(epsilon: float, delta: float) -> float:
     from ..accounting.gaussian import analytic_gaussian_noise_multiplier
 
     return float(analytic_gaussian_noise_multiplier(epsilon, delta))
-
-
-def _constraint_radius(constraint, d: int) -> float | None:
-    if constraint is None:
-        return None
-    if isinstance(constraint, Box):
-        lo = np.broadcast_to(np.abs(constraint.lower), (d,))
-        hi = np.broadcast_to(np.abs(constraint.upper), (d,))
-        return float(np.linalg.norm(np.maximum(lo, hi)))
-    return float(constraint.l2_radius)
 
 
 def fit(
@@ -375,7 +359,7 @@ def fit(
     batch_size = min(batch_size, n)
     rng = check_random_state(random_state)
     X, n_clipped = clip_rows(X, data_norm)  # [BO-0]
-    lip = loss.lipschitz(data_norm, radius=_constraint_radius(constraint, d))
+    lip = loss.lipschitz(data_norm, radius=constraint_l2_radius(constraint, d))
     beta = loss.smoothness(data_norm)
     beta_total = beta + alpha
     steps = passes * math.ceil(n / batch_size)

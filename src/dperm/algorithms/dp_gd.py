@@ -296,11 +296,9 @@ def fit(
         momentum=momentum,
         averaging=averaging,
     )
-    if progress and callback is None:
-        with gl.rich_progress("DP-GD", steps) as cb:
-            out = gl.run(oracle, sampler, callback=cb, **kwargs)
-    else:
-        out = gl.run(oracle, sampler, callback=callback, **kwargs)
+    out = gl.run(
+        oracle, sampler, callback=callback, progress="DP-GD" if progress else None, **kwargs
+    )
 
     diagnostics = {
         "mechanism": "dp-gd",

@@ -490,11 +490,13 @@ def _fit(
         momentum=momentum,
         averaging=averaging,
     )
-    if progress and callback is None:
-        with gl.rich_progress(mechanism.upper(), steps) as cb:
-            out = gl.run(oracle, sampler, callback=cb, **kwargs)
-    else:
-        out = gl.run(oracle, sampler, callback=callback, **kwargs)
+    out = gl.run(
+        oracle,
+        sampler,
+        callback=callback,
+        progress=mechanism.upper() if progress else None,
+        **kwargs,
+    )
 
     diagnostics = {
         "mechanism": mechanism,

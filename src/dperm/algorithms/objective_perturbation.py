@@ -59,14 +59,14 @@ from .._validation import (
     clip_rows,
 )
 from ..accounting.events import EpsilonDelta, PureEpsilon
-from ..constraints import Box, Constraint, Polytope
+from ..constraints import Constraint, Polytope, constraint_l2_radius
 from ..exceptions import (
     ConvergenceError,
     InvalidPrivacyParameter,
     LabelError,
     UnknownNameError,
 )
-from ..losses.base import GLMLoss
+from ..losses.base import GLMLoss, check_smooth_glm_loss
 from ..mechanisms.gamma_norm import gamma_norm_noise
 from ..mechanisms.gaussian import gaussian_noise
 from ..regularizers import Regularizer
@@ -179,19 +179,13 @@ def kifer_calibration(
 
 # ----------------------------------------------------------------------------- shared checks
 def _check_loss(loss, algorithm: str) -> GLMLoss:
-    if not isinstance(loss, GLMLoss):
-        raise InvalidPrivacyParameter(
-            f"loss must be a dperm GLMLoss (see dperm.losses.get_loss), got "
-            f"{type(loss).__name__}: {loss!r}"
-        )
-    if not loss.smooth or not math.isfinite(loss.curvature):
-        raise InvalidPrivacyParameter(
-            f"{algorithm} needs a twice-differentiable (smooth) loss whose exact minimizer "
-            f"the solver can certify; got {loss!r} (smooth={loss.smooth}). Use HuberSVM "
-            "instead of Hinge, or a gradient-perturbation mechanism (dp-gd, dp-sgd) for "
-            "non-smooth losses."
-        )
-    return loss
+    return check_smooth_glm_loss(
+        loss,
+        f"{algorithm} needs a twice-differentiable (smooth) loss whose exact minimizer "
+        "the solver can certify; got {loss!r} (smooth={loss.smooth}). Use HuberSVM "
+        "instead of Hinge, or a gradient-perturbation mechanism (dp-gd, dp-sgd) for "
+        "non-smooth losses.",
+    )
 
 
 def _check_constraint(constraint, regularizer):
@@ -210,17 +204,6 @@ def _check_constraint(constraint, regularizer):
             f"regularizer must be a dperm.regularizers.Regularizer or None, got {regularizer!r}"
         )
     return constraint, regularizer
-
-
-def _constraint_radius(constraint, d: int) -> float | None:
-    """sup_{θ ∈ C} ‖θ‖₂ (public), or None without a constraint."""
-    if constraint is None:
-        return None
-    if isinstance(constraint, Box):
-        lo = np.broadcast_to(np.abs(constraint.lower), (d,))
-        hi = np.broadcast_to(np.abs(constraint.upper), (d,))
-        return float(np.linalg.norm(np.maximum(lo, hi)))
-    return float(constraint.l2_radius)
 
 
 def _resolve_noise(noise, delta, n: int) -> tuple[str, float, bool]:
@@ -255,9 +238,47 @@ class _Prepared:
     lipschitz: float
     smoothness: float
     strong_convexity: float
+    # set by check_run
+    tol: float = dataclasses.field(init=False)
+    max_iter: int = dataclasses.field(init=False)
+    noise: str = dataclasses.field(init=False)
+    delta: float = dataclasses.field(init=False)
+    delta_default: bool = dataclasses.field(init=False)
+    rng: np.random.Generator = dataclasses.field(init=False)
+
+    def check_run(self, noise, delta, tol, max_iter, random_state) -> None:
+        """Validate the solver settings and the noise choice (δ = None → 1/n²),
+        and make the noise generator."""
+        self.tol = check_positive(tol, "tol")
+        self.max_iter = check_count(max_iter, "max_iter")
+        self.noise, self.delta, self.delta_default = _resolve_noise(noise, delta, self.X.shape[0])
+        self.rng = check_random_state(random_state)
+
+    def diagnostics(self, algorithm: str, **extra) -> dict[str, Any]:
+        """The public calibration inputs both perturbation methods report (the
+        ``extra`` entries stand before ``n_samples``)."""
+        return {
+            "algorithm": algorithm,
+            "neighbouring": "replace-one",
+            "noise": self.noise,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "delta_default": self.delta_default,
+            "alpha": self.alpha,
+            "strong_convexity": self.strong_convexity,
+            "data_norm": self.data_norm,
+            "lipschitz": self.lipschitz,
+            "smoothness": self.smoothness,
+            **extra,
+            "n_samples": self.X.shape[0],
+            "n_clipped": self.n_clipped,
+        }
 
 
 def _prepare(loss, X, y, epsilon, data_norm, alpha, constraint, regularizer, algorithm):
+    """Shared preamble of objective and output perturbation: validate the loss,
+    ε, R, Λ, C, r and the data, clip the rows to R, and derive L, β, Λ_J from
+    public bounds."""
     loss = _check_loss(loss, algorithm)
     epsilon = check_epsilon(epsilon)
     data_norm = check_positive(data_norm, "data_norm")
@@ -271,7 +292,7 @@ def _prepare(loss, X, y, epsilon, data_norm, alpha, constraint, regularizer, alg
         )
     y = loss.check_labels(y)
     X, n_clipped = clip_rows(X, data_norm)  # [OP-0] enforce ‖x‖ ≤ R
-    radius = _constraint_radius(constraint, X.shape[1])
+    radius = constraint_l2_radius(constraint, X.shape[1])
     return _Prepared(
         loss=loss,
         X=X,
@@ -393,29 +414,13 @@ def fit(
     """
     algorithm = "objective perturbation"
     p = _prepare(loss, X, y, epsilon, data_norm, alpha, constraint, regularizer, algorithm)
+    p.check_run(noise, delta, tol, max_iter, random_state)
     loss, X, y, epsilon, alpha = p.loss, p.X, p.y, p.epsilon, p.alpha
     lip, beta, strong = p.lipschitz, p.smoothness, p.strong_convexity
-    tol = check_positive(tol, "tol")
-    max_iter = check_count(max_iter, "max_iter")
+    kind, delta_used, rng = p.noise, p.delta, p.rng
     n, d = X.shape
-    kind, delta_used, delta_default = _resolve_noise(noise, delta, n)
-    rng = check_random_state(random_state)
 
-    diagnostics: dict[str, Any] = {
-        "algorithm": "objective_perturbation",
-        "neighbouring": "replace-one",
-        "noise": kind,
-        "epsilon": epsilon,
-        "delta": delta_used,
-        "delta_default": delta_default,
-        "alpha": alpha,
-        "strong_convexity": strong,
-        "data_norm": p.data_norm,
-        "lipschitz": lip,
-        "smoothness": beta,
-        "n_samples": n,
-        "n_clipped": p.n_clipped,
-    }
+    diagnostics = p.diagnostics("objective_perturbation")
     if kind == "gamma":
         # Chaudhuri et al. (2011), Algorithm 2, steps 1–3 (chaudhuri_calibration)
         eps_noise, extra = chaudhuri_calibration(epsilon, n, strong, beta)
@@ -439,7 +444,7 @@ def fit(
         )
     # [OP-6] θ = argmin_C (1/n)Σℓ + ((Λ + Δ)/2)‖θ‖² + r(θ) + ⟨b, θ⟩/n
     theta, res = _solve(
-        loss, X, y, alpha + extra, b / n, p.regularizer, p.constraint, tol, max_iter, algorithm
+        loss, X, y, alpha + extra, b / n, p.regularizer, p.constraint, p.tol, p.max_iter, algorithm
     )
     diagnostics.update(
         extra_l2=extra,

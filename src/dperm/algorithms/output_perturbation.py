@@ -41,9 +41,6 @@ The theorem assumes the exact minimizer: the solver must reach ``tol`` or
 
 from __future__ import annotations
 
-from typing import Any
-
-from .._rng import check_random_state
 from .._validation import check_count, check_positive
 from ..accounting.events import Gaussian, PureEpsilon
 from ..constraints import Constraint
@@ -53,7 +50,7 @@ from ..mechanisms.gamma_norm import gamma_norm_noise
 from ..mechanisms.gaussian import gaussian_noise
 from ..regularizers import Regularizer
 from .base import Result
-from .objective_perturbation import _prepare, _resolve_noise, _solve
+from .objective_perturbation import _prepare, _solve
 
 __all__ = ["fit", "output_sensitivity"]
 
@@ -144,36 +141,21 @@ def fit(
             "output perturbation needs a strongly convex objective: alpha (plus the "
             f"regularizer's strong convexity) must be > 0, got alpha={alpha!r}"
         )
-    tol = check_positive(tol, "tol")
-    max_iter = check_count(max_iter, "max_iter")
+    p.check_run(noise, delta, tol, max_iter, random_state)
+    kind, delta_used, rng = p.noise, p.delta, p.rng
     n, d = X.shape
-    kind, delta_used, delta_default = _resolve_noise(noise, delta, n)
-    rng = check_random_state(random_state)
 
     sensitivity = output_sensitivity(n, lip, strong)
     theta_hat, res = _solve(  # [OUT-2] exact minimizer (ConvergenceError otherwise)
-        loss, X, y, alpha, None, p.regularizer, constraint, tol, max_iter, algorithm
+        loss, X, y, alpha, None, p.regularizer, constraint, p.tol, p.max_iter, algorithm
     )
 
-    diagnostics: dict[str, Any] = {
-        "algorithm": "output_perturbation",
-        "neighbouring": "replace-one",
-        "noise": kind,
-        "epsilon": epsilon,
-        "delta": delta_used,
-        "delta_default": delta_default,
-        "alpha": alpha,
-        "strong_convexity": strong,
-        "data_norm": p.data_norm,
-        "lipschitz": lip,
-        "smoothness": p.smoothness,
-        "sensitivity": sensitivity,
-        "n_samples": n,
-        "n_clipped": p.n_clipped,
-        "solver_method": res.method,
-        "solver_iterations": res.n_iter,
-        "solver_optimality": res.optimality,
-    }
+    diagnostics = p.diagnostics("output_perturbation", sensitivity=sensitivity)
+    diagnostics.update(
+        solver_method=res.method,
+        solver_iterations=res.n_iter,
+        solver_optimality=res.optimality,
+    )
     if kind == "gamma":
         b = gamma_norm_noise(d, epsilon, sensitivity, rng)  # [OUT-3] ε-DP
         event: PureEpsilon | Gaussian = PureEpsilon(epsilon=epsilon)

@@ -247,6 +247,14 @@ def _huber():
     return HuberSVM(h=0.5)
 
 
+def _fit_huber(fit: Callable, X, y, epsilon, delta, rng, **kw) -> np.ndarray:
+    """θ of ``fit(HuberSVM(h=0.5), X, y, ...)`` with rows bounded by 1 (the shared
+    call of the perturbation runners; ``kw`` are the algorithm's extra settings)."""
+    return fit(
+        _huber(), X, y, epsilon=epsilon, delta=delta, data_norm=1.0, random_state=rng, **kw
+    ).theta
+
+
 @register_runner(
     "objective",
     neighbouring="replace-one",
@@ -259,17 +267,7 @@ def _huber():
 def _run_objective(X, y, epsilon, delta, rng):
     from ..algorithms import objective_perturbation as m
 
-    return m.fit(
-        _huber(),
-        X,
-        y,
-        epsilon=epsilon,
-        delta=delta,
-        data_norm=1.0,
-        alpha=_OBJ_ALPHA,
-        tol=1e-9,
-        random_state=rng,
-    ).theta
+    return _fit_huber(m.fit, X, y, epsilon, delta, rng, alpha=_OBJ_ALPHA, tol=1e-9)
 
 
 @register_runner(
@@ -284,20 +282,23 @@ def _run_objective(X, y, epsilon, delta, rng):
 def _run_output(X, y, epsilon, delta, rng):
     from ..algorithms import output_perturbation as m
 
-    return m.fit(
-        _huber(),
-        X,
-        y,
-        epsilon=epsilon,
-        delta=delta,
-        data_norm=1.0,
-        alpha=_OUT_ALPHA,
-        tol=1e-9,
-        random_state=rng,
-    ).theta
+    return _fit_huber(m.fit, X, y, epsilon, delta, rng, alpha=_OUT_ALPHA, tol=1e-9)
 
 
 # ============================================================ gradient methods
+def _fit_calibrated(name: str, fit: Callable, kw: dict, X, y, epsilon, delta, rng) -> np.ndarray:
+    """θ of ``fit(Hinge(), X, y, noise_multiplier=z, **kw)``, where z is the noise
+    multiplier the algorithm's own accountant calibrates for (ε, δ) — computed
+    once per (runner, n, ε, δ) and worker process (see :func:`_cached`)."""
+
+    def calibrate() -> float:
+        res = fit(_hinge(), X, y, epsilon=epsilon, delta=delta, random_state=0, **kw)
+        return res.diagnostics["noise_multiplier"]
+
+    z = _cached((name, X.shape[0], float(epsilon), float(delta)), calibrate)
+    return fit(_hinge(), X, y, noise_multiplier=z, random_state=rng, **kw).theta
+
+
 _GD_STEPS = 4
 _GD_LR = 0.5
 
@@ -316,14 +317,7 @@ def _run_dp_gd(X, y, epsilon, delta, rng):
     from ..algorithms import dp_gd as m
 
     kw = {"data_norm": 1.0, "steps": _GD_STEPS, "learning_rate": _GD_LR}
-    key = ("dp-gd", X.shape[0], float(epsilon), float(delta))
-    z = _cached(
-        key,
-        lambda: m.fit(
-            _hinge(), X, y, epsilon=epsilon, delta=delta, random_state=0, **kw
-        ).diagnostics["noise_multiplier"],
-    )
-    return m.fit(_hinge(), X, y, noise_multiplier=z, random_state=rng, **kw).theta
+    return _fit_calibrated("dp-gd", m.fit, kw, X, y, epsilon, delta, rng)
 
 
 _SGD_STEPS = 6
@@ -350,14 +344,7 @@ def _run_dp_sgd(X, y, epsilon, delta, rng):
         "sampling_rate": _SGD_Q,
         "learning_rate": _SGD_LR,
     }
-    key = ("dp-sgd", X.shape[0], float(epsilon), float(delta))
-    z = _cached(
-        key,
-        lambda: m.fit(
-            _hinge(), X, y, epsilon=epsilon, delta=delta, random_state=0, **kw
-        ).diagnostics["noise_multiplier"],
-    )
-    return m.fit(_hinge(), X, y, noise_multiplier=z, random_state=rng, **kw).theta
+    return _fit_calibrated("dp-sgd", m.fit, kw, X, y, epsilon, delta, rng)
 
 
 # ============================================================ AMP and bolt-on
@@ -374,9 +361,7 @@ def _run_dp_sgd(X, y, epsilon, delta, rng):
 def _run_amp(X, y, epsilon, delta, rng):
     from ..algorithms import amp as m
 
-    return m.fit(
-        _huber(), X, y, epsilon=epsilon, delta=delta, data_norm=1.0, random_state=rng
-    ).theta
+    return _fit_huber(m.fit, X, y, epsilon, delta, rng)
 
 
 @register_runner(
@@ -392,9 +377,7 @@ def _run_amp(X, y, epsilon, delta, rng):
 def _run_amp_nt(X, y, epsilon, delta, rng):
     from ..algorithms import amp as m
 
-    return m.fit_nt(
-        _huber(), X, y, epsilon=epsilon, delta=delta, data_norm=1.0, random_state=rng
-    ).theta
+    return _fit_huber(m.fit_nt, X, y, epsilon, delta, rng)
 
 
 @register_runner(
@@ -409,9 +392,7 @@ def _run_amp_nt(X, y, epsilon, delta, rng):
 def _run_bolt_on(X, y, epsilon, delta, rng):
     from ..algorithms import bolt_on as m
 
-    return m.fit(
-        _huber(), X, y, epsilon=epsilon, delta=delta, data_norm=1.0, random_state=rng
-    ).theta
+    return _fit_huber(m.fit, X, y, epsilon, delta, rng)
 
 
 # ============================================================ noise primitives

@@ -29,8 +29,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_positive
+from ..exceptions import InvalidPrivacyParameter
 
-__all__ = ["GLMLoss"]
+__all__ = ["GLMLoss", "check_smooth_glm_loss"]
 
 
 def _matvec(X, theta: np.ndarray) -> np.ndarray:
@@ -139,6 +140,31 @@ class GLMLoss(ABC):
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, tuple(sorted(self.__dict__.items()))))
+
+
+def check_smooth_glm_loss(loss, requirement: str) -> GLMLoss:
+    """``loss`` if it is a smooth :class:`GLMLoss` (``smooth`` and a finite curvature c).
+
+    Parameters
+    ----------
+    loss : object
+    requirement : str
+        The message for a non-smooth loss, a :meth:`str.format` template with the
+        field ``loss`` (e.g. ``"AMP needs a smooth loss; got {loss!r}."``).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        If ``loss`` is not a GLMLoss, or is not smooth (``requirement``).
+    """
+    if not isinstance(loss, GLMLoss):
+        raise InvalidPrivacyParameter(
+            f"loss must be a dperm GLMLoss (see dperm.losses.get_loss), got "
+            f"{type(loss).__name__}: {loss!r}"
+        )
+    if not loss.smooth or not math.isfinite(loss.curvature):
+        raise InvalidPrivacyParameter(requirement.format(loss=loss))
+    return loss
 
 
 def _check_data_norm(data_norm) -> float:
