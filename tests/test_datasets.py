@@ -692,3 +692,15 @@ def test_regression_sets(shared_data, name, n_train, n_test, d, label_bound):
     _check_unit_features(ds)
     _check_bounded(ds)
     _check_bounded(D.load(name, shared_data))
+
+
+def test_breast_cancer_default_is_a_per_record_map_to_the_unit_sphere():
+    """Default preprocessing: schema scaling to [0, 1], centering at the public
+    midpoint ½, each row scaled by its own norm — no row depends on another."""
+    ds = D.load("breast-cancer")
+    raw = D.load("breast-cancer", normalize_rows=False)
+    Z = raw.X_train - 0.5
+    np.testing.assert_allclose(ds.X_train, Z / np.linalg.norm(Z, axis=1, keepdims=True))
+    np.testing.assert_allclose(row_norms(ds.X_train), 1.0)
+    assert row_norms(ds.X_train).max() <= 1.0
+    assert "per-record map" in ds.description
