@@ -138,3 +138,32 @@ def test_console_script_module_entry_point():
     )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "epsilon must be > 0" in proc.stderr
+
+
+def test_fit_with_constraint_and_penalty_options(monkeypatch):
+    """--constraint/--constraint-radius keep θ inside the set; --penalty/--alpha
+    reach the estimator (issue #5: constraint= and penalty= from the CLI)."""
+    import numpy as np
+
+    from dperm import cli
+
+    seen = {}
+    real = cli._make_model
+
+    def spy(*args, **kwargs):
+        seen["est"] = real(*args, **kwargs)
+        return seen["est"]
+
+    monkeypatch.setattr(cli, "_make_model", spy)
+    res = CliRunner().invoke(
+        app, ["fit", "--json", "--seed", "1", "--constraint", "l1", "--constraint-radius", "2"]
+    )
+    assert res.exit_code == 0, res.output
+    est = seen["est"]
+    theta = np.r_[est.coef_.ravel(), est.intercept_ / est.intercept_scaling]
+    assert np.abs(theta).sum() <= 2.0 * (1 + 1e-9)
+    res = CliRunner().invoke(
+        app, ["fit", "--json", "--seed", "1", "--penalty", "l1", "--alpha", "0.01"]
+    )
+    assert res.exit_code == 0, res.output
+    assert seen["est"].penalty == "l1" and json.loads(res.stdout)["alpha"] == 0.01

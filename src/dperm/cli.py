@@ -120,7 +120,9 @@ def _make_model(model: str, task: str, params: dict[str, Any], label_bound, cons
             f"the dataset is a {task} classification task; use --model logistic or svm"
         )
     cls = DPLogisticRegression if model == "logistic" else DPLinearSVC
-    return cls(**params)
+    if constraint_radius is not None and params.get("constraint") is None:
+        params = {**params, "constraint": "l2"}  # a radius alone means the ℓ2 ball
+    return cls(constraint_radius=constraint_radius, **params)
 
 
 def run_fit(
@@ -136,6 +138,9 @@ def run_fit(
     delta: float | None = None,
     data_norm: float | None = None,
     constraint_radius: float | None = None,
+    constraint: str | None = None,
+    penalty: str | None = None,
+    alpha: float | None = None,
     seed: int | None = None,
     progress: bool = False,
 ) -> dict[str, Any]:
@@ -184,6 +189,11 @@ def run_fit(
         "random_state": seed,
         "verbose": progress,
     }
+    # optional estimator parameters: only passed when given, so the estimator's
+    # own defaults (alpha="auto", penalty="l2", no constraint) stay in one place
+    for key, val in (("constraint", constraint), ("penalty", penalty), ("alpha", alpha)):
+        if val is not None:
+            params[key] = val
     est = _make_model(model, ds.task, params, ds.label_bound, constraint_radius)
     t0 = time.perf_counter()
     est.fit(ds.X_train, ds.y_train)
@@ -317,8 +327,19 @@ def fit_command(
         float | None,
         typer.Option(
             "--constraint-radius",
-            help="ℓ2-ball radius for --model linear (default 4·label_bound/data_norm).",
+            help="Radius of the constraint set (--model linear: default 4·label_bound/data_norm).",
         ),
+    ] = None,
+    constraint: Annotated[
+        str | None,
+        typer.Option("--constraint", help="l2 | l1 | box | none: fit θ inside this set."),
+    ] = None,
+    penalty: Annotated[
+        str | None, typer.Option("--penalty", help="l2 (default) | l1 | elasticnet | none")
+    ] = None,
+    alpha: Annotated[
+        float | None,
+        typer.Option("--alpha", help="Regularization strength Λ (default: the public rule)."),
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the privacy noise.")] = None,
     json_output: _JsonOption = False,
@@ -340,6 +361,9 @@ def fit_command(
             delta=delta,
             data_norm=data_norm,
             constraint_radius=constraint_radius,
+            constraint=constraint,
+            penalty=penalty,
+            alpha=alpha,
             seed=seed,
             progress=not json_output,
         )
