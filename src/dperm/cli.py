@@ -191,6 +191,8 @@ def run_fit(
     }
     # optional estimator parameters: only passed when given, so the estimator's
     # own defaults (alpha="auto", penalty="l2", no constraint) stay in one place
+    if ds.task == "binary":  # the loaders map binary labels to the public set {−1, +1}
+        params["classes"] = [-1.0, 1.0]
     for key, val in (("constraint", constraint), ("penalty", penalty), ("alpha", alpha)):
         if val is not None:
             params[key] = val

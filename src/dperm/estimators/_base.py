@@ -318,7 +318,19 @@ class DPLinearClassifierBase(DPLinearModelBase):
             check_classification_targets(y)
         except ValueError as exc:
             raise LabelError(str(exc)) from None
-        self.classes_ = np.unique(y)
+        public = getattr(self, "classes", None)
+        if public is None:
+            # read off the data, as scikit-learn does: which labels occur is then
+            # not protected (pass ``classes`` to make the label set public)
+            self.classes_ = np.unique(y)
+        else:
+            self.classes_ = np.unique(np.asarray(public))
+            unknown = ~np.isin(y, self.classes_)
+            if unknown.any():
+                raise LabelError(
+                    f"y has labels outside classes={self.classes_.tolist()}: "
+                    f"{np.unique(y[unknown])[:5].tolist()}"
+                )
         k = self.classes_.shape[0]
         if k < 2:
             raise LabelError(

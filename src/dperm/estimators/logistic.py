@@ -63,6 +63,14 @@ COMMON_PARAMETERS_DOC = """
         Hyperparameters of the gradient-perturbation mechanisms (dp-gd, dp-sgd,
         amp, bolt-on); None means the mechanism's own default.  Ignored by
         "objective" and "output".
+    classes : array-like of shape (n_classes,) or None, default=None
+        The public label set (classifiers only).  None reads it off ``y`` as
+        scikit-learn does — then *which* labels occur in the private data is
+        not protected: a class present in D but absent from a neighbour D′
+        changes ``classes_``, the shape of ``coef_`` and the budget split.
+        Pass it whenever the label set is public (e.g. ``[-1, 1]``,
+        ``range(10)``); labels outside it raise LabelError.  Ignored by
+        DPLinearRegression.
     verbose : bool, default=False
         Show a progress bar during the iterations of the gradient-perturbation
         mechanisms ("dp-gd", "dp-sgd", "dp-sgd-single").
@@ -147,6 +155,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
         noise_multiplier=None,
         accountant=None,
         multi_class="ovr",
+        classes=None,
         verbose=False,
         random_state=None,
     ):
@@ -171,6 +180,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
         self.noise_multiplier = noise_multiplier
         self.accountant = accountant
         self.multi_class = multi_class
+        self.classes = classes
         self.verbose = verbose
         self.random_state = random_state
 

@@ -52,6 +52,7 @@ class DPLinearSVC(ClassifierMixin, DPLinearClassifierBase):
         clipping_norm=None,
         noise_multiplier=None,
         accountant=None,
+        classes=None,
         verbose=False,
         random_state=None,
     ):
@@ -76,6 +77,7 @@ class DPLinearSVC(ClassifierMixin, DPLinearClassifierBase):
         self.clipping_norm = clipping_norm
         self.noise_multiplier = noise_multiplier
         self.accountant = accountant
+        self.classes = classes
         self.verbose = verbose
         self.random_state = random_state
 
