@@ -102,11 +102,14 @@ def _default_orders() -> tuple[float, ...]:
     grid |= {1.0 + x / 20.0 for x in range(1, 40, 2)}  # 1.05, 1.15, …, 2.95
     grid |= {float(a) for a in range(11, 64)}
     grid |= {72.0, 80.0, 96.0, 128.0, 160.0, 192.0, 256.0, 320.0, 384.0, 512.0, 768.0, 1024.0}
+    # large orders certify very small ε (e.g. ε ≲ 0.01 at δ = 1/n² for n ~ 10⁵)
+    grid |= {1536.0, 2048.0, 3072.0, 4096.0, 6144.0, 8192.0}
     return tuple(sorted(grid))
 
 
 #: Default RDP orders: a superset of dp-accounting's default grid (1.1 … 10.9
-#: in steps of 0.1, 11 … 63, 128 … 1024) refined near 1 and between 64 and 1024.
+#: in steps of 0.1, 11 … 63, 128 … 1024) refined near 1 and between 64 and 1024,
+#: extended to 8192 so that very small ε can be certified.
 DEFAULT_ORDERS: tuple[float, ...] = _default_orders()
 
 _CONVERSIONS = ("improved", "classic")
@@ -878,8 +881,8 @@ class RdpAccountant(Accountant):
     Parameters
     ----------
     orders : sequence of float > 1, optional
-        RDP orders; default :data:`DEFAULT_ORDERS` (184 orders from 1.05 to
-        1024, a superset of dp-accounting's default grid).
+        RDP orders; default :data:`DEFAULT_ORDERS` (190 orders from 1.05 to
+        8192, a superset of dp-accounting's default grid).
     conversion : {"improved", "classic"}, default "improved"
         RDP → (ε, δ) conversion (see :func:`rdp_to_epsilon`).
 
