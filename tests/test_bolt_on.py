@@ -39,8 +39,9 @@ def test_sensitivity_formulas_by_hand():
     assert bolt_on.convex_sensitivity(1.0, 0.5, 3, 10) == pytest.approx(2 * 3 * 1.0 * 0.5 / 10)
     assert bolt_on.convex_sensitivity(2.0, 1.0, 1, 1) == pytest.approx(4.0)
     assert bolt_on.strongly_convex_sensitivity(1.0, 0.01, 1000) == pytest.approx(0.2)
-    assert bolt_on.default_batch_size(1000) == 32
-    assert bolt_on.default_batch_size(10) == 1
+    assert bolt_on.default_batch_size(1000, 1.0) == 50  # ⌈50/ε⌉
+    assert bolt_on.default_batch_size(1000, 0.1) == 63  # capped at ⌈n/16⌉
+    assert bolt_on.default_batch_size(10, 1.0) == 1
     assert bolt_on.default_learning_rate(0.25) == pytest.approx(4.0)
     assert bolt_on.default_learning_rate(0.25, 0.75) == pytest.approx(1.0)
 
@@ -51,7 +52,7 @@ def test_diagnostics_and_events():
     r = bolt_on.fit(Logistic(), X, y, epsilon=1.0, delta=1e-5, data_norm=1.0, random_state=0)
     dg = r.diagnostics
     assert dg["variant"] == "convex" and dg["neighbouring"] == "replace-one"
-    assert dg["batch_size"] == math.ceil(n / 32) and dg["passes"] == 1
+    assert dg["batch_size"] == min(50, math.ceil(n / 16)) and dg["passes"] == 1
     assert dg["learning_rate"] == pytest.approx(4.0)  # 1/β, β = 1/4 for the logistic loss
     assert dg["sensitivity"] == pytest.approx(2 * 1 * 1.0 * 4.0 / dg["batch_size"])
     z = analytic_gaussian_noise_multiplier(1.0, 1e-5)

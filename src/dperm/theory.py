@@ -291,7 +291,7 @@ def _bolt_on(n, d, epsilon, delta, lip, beta, lam, radius, theta_norm, passes, b
     beta = _need(beta, "smoothness", "bolt-on")
     k = 1 if passes is None else check_count(passes, "passes")
     b = (
-        bo.default_batch_size(n)
+        bo.default_batch_size(n, epsilon)
         if batch_size is None
         else min(check_count(batch_size, "batch_size"), n)
     )
