@@ -84,6 +84,9 @@ class Split:
 
 @dataclasses.dataclass(frozen=True)
 class Protocol:
+    """A benchmark protocol: ``name`` ("honest" or "paper"), how hyperparameters
+    are tuned, and the label printed in every output."""
+
     name: str
     tuning: str
     description: str

@@ -15,6 +15,9 @@ __all__ = ["DPLinearRegression"]
 
 
 class DPLinearRegression(RegressorMixin, DPLinearModelBase):
+    """Differentially private ridge-regularized least squares (full docstring below)."""
+
+    # the full docstring shares the parameter list of every dperm estimator
     __doc__ = f"""Differentially private ridge-regularized least squares.
 
     Minimizes (1/n)Σ (⟨θ, xᵢ⟩ − yᵢ)²/2 + (Λ/2)‖θ‖² over a bounded convex set C

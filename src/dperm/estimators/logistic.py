@@ -101,6 +101,9 @@ COMMON_ATTRIBUTES_DOC = """
 
 
 class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
+    """Differentially private logistic regression (full docstring below)."""
+
+    # the full docstring shares the parameter list of every dperm estimator
     __doc__ = f"""Differentially private logistic regression.
 
     Minimizes (1/n)Σ log(1 + exp(−yᵢ⟨θ, xᵢ⟩)) + (Λ/2)‖θ‖² privately; two

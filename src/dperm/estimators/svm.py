@@ -13,6 +13,9 @@ __all__ = ["DPLinearSVC"]
 
 
 class DPLinearSVC(ClassifierMixin, DPLinearClassifierBase):
+    """Differentially private linear SVM (full docstring below)."""
+
+    # the full docstring shares the parameter list of every dperm estimator
     __doc__ = f"""Differentially private linear SVM.
 
     Minimizes (1/n)Σ ℓ_h(yᵢ⟨θ, xᵢ⟩) + (Λ/2)‖θ‖² privately, with ℓ_h the
