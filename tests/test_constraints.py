@@ -8,7 +8,12 @@ import pytest
 import scipy.optimize as so
 
 from dperm.constraints import Box, L1Ball, L2Ball, Polytope, get_constraint
-from dperm.exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
+from dperm.exceptions import (
+    InvalidDataError,
+    InvalidPrivacyParameter,
+    UnknownNameError,
+    UnsupportedOperationError,
+)
 
 SETS = [L2Ball(1.5), L1Ball(2.0), Box(-0.5, 0.7), Box(np.array([-1, 0, -2.0]), 1.0)]
 
@@ -71,7 +76,7 @@ def test_l1_vertices_and_polytope_lmo(rng):
         g = rng.normal(size=4)
         assert g @ P.lmo(g) == pytest.approx(g @ C.lmo(g))
     assert P.l2_radius == 2.0
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(UnsupportedOperationError, match="Frank-Wolfe"):
         P.project(np.zeros(4))
     with pytest.raises(InvalidDataError):
         Polytope(np.array([1.0, 2.0]))

@@ -33,6 +33,7 @@ from .exceptions import (
     PrivacyLeakWarning,
     UnknownNameError,
     UnsupportedEventError,
+    UnsupportedOperationError,
 )
 
 __version__ = "0.1.0"
@@ -79,6 +80,7 @@ __all__ = [
     "PrivacyLeakWarning",
     "UnknownNameError",
     "UnsupportedEventError",
+    "UnsupportedOperationError",
     "__version__",
     *sorted(_LAZY),
 ]

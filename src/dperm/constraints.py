@@ -20,7 +20,12 @@ import math
 import numpy as np
 
 from ._validation import check_positive
-from .exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
+from .exceptions import (
+    InvalidDataError,
+    InvalidPrivacyParameter,
+    UnknownNameError,
+    UnsupportedOperationError,
+)
 
 __all__ = [
     "Box",
@@ -200,12 +205,12 @@ class Polytope(Constraint):
         return self._V[int(np.argmin(self._V @ np.asarray(g, dtype=float)))].copy()
 
     def project(self, theta):
-        raise NotImplementedError(
+        raise UnsupportedOperationError(
             "projection onto a general polytope is not provided; use Frank-Wolfe (lmo)"
         )
 
     def contains(self, theta, tol: float = 1e-9) -> bool:
-        raise NotImplementedError("membership in a general polytope is not provided")
+        raise UnsupportedOperationError("membership in a general polytope is not provided")
 
     @property
     def l2_radius(self) -> float:

@@ -76,6 +76,11 @@ class UnknownNameError(DpermError, ValueError):
     """An unknown mechanism, dataset, loss, accountant or other named option."""
 
 
+class UnsupportedOperationError(DpermError, NotImplementedError):
+    """An operation the object does not offer, e.g. Euclidean projection onto a
+    general polytope (use Frank-Wolfe, which needs only its linear oracle)."""
+
+
 class PrivacyLeakWarning(UserWarning):
     """A setting would leak privacy (e.g. a bound read from the data)."""
 
