@@ -62,10 +62,12 @@ def main() -> None:
     from dp_accounting.pld import pld_privacy_accountant
     from dp_accounting.rdp import rdp_privacy_accountant
 
-    ours_event = SelfComposed(PoissonSampled(Q, Gaussian(SIGMA)), STEPS_RDP)
+    ours_event = SelfComposed(
+        PoissonSampled(Q, Gaussian(SIGMA, neighbouring="add-remove")), STEPS_RDP
+    )
 
     def ours_rdp_eps() -> float:
-        return RdpAccountant().compose(ours_event).get_epsilon(DELTA)
+        return RdpAccountant(neighbouring="add-remove").compose(ours_event).get_epsilon(DELTA)
 
     def theirs_rdp_eps() -> float:
         acc = rdp_privacy_accountant.RdpAccountant()
@@ -90,10 +92,14 @@ def main() -> None:
             tol=1e-4,
         )
 
-    pld_event = SelfComposed(PoissonSampled(0.01, Gaussian(SIGMA)), STEPS_PLD)
+    pld_event = SelfComposed(
+        PoissonSampled(0.01, Gaussian(SIGMA, neighbouring="add-remove")), STEPS_PLD
+    )
 
     def ours_pld() -> float:
-        return get_accountant("pld").compose(pld_event).get_epsilon(DELTA)
+        return (
+            get_accountant("pld", neighbouring="add-remove").compose(pld_event).get_epsilon(DELTA)
+        )
 
     def theirs_pld() -> float:
         acc = pld_privacy_accountant.PLDAccountant()

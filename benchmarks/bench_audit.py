@@ -1,6 +1,6 @@
 """Long, tight privacy audits: ε_LB / ε per algorithm, and the mutants' ε_LB.
 
-Run:  python benchmarks/bench_audit.py [--runs 10000] [--epsilon 1] [--n-jobs N]
+Run:  python benchmarks/bench_audit.py [--runs N] [--epsilon 1] [--n-jobs N]
                                        [--mechanisms objective output ...] [--mutants]
                                        [--json results.json]
 
@@ -8,13 +8,15 @@ For every registered audit runner whose algorithm module is installed (or the
 ones named with ``--mechanisms``) it runs :func:`dperm.audit.audit` with
 ``--runs`` runs per neighbouring dataset and prints
 
-    mechanism  relation  claimed ε  δ  ε_LB  ε_LB/ε  runs  seconds  runs/s
+    mechanism  relation  ε  δ  method  ε_LB  CP  GDP  μ_LB  runs  seconds  runs/s
 
-ε_LB is a 95% Clopper–Pearson lower bound on the ε the implementation really
-spends on a worst-case canary; a ratio close to 1 means the audit is tight (the
-claim is not loose), a ratio above 1 refutes the claim.  ``--mutants`` also
-audits the deliberately broken variants of tests/test_audit_suite.py (they
-must come out above 1).  The CI runs the same audits with ≈ 1000 runs.
+ε_LB is the 95% lower bound of the runner's method on the ε the implementation
+really spends on a worst-case canary: the assumption-free Clopper–Pearson bound
+(CP) or, for Gaussian-noise runners, the μ-GDP estimate (GDP; see
+docs/auditing.md).  A ratio ε_LB/ε close to 1 means the audit is tight, above 1
+refutes the claim.  ``--mutants`` also audits the deliberately broken variants
+of tests/test_audit_suite.py and tests/test_audit_relations.py (they must come
+out above 1; their controls below).  The CI runs the same audits with ≈ 1000 runs.
 """
 
 from __future__ import annotations
@@ -58,8 +60,8 @@ def _mutants():
                 {},
             )
         )
-        big = make_canary_pair(20, 2, neighbouring="add-remove-one", canary_norm=10.0)
-        std = make_canary_pair(20, 2, neighbouring="add-remove-one")
+        big = make_canary_pair(20, 2, neighbouring="add-remove", canary_norm=10.0)
+        std = make_canary_pair(20, 2, neighbouring="add-remove")
         out += [
             (
                 T._sgd_runner(T._dp_sgd_linear, "dp-sgd-linear (control, ‖canary‖=10)"),
@@ -88,12 +90,61 @@ def _mutants():
                 {},
             )
         )
+    return out + _relation_mutants()
+
+
+def _relation_mutants():
+    """The mutants of dperm issue #10 (tests/test_audit_relations.py) and their
+    correct counterparts on the same pairs."""
+    import test_audit_relations as R  # optional, only with --mutants
+
+    out = []
+    if get_runner("dp-sgd").available():
+        base = get_runner("dp-sgd")
+        copies = R._copies_pair()
+        out += [
+            (
+                dataclasses.replace(base, name="dp-sgd[|D| read] (a)", fn=R._dp_sgd_size_from_data),
+                {"data": copies},
+            ),
+            (
+                dataclasses.replace(
+                    base, name="dp-sgd[public N] (a) control", fn=R._dp_sgd_public_size
+                ),
+                {"data": copies},
+            ),
+        ]
+    if get_runner("dp-sgd-replace-one").available() and get_runner("dp-sgd").available():
+        base = get_runner("dp-sgd-replace-one")
+        out.append(
+            (
+                dataclasses.replace(
+                    base,
+                    name="dp-sgd[RO claim, AR event] (b)",
+                    fn=R._dp_sgd_replace_one_accounted_as_add_remove,
+                ),
+                {},
+            )
+        )
+    pair = R._label_pair()
+    out += [
+        (R._label_runner(R._labels_read_from_data, "estimator[unique(y)] (c)"), {"data": pair}),
+        (
+            R._label_runner(R._labels_public, "estimator[public classes] (c) control"),
+            {"data": pair},
+        ),
+    ]
     return out
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--runs", type=int, default=10_000, help="runs per neighbouring dataset")
+    p.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        help="runs per neighbouring dataset (default: each runner's default_runs)",
+    )
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--n-jobs", type=int, default=os.cpu_count())
     p.add_argument("--seed", type=int, default=2024)
@@ -106,8 +157,8 @@ def main(argv=None) -> int:
     if args.mutants:
         targets += _mutants()
     header = (
-        f"{'mechanism':<38} {'relation':<15} {'ε':>5} {'δ':>7} {'ε_LB':>7} {'ε_LB/ε':>7} "
-        f"{'runs':>7} {'s':>7} {'runs/s':>7}"
+        f"{'mechanism':<38} {'relation':<12} {'ε':>4} {'δ':>6} {'method':<6} {'ε_LB':>7} "
+        f"{'CP':>6} {'GDP':>6} {'μ_LB':>6} {'runs':>6} {'s':>6} {'runs/s':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -123,10 +174,14 @@ def main(argv=None) -> int:
             **kw,
         )
         secs = time.perf_counter() - t0
+        gdp = "—" if res.epsilon_lower_bound_gdp is None else f"{res.epsilon_lower_bound_gdp:.3f}"
+        mu = "—" if res.mu_lower_bound is None else f"{res.mu_lower_bound:.3f}"
+        method = "GDP" if res.method == "gdp" else "CP"
         print(
-            f"{res.mechanism:<38} {res.neighbouring:<15} {res.epsilon:>5g} {res.delta:>7.0e} "
-            f"{res.epsilon_lower_bound:>7.3f} {res.ratio:>7.3f} {res.runs:>7d} {secs:>7.1f} "
-            f"{2 * res.runs / secs:>7.0f}" + ("   REFUTED" if res.violated else ""),
+            f"{res.mechanism:<38} {res.neighbouring:<12} {res.epsilon:>4g} {res.delta:>6.0e} "
+            f"{method:<6} {res.epsilon_lower_bound:>7.3f} {res.epsilon_lower_bound_cp:>6.3f} "
+            f"{gdp:>6} {mu:>6} {res.runs:>6d} {secs:>6.1f} {2 * res.runs / secs:>6.0f}"
+            + ("" if res.verdict == "not refuted" else f"   {res.verdict.upper()}"),
             flush=True,
         )
         results.append(res.to_dict())

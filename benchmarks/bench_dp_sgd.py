@@ -85,6 +85,7 @@ def dperm_fit(X, y, batch_size: int, learning_rate: float, seed: int, epochs: in
         y,
         noise_multiplier=1.0,
         data_norm=1.0,
+        dataset_size=X.shape[0],  # the benchmark treats its row count as a public size
         batch_size=batch_size,
         epochs=epochs,
         learning_rate=learning_rate,
@@ -204,7 +205,9 @@ def main(argv=None) -> int:
         epsilon=1.0,
         delta=1.0 / len(y) ** 2,
         data_norm=1.0,
+        dataset_size=len(y),
         epochs=1,
+        accountant="rdp",
         random_state=0,
     )
     t_cal = time.perf_counter() - t0

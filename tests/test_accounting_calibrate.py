@@ -21,6 +21,9 @@ from dperm.accounting import (
 )
 from dperm.exceptions import InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
 
+#: add/remove-one: the relation of the classical Poisson-subsampled analysis
+AR = "add-remove"
+
 
 @pytest.mark.parametrize(
     ("epsilon", "delta", "steps", "q"),
@@ -33,13 +36,17 @@ from dperm.exceptions import InvalidPrivacyParameter, UnknownNameError, Unsuppor
 )
 def test_rdp_round_trip_epsilon_sigma_epsilon(epsilon, delta, steps, q):
     sigma = calibrate_gaussian(epsilon, delta, steps=steps, sampling_rate=q)
-    ev = SelfComposed(PoissonSampled(q, Gaussian(sigma)) if q < 1 else Gaussian(sigma), steps)
+    ev = SelfComposed(
+        PoissonSampled(q, Gaussian(sigma, neighbouring=AR)) if q < 1 else Gaussian(sigma), steps
+    )
     got = epsilon_spent(ev, delta)
     assert got <= epsilon  # always meets the target
     assert got == pytest.approx(epsilon, rel=1e-3)  # and is tight
     # slightly less noise no longer meets the target
     ev_less = SelfComposed(
-        PoissonSampled(q, Gaussian(sigma * (1 - 2e-4))) if q < 1 else Gaussian(sigma * (1 - 2e-4)),
+        PoissonSampled(q, Gaussian(sigma * (1 - 2e-4), neighbouring=AR))
+        if q < 1
+        else Gaussian(sigma * (1 - 2e-4)),
         steps,
     )
     assert epsilon_spent(ev_less, delta) > epsilon
@@ -49,11 +56,14 @@ def test_pld_calibration_needs_less_noise_than_rdp():
     kw = dict(steps=2000, sampling_rate=0.01)
     s_rdp = calibrate_gaussian(2.0, 1e-5, **kw)
     s_pld = calibrate_gaussian(
-        2.0, 1e-5, accountant=get_accountant("pld", value_discretization_interval=1e-3), **kw
+        2.0,
+        1e-5,
+        accountant=get_accountant("pld", value_discretization_interval=1e-3, neighbouring=AR),
+        **kw,
     )
     assert s_pld < s_rdp
-    ev = SelfComposed(PoissonSampled(0.01, Gaussian(s_pld)), 2000)
-    pld = get_accountant("pld", value_discretization_interval=1e-3)
+    ev = SelfComposed(PoissonSampled(0.01, Gaussian(s_pld, neighbouring=AR)), 2000)
+    pld = get_accountant("pld", value_discretization_interval=1e-3, neighbouring=AR)
     assert pld.compose(ev).get_epsilon(1e-5) <= 2.0
 
 

@@ -28,6 +28,7 @@ def dp_accounting_values():
 def test_account_rdp_example(dp_accounting_values):
     out = account_command(**ISSUE_EXAMPLE, accountant="rdp", json_output=True)
     assert out["accountant"] == "rdp"
+    assert out["neighbouring"] == "add-remove"  # Poisson: the add/remove analysis
     assert out["epsilon"] == pytest.approx(dp_accounting_values[0], rel=1e-3)
     assert out["epsilon"] <= dp_accounting_values[0] * (1 + 1e-9)
     assert out["order"] > 1 and out["seconds"] >= 0
@@ -46,6 +47,7 @@ def test_account_pld_example_matches_dp_accounting_and_beats_rdp(dp_accounting_v
 def test_account_without_replacement_and_errors():
     out = account_command(1.0, sampling_rate=0.01, steps=100, sampling="without_replacement")
     assert 0 < out["epsilon"] < math.inf
+    assert out["neighbouring"] == "replace-one"  # WBK19 is a replace-one bound
     same = account_command(
         1.0, sampling_rate=0.01, steps=100, sampling="without_replacement", population_size=1000
     )

@@ -27,13 +27,18 @@ from dperm.exceptions import (
     UnsupportedEventError,
 )
 
-SGD = SelfComposed(PoissonSampled(0.01, Gaussian(1.0)), 1000)
+#: add/remove-one: the relation of the classical Poisson-subsampled analysis
+AR = "add-remove"
+
+SGD = SelfComposed(PoissonSampled(0.01, Gaussian(1.0, neighbouring=AR)), 1000)
 
 
 def test_spend_records_and_reports_rdp_total():
-    ledger = Ledger(epsilon=3.0, delta=1e-5)
+    ledger = Ledger(epsilon=3.0, delta=1e-5, accountant="rdp", neighbouring=AR)
     eps = ledger.spend(SGD, label="dp-sgd on adult")
     assert eps == pytest.approx(epsilon_spent(SGD, 1e-5))
+    assert ledger.neighbouring == AR and ledger.certified_by == "rdp"
+    assert not ledger.entries[0].converted and ledger.entries[0].neighbouring == AR
     assert ledger.spent() == (eps, 1e-5)
     assert ledger.remaining_epsilon() == pytest.approx(3.0 - eps)
     assert ledger.events == (SGD,)
@@ -41,26 +46,26 @@ def test_spend_records_and_reports_rdp_total():
 
 
 def test_overspend_is_refused_and_nothing_recorded():
-    ledger = Ledger(epsilon=1.0, delta=1e-5)
-    ledger.spend(PureEpsilon(0.4))
+    ledger = Ledger(epsilon=1.0, delta=1e-5, accountant="rdp", neighbouring=AR)
+    ledger.spend(PureEpsilon(0.4, neighbouring=AR))
     before = ledger.spent()
     assert not ledger.can_spend(SGD)
     with pytest.raises(BudgetExceededError, match=r"epsilon=\d"):
         ledger.spend(SGD)
     assert ledger.spent() == before
     assert len(ledger.events) == 1
-    assert ledger.can_spend(PureEpsilon(0.1))
+    assert ledger.can_spend(PureEpsilon(0.1, neighbouring=AR))
 
 
 def test_exactly_calibrated_spend_fits():
     sigma = calibrate_gaussian(2.0, 1e-5, steps=500, sampling_rate=0.02)
-    ledger = Ledger(2.0, 1e-5)
-    ledger.spend(SelfComposed(PoissonSampled(0.02, Gaussian(sigma)), 500))
+    ledger = Ledger(2.0, 1e-5, accountant="rdp", neighbouring=AR)
+    ledger.spend(SelfComposed(PoissonSampled(0.02, Gaussian(sigma, neighbouring=AR)), 500))
     assert ledger.spent()[0] <= 2.0
 
 
 def test_unsupported_event_is_refused_without_recording():
-    ledger = Ledger(5.0, 1e-5)
+    ledger = Ledger(5.0, 1e-5, accountant="rdp")
     with pytest.raises(UnsupportedEventError):
         ledger.spend(EpsilonDelta(0.5, 1e-7))
     assert ledger.events == ()
@@ -81,17 +86,24 @@ def test_pure_dp_budget_with_basic_composition():
 
 
 def test_json_round_trip(tmp_path):
-    acc = RdpAccountant(orders=[1.5, 2.0, 4.0, 8.0, 16.0, 32.0], conversion="classic")
+    acc = RdpAccountant(
+        orders=[1.5, 2.0, 4.0, 8.0, 16.0, 32.0], conversion="classic", neighbouring=AR
+    )
     ledger = Ledger(10.0, 1e-6, accountant=acc)
     ledger.spend(SGD, label="first")
-    ledger.spend(Gaussian(5.0))
+    ledger.spend(Gaussian(5.0, neighbouring=AR))
     path = tmp_path / "ledger.json"
     ledger.save(path)
     data = json.loads(path.read_text())
     assert data["accountant"] == {
         "name": "rdp",
-        "config": {"conversion": "classic", "orders": [1.5, 2.0, 4.0, 8.0, 16.0, 32.0]},
+        "config": {
+            "conversion": "classic",
+            "orders": [1.5, 2.0, 4.0, 8.0, 16.0, 32.0],
+            "neighbouring": AR,
+        },
     }
+    assert data["neighbouring"] == AR
     loaded = Ledger.load(path)
     assert loaded.events == ledger.events
     assert [e.label for e in loaded.entries] == ["first", None]
@@ -99,7 +111,7 @@ def test_json_round_trip(tmp_path):
     assert (loaded.epsilon, loaded.delta) == (10.0, 1e-6)
     # the loaded ledger keeps enforcing the same budget
     with pytest.raises(BudgetExceededError):
-        loaded.spend(Gaussian(0.1))
+        loaded.spend(Gaussian(0.1, neighbouring=AR))
 
 
 def test_load_rejects_garbage(tmp_path):

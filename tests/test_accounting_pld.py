@@ -23,6 +23,9 @@ from dperm.accounting import (
 )
 from dperm.exceptions import InvalidPrivacyParameter, UnsupportedEventError
 
+#: add/remove-one: the relation of the classical Poisson-subsampled analysis
+AR = "add-remove"
+
 
 def test_matches_dp_accounting_pld():
     from dp_accounting import dp_event as de
@@ -31,9 +34,9 @@ def test_matches_dp_accounting_pld():
     theirs = pa.PLDAccountant(value_discretization_interval=1e-3)
     theirs.compose(de.PoissonSampledDpEvent(0.01, de.GaussianDpEvent(1.0)), 500)
     theirs.compose(de.LaplaceDpEvent(20.0), 2)
-    ours = PldAccountant(value_discretization_interval=1e-3)
-    ours.compose(SelfComposed(PoissonSampled(0.01, Gaussian(1.0)), 500))
-    ours.compose(Laplace(20.0), count=2)
+    ours = PldAccountant(value_discretization_interval=1e-3, neighbouring=AR)
+    ours.compose(SelfComposed(PoissonSampled(0.01, Gaussian(1.0, neighbouring=AR)), 500))
+    ours.compose(Laplace(20.0, neighbouring=AR), count=2)
     assert ours.get_epsilon(1e-5) == pytest.approx(theirs.get_epsilon(1e-5), rel=1e-12)
     assert ours.get_delta(1.0) == pytest.approx(theirs.get_delta(1.0), rel=1e-12)
 
@@ -49,9 +52,9 @@ def test_matches_dp_accounting_pld():
     ],
 )
 def test_pld_epsilon_at_most_rdp(sigma, q, steps, delta):
-    ev = SelfComposed(PoissonSampled(q, Gaussian(sigma)), steps)
-    pld = PldAccountant(value_discretization_interval=1e-3).compose(ev).get_epsilon(delta)
-    rdp = RdpAccountant().compose(ev).get_epsilon(delta)
+    ev = SelfComposed(PoissonSampled(q, Gaussian(sigma, neighbouring=AR)), steps)
+    pld = PldAccountant(1e-3, neighbouring=AR).compose(ev).get_epsilon(delta)
+    rdp = RdpAccountant(neighbouring=AR).compose(ev).get_epsilon(delta)
     assert 0.0 < pld <= rdp
 
 
@@ -59,18 +62,22 @@ def test_pld_supports_and_refusals_leave_state_unchanged():
     acc = PldAccountant(value_discretization_interval=1e-3).compose(Gaussian(3.0))
     eps = acc.get_epsilon(1e-6)
     for ev in (
-        PureEpsilon(1.0),
-        EpsilonDelta(1.0, 1e-6),
         SampledWithoutReplacement(10, 100, Gaussian(1.0)),
         PoissonSampled(0.1, PureEpsilon(1.0)),
-        Composed((Gaussian(1.0), PureEpsilon(1.0))),
+        PoissonSampled(0.1, Laplace(1.0)),  # no replace-one PLD of a sampled Laplace
+        Composed((Gaussian(1.0), SampledWithoutReplacement(10, 100, Gaussian(1.0)))),
     ):
         assert not acc.supports(ev)
         with pytest.raises(UnsupportedEventError):
             acc.compose(ev)
         assert acc.get_epsilon(1e-6) == eps
         assert len(acc.events) == 1
-    assert acc.supports(PoissonSampled(0.1, Laplace(1.0)))
+    # converted to a replace-one sampled Laplace, which has no PLD here; add/remove has one
+    assert not acc.supports(PoissonSampled(0.1, Laplace(1.0, neighbouring=AR)))
+    assert PldAccountant(1e-3, neighbouring=AR).supports(
+        PoissonSampled(0.1, Laplace(1.0, neighbouring=AR))
+    )
+    assert acc.supports(PureEpsilon(1.0)) and acc.supports(EpsilonDelta(1.0, 1e-6))
     assert acc.supports(PoissonSampled(0.1, Composed((Gaussian(1.0), Gaussian(2.0)))))
 
 
@@ -79,7 +86,7 @@ def test_pld_edge_events():
     assert epsilon_spent(NonPrivate(), 1e-5, "pld") == math.inf
     assert epsilon_spent(Gaussian(0.0), 1e-5, "pld") == math.inf
     assert epsilon_spent(SelfComposed(Gaussian(1.0), 0), 1e-5, "pld") == 0.0
-    assert epsilon_spent(PoissonSampled(0.0, Gaussian(1.0)), 1e-5, "pld") == 0.0
+    assert epsilon_spent(PoissonSampled(0.0, Gaussian(1.0, neighbouring=AR)), 1e-5, "pld") == 0.0
     # composing on a copy does not touch the original
     acc = PldAccountant(value_discretization_interval=1e-3).compose(Gaussian(2.0))
     e = acc.get_epsilon(1e-5)

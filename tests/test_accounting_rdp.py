@@ -34,6 +34,10 @@ from dperm.accounting.rdp import (
 )
 from dperm.exceptions import InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
 
+#: add/remove-one: the relation of the classical Poisson-subsampled analysis
+AR = "add-remove"
+
+
 ORDERS = np.array(DEFAULT_ORDERS)
 
 
@@ -45,10 +49,10 @@ def test_gaussian_rdp_is_alpha_over_two_sigma_squared(sigma):
 
 
 def test_k_fold_composition_is_k_times_one_step():
-    step = PoissonSampled(0.02, Gaussian(1.3))
+    step = PoissonSampled(0.02, Gaussian(1.3, neighbouring=AR))
     one = compute_rdp(step)
     np.testing.assert_allclose(compute_rdp(SelfComposed(step, 777)), 777 * one, rtol=1e-14)
-    acc = RdpAccountant()
+    acc = RdpAccountant(neighbouring=AR)
     for _ in range(5):
         acc.compose(step)
     acc.compose(step, count=2)
@@ -59,7 +63,7 @@ def test_k_fold_composition_is_k_times_one_step():
 def test_sampling_rate_one_reduces_to_gaussian():
     for sigma in (0.7, 2.0):
         np.testing.assert_allclose(
-            compute_rdp(PoissonSampled(1.0, Gaussian(sigma))),
+            compute_rdp(PoissonSampled(1.0, Gaussian(sigma, neighbouring=AR))),
             compute_rdp(Gaussian(sigma)),
             rtol=1e-15,
         )
@@ -71,7 +75,7 @@ def test_sampling_rate_one_reduces_to_gaussian():
 
 
 def test_sampling_rate_zero_and_noop_cost_nothing():
-    assert np.all(compute_rdp(PoissonSampled(0.0, Gaussian(0.0))) == 0)
+    assert np.all(compute_rdp(PoissonSampled(0.0, Gaussian(0.0, neighbouring=AR))) == 0)
     assert np.all(compute_rdp(NoOp()) == 0)
     assert np.all(compute_rdp(SelfComposed(Gaussian(1.0), 0)) == 0)
     assert np.all(np.isinf(compute_rdp(NonPrivate())))
@@ -102,15 +106,15 @@ def test_pure_epsilon_rdp_is_randomized_response_divergence():
 
 
 def test_subsampling_composed_gaussians_uses_effective_sigma():
-    inner = Composed((Gaussian(2.0), Gaussian(2.0)))
+    inner = Composed((Gaussian(2.0, neighbouring=AR), Gaussian(2.0, neighbouring=AR)))
     np.testing.assert_allclose(
         compute_rdp(PoissonSampled(0.05, inner)),
-        compute_rdp(PoissonSampled(0.05, Gaussian(math.sqrt(2.0)))),
+        compute_rdp(PoissonSampled(0.05, Gaussian(math.sqrt(2.0), neighbouring=AR))),
         rtol=1e-14,
     )
     np.testing.assert_allclose(
-        compute_rdp(PoissonSampled(0.05, SelfComposed(Gaussian(3.0), 9))),
-        compute_rdp(PoissonSampled(0.05, Gaussian(1.0))),
+        compute_rdp(PoissonSampled(0.05, SelfComposed(Gaussian(3.0, neighbouring=AR), 9))),
+        compute_rdp(PoissonSampled(0.05, Gaussian(1.0, neighbouring=AR))),
         rtol=1e-14,
     )
 
@@ -247,8 +251,8 @@ def test_epsilon_matches_dp_accounting_on_integer_grid(dpa_rdp):
     orders = [2.0, 3.0, 4.0, 5.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0]
     theirs = dpa_rdp.RdpAccountant(orders)
     theirs.compose(de.PoissonSampledDpEvent(0.01, de.GaussianDpEvent(1.1)), 2000)
-    ours = RdpAccountant(orders)
-    ours.compose(PoissonSampled(0.01, Gaussian(1.1)), 2000)
+    ours = RdpAccountant(orders, neighbouring=AR)
+    ours.compose(PoissonSampled(0.01, Gaussian(1.1, neighbouring=AR)), 2000)
     for delta in (1e-5, 1e-8):
         assert ours.get_epsilon(delta) == pytest.approx(theirs.get_epsilon(delta), rel=1e-6)
     assert ours.get_delta(2.0) == pytest.approx(theirs.get_delta(2.0), rel=1e-5)
@@ -259,8 +263,8 @@ def test_default_grid_epsilon_at_most_dp_accounting(dpa_rdp):
 
     theirs = dpa_rdp.RdpAccountant()
     theirs.compose(de.PoissonSampledDpEvent(0.004, de.GaussianDpEvent(1.1)), 15000)
-    ours = RdpAccountant()
-    ours.compose(SelfComposed(PoissonSampled(0.004, Gaussian(1.1)), 15000))
+    ours = RdpAccountant(neighbouring=AR)
+    ours.compose(SelfComposed(PoissonSampled(0.004, Gaussian(1.1, neighbouring=AR)), 15000))
     e_ours, e_theirs = ours.get_epsilon(1e-5), theirs.get_epsilon(1e-5)
     assert e_ours <= e_theirs * (1 + 1e-9)
     assert e_ours == pytest.approx(e_theirs, rel=1e-2)
@@ -322,9 +326,9 @@ def test_conversion_edge_cases():
 
 
 def test_accountant_reports_optimal_order_and_classic_is_looser():
-    ev = SelfComposed(PoissonSampled(0.01, Gaussian(1.0)), 1000)
-    imp = RdpAccountant().compose(ev)
-    cla = RdpAccountant(conversion="classic").compose(ev)
+    ev = SelfComposed(PoissonSampled(0.01, Gaussian(1.0, neighbouring=AR)), 1000)
+    imp = RdpAccountant(neighbouring=AR).compose(ev)
+    cla = RdpAccountant(conversion="classic", neighbouring=AR).compose(ev)
     e, order = imp.get_epsilon_and_order(1e-5)
     assert order in set(DEFAULT_ORDERS)
     assert e == imp.get_epsilon(1e-5) < cla.get_epsilon(1e-5)

@@ -162,7 +162,7 @@ def test_scores_must_be_finite_and_nonempty():
 
 
 # ----------------------------------------------------------------------------- canaries
-@pytest.mark.parametrize("neighbouring", ["replace-one", "add-remove-one"])
+@pytest.mark.parametrize("neighbouring", ["replace-one", "add-remove", "add-remove-one"])
 @pytest.mark.parametrize("d", [1, 4])
 def test_canary_pair_is_worst_case_and_neighbouring(neighbouring, d):
     p = make_canary_pair(12, d, data_norm=2.0, label_bound=1.0, neighbouring=neighbouring)
@@ -182,6 +182,15 @@ def test_canary_pair_is_worst_case_and_neighbouring(neighbouring, d):
         assert p.X.shape[0] == p.X_prime.shape[0] - 1
         np.testing.assert_array_equal(p.X, p.X_prime[:-1])
     assert p.score(np.arange(d, dtype=float)) == d - 1.0
+    assert p.neighbouring in ("replace-one", "add-remove")  # the spelling events use
+
+
+def test_canary_pair_of_copies_repeats_the_canary():
+    p = make_canary_pair(6, 2, neighbouring="add-remove", base="copies")
+    np.testing.assert_array_equal(p.X_prime, np.tile([0.0, 1.0], (6, 1)))
+    assert np.all(p.y_prime == 1.0) and p.X.shape == (5, 2)
+    r = make_canary_pair(6, 2, neighbouring="replace-one", base="copies")
+    assert r.y[-1] == -1.0 and np.all(r.y[:-1] == 1.0) and r.X.shape == (6, 2)
 
 
 def test_canary_pair_from_user_data_adds_an_orthogonal_coordinate(rng):
@@ -204,6 +213,8 @@ def test_canary_pair_bad_arguments():
         make_canary_pair(data_norm=-1.0)
     with pytest.raises(UnknownNameError, match="base"):
         make_canary_pair(base="random")
+    with pytest.raises(UnknownNameError, match="neighbouring"):
+        make_canary_pair(neighbouring="add-remove-two")
 
 
 # ----------------------------------------------------------------------------- registry
@@ -214,7 +225,7 @@ def test_registry_names_and_lookup():
     assert set(available_runners()) <= set(names)
     assert "laplace" in available_runners()  # needs only dperm.mechanisms
     r = get_runner("laplace")
-    assert isinstance(r, Runner) and r.neighbouring == "add-remove-one"
+    assert isinstance(r, Runner) and r.neighbouring == "add-remove"
     with pytest.raises(UnknownNameError, match="unknown audit runner"):
         get_runner("no-such-algorithm")
 
@@ -249,7 +260,10 @@ def test_audit_laplace_is_valid_and_reasonably_tight():
     res = audit("laplace", epsilon=1.0, runs=1000, random_state=7, n_jobs=1)
     assert isinstance(res, AuditResult)
     assert 0.3 < res.epsilon_lower_bound <= 1.0
-    assert res.runs == 1000 and res.evaluation_runs == 500 and res.neighbouring == "add-remove-one"
+    assert res.runs == 1000 and res.evaluation_runs == 500 and res.neighbouring == "add-remove"
+    # Laplace noise: the assumption-free Clopper–Pearson bound is the verdict's
+    assert res.method == "clopper-pearson" and res.epsilon_lower_bound_gdp is None
+    assert res.epsilon_lower_bound == res.epsilon_lower_bound_cp
     assert not res.violated and res.ratio == pytest.approx(res.epsilon_lower_bound)
 
 

@@ -45,10 +45,12 @@ from dperm.exceptions import (
     InvalidDataError,
     InvalidPrivacyParameter,
     LabelError,
+    PrivacyLeakWarning,
     UnknownNameError,
     UnsupportedEventError,
 )
 from dperm.losses import Logistic
+from dperm.norms import L1Norm
 
 NAN, INF = float("nan"), float("inf")
 BAD_EPSILONS = [NAN, INF, -INF, -1.0, 0.0, "1.0", None, 1 + 2j, True]
@@ -76,7 +78,7 @@ def _certified_epsilon(event: DpEvent, delta: float) -> float:
     assert not isinstance(event, NonPrivate), "a private API returned a NonPrivate event"
     best = math.inf
     for name in ACCOUNTANT_NAMES:
-        acc = get_accountant(name)
+        acc = get_accountant(name, neighbouring=event.neighbouring)
         if acc.supports(event):
             acc.compose(event)
             best = min(best, acc.get_epsilon(delta))
@@ -116,12 +118,14 @@ _SPECS: dict[str, tuple[dict, float]] = {
     "objective_perturbation.fit": ({"alpha": 0.1}, 0.0),
     "output_perturbation.fit": ({"alpha": 0.1}, 0.0),
     "dp_gd.fit": ({"steps": 5}, 1e-5),
-    "dp_sgd.fit": ({"steps": 5, "sampling_rate": 0.5}, 1e-5),
+    "dp_sgd.fit": ({"steps": 5, "sampling_rate": 0.5, "neighbouring": "replace-one"}, 1e-5),
     "dp_sgd.fit_single_sample": ({"steps": 5}, 1e-5),
     "amp.fit": ({}, 1e-5),
     "amp.fit_nt": ({}, 1e-5),
     "bolt_on.fit": ({}, 0.0),
     "frank_wolfe.fit": ({"radius": 1.0}, 1e-5),
+    "dual_frank_wolfe.fit": ({"norm": L1Norm(3), "alpha": 0.1, "lam": 0.1, "n_steps": 3}, 0.0),
+    "structured_output_perturbation.fit": ({"norm": L1Norm(3), "alpha": 0.1, "lam": 0.1}, 0.0),
     "exponential_erm.fit": (
         {"candidates": np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, -1.0, 0.5]])},
         0.0,
@@ -288,6 +292,8 @@ def estimator(request):
     if cls.__name__ == "DPLinearRegression":
         y = np.clip(X @ np.array([0.5, -0.3, 0.2]), -1, 1)
     kw = {"epsilon": 1.0, "mechanism": mech, "data_norm": 1.0, "random_state": 0}
+    if cls.__name__ != "DPLinearRegression":
+        kw["classes"] = [-1.0, 1.0]  # the public label set of _data
     if mech == "frank-wolfe":
         kw.update(constraint="l1", constraint_radius=2.0)
     elif cls.__name__ == "DPLinearRegression":
@@ -341,9 +347,13 @@ def test_estimator_degenerate_labels(estimator):
         if not isinstance(out, DpermError):
             assert np.all(np.isfinite(out.coef_))
         return
-    _must_raise(LabelError, lambda: cls(**kw).fit(X, np.ones(len(y))))  # a single class
-    # string labels are mapped like scikit-learn's
-    out = _call(lambda: cls(**kw).fit(X, np.where(y > 0, "spam", "ham")))
+    # label sets read off y (no classes=): that is what this test is about
+    kw = {k: v for k, v in kw.items() if k != "classes"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        _must_raise(LabelError, lambda: cls(**kw).fit(X, np.ones(len(y))))  # a single class
+        # string labels are mapped like scikit-learn's
+        out = _call(lambda: cls(**kw).fit(X, np.where(y > 0, "spam", "ham")))
     if not isinstance(out, DpermError):
         assert set(out.classes_) == {"spam", "ham"}
 
@@ -376,6 +386,7 @@ def test_huge_n_noise_does_not_underflow():
     y = np.ones(n)
     y[::2] = -1.0
     kw = {"epsilon": 1.0, "delta": 1e-9, "data_norm": 1.0, "steps": 3, "sampling_rate": 1e-5}
+    kw |= {"neighbouring": "add-remove", "dataset_size": n}
     a = dp_sgd.fit(Logistic(), X, y, random_state=1, **kw)
     b = dp_sgd.fit(Logistic(), X, y, random_state=2, **kw)
     assert a.diagnostics["noise_std"] > 0 and a.diagnostics["noise_multiplier"] > 0

@@ -59,9 +59,15 @@ def test_file_formats(small_run):
     assert len(data["results"]) == len(csv)
     assert set(data["results"][0]) == set(RESULT_COLUMNS)
 
+    # every ε says which neighbouring relation it is for (issue #10 §2)
+    assert set(priv["neighbouring"]) == {"replace-one"}
+    assert set(csv.loc[csv["algorithm"] == "non-private", "neighbouring"]) == {"n/a (non-private)"}
+    assert {r["neighbouring"] for r in data["results"]} == {"replace-one", "n/a (non-private)"}
+
     md = (out / "results.md").read_text()
     assert "protocol `honest`" in md and "## synthetic-l" in md
-    assert md.count("| objective perturbation | dperm |") == 1
+    assert md.count("| objective perturbation | dperm | replace-one |") == 1
+    assert "| algorithm | source | neighbouring |" in md
     png = out / "accuracy_vs_epsilon_synthetic-l.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     comp = (out / "comparison.md").read_text()
@@ -200,3 +206,28 @@ def test_cli_bench(tmp_path, capsys):
         main(["bench", "--epsilons", "abc", "--out", str(tmp_path), "--no-progress"])
     assert exc.value.code == 2
     assert "epsilons" in capsys.readouterr().err
+
+
+def test_bench_fits_with_the_public_label_set():
+    """The bench passes the split's public label set (here 3 classes, one absent
+    from the training labels), never the set read off y_train."""
+    from dperm.bench import runner
+    from dperm.bench.protocols import Split
+    from dperm.exceptions import PrivacyLeakWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    X /= 1.001 * np.linalg.norm(X, axis=1, keepdims=True)
+    y = (X[:, 0] > 0).astype(np.int64)  # labels 0, 1 only; the public set is 0, 1, 2
+    split = Split("toy", X[:200], y[:200], X[200:], y[200:], "multiclass", 1.0, "toy", (0, 1, 2))
+    *_, used, _dropped, relation = runner._fit_dperm(
+        "objective", split, {}, 3.0, 1e-5, 0, None, False
+    )
+    assert used["classes"] == [0, 1, 2] and relation == "replace-one"
+    # a split without a public label set falls back to y_train, and says so
+    bare = Split("toy", X[:200], y[:200], X[200:], y[200:], "binary", 1.0, "toy")
+    with pytest.warns(PrivacyLeakWarning, match="no public label set"):
+        *_, used, _dropped, relation = runner._fit_dperm(
+            "objective", bare, {}, 1.0, 1e-5, 0, None, False
+        )
+    assert used["classes"] == [0, 1]

@@ -354,7 +354,8 @@ def test_estimator_mechanism_bolt_on():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(600, 3)) / 3
     y = (X[:, 0] + 0.2 * rng.normal(size=600) > 0).astype(int)
-    est = DPLogisticRegression(epsilon=2.0, mechanism="bolt-on", random_state=0).fit(X, y)
+    est = DPLogisticRegression(epsilon=2.0, mechanism="bolt-on", classes=[0, 1], random_state=0)
+    est = est.fit(X, y)
     assert est.diagnostics_["variant"] == "convex"
     assert isinstance(est.dp_event_, Gaussian)
     assert est.score(X, y) > 0.6
@@ -365,6 +366,7 @@ def test_estimator_mechanism_bolt_on():
         alpha=0.01,
         epochs=2,
         batch_size=20,
+        classes=[0, 1],
         random_state=0,
     ).fit(X, y)
     dg = est.diagnostics_

@@ -50,7 +50,8 @@ def test_fit_json_on_the_default_dataset():
     assert out["dataset"] == "breast-cancer" and out["model"] == "logistic"
     assert out["mechanism"] == "objective" and out["epsilon"] == 1.0
     assert out["delta"] == pytest.approx(1.0 / out["n_train"] ** 2)  # default δ = 1/n²
-    assert out["n_train"] + out["n_test"] == 569 and out["n_features"] == 30
+    # 57 of the 569 rows are the public rows that set the schema (public_fraction)
+    assert out["n_train"] + out["n_test"] == 569 - 57 and out["n_features"] == 30
     for k in ("test_accuracy", "train_accuracy", "nonprivate_test_accuracy"):
         assert 0.0 <= out[k] <= 1.0
     assert out["excess_empirical_risk"] >= -1e-9 and out["fit_seconds"] > 0
@@ -167,3 +168,78 @@ def test_fit_with_constraint_and_penalty_options(monkeypatch):
     )
     assert res.exit_code == 0, res.output
     assert seen["est"].penalty == "l1" and json.loads(res.stdout)["alpha"] == 0.01
+
+
+# ----------------------------------------------------------------------------- issue #10
+def test_fit_json_states_the_relation_and_marks_non_private_diagnostics():
+    res = CliRunner().invoke(app, ["fit", "--json", "--seed", "0"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["neighbouring"] == "replace-one"
+    assert out["dp_event"].get("neighbouring", "replace-one") == "replace-one"
+    outside = set(out["outside_guarantee"])
+    assert outside == {
+        "train_accuracy",
+        "excess_empirical_risk",
+        "nonprivate_test_accuracy",
+        "n_clipped",
+        "fit_seconds",
+    }
+    assert outside <= set(out)  # the keys themselves keep working
+    assert not outside & {"epsilon", "delta", "test_accuracy", "neighbouring"}
+    # the built-in binary data set is fitted with its public label set: no leak warning
+    assert "PrivacyLeakWarning" not in res.stderr
+
+
+def test_fit_table_labels_non_private_rows():
+    res = CliRunner().invoke(app, ["fit", "--seed", "0"])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+
+    def row(label):
+        hits = [ln for ln in lines if label in ln]
+        assert len(hits) == 1, (label, hits)
+        return hits[0]
+
+    assert "replace-one" in row("neighbouring")
+    for label in (
+        "train accuracy",
+        "excess empirical risk",
+        "non-private test accuracy",
+        "rows clipped",
+        "fit seconds",
+    ):
+        assert "(not private)" in row(label), label
+    for label in ("ε spent", "δ spent", "test accuracy  ", "neighbouring"):
+        assert "(not private)" not in row(label), label
+
+
+def test_fit_passes_the_public_multiclass_label_set(monkeypatch):
+    """A multi-class dataset (as MNIST: labels 0..k−1 from the schema) is fitted with
+    classes = the schema's label set, even when a class is absent from the training
+    rows, so classes_ and the shape of coef_ do not depend on the data."""
+    import numpy as np
+
+    from dperm import cli, datasets
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    X /= 1.001 * np.linalg.norm(X, axis=1, keepdims=True)
+    y = (X[:, 0] > 0).astype(np.int64)  # classes 0, 1 present; 2 absent
+    ds = datasets.Dataset(
+        "toy-mnist", X[:300], y[:300], X[300:], y[300:], ["a", "b", "c"], "multiclass",
+        1.0, None, "toy", classes=(0, 1, 2),
+    )  # fmt: skip
+    monkeypatch.setattr(datasets, "load", lambda *a, **k: ds)
+    seen = {}
+    real = cli._make_model
+
+    def spy(*args, **kwargs):
+        seen["est"] = real(*args, **kwargs)
+        return seen["est"]
+
+    monkeypatch.setattr(cli, "_make_model", spy)
+    res = CliRunner().invoke(app, ["fit", "--json", "--seed", "0", "--epsilon", "3"])
+    assert res.exit_code == 0, res.output
+    assert "PrivacyLeakWarning" not in res.stderr
+    assert seen["est"].classes_.tolist() == [0, 1, 2] and seen["est"].coef_.shape == (3, 3)

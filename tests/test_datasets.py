@@ -248,6 +248,55 @@ def test_breast_cancer_scaling_does_not_depend_on_data():
     assert not np.array_equal(A[others], B[others])
 
 
+@pytest.mark.parametrize("name", ["breast-cancer", "casp"])
+def test_schema_constants_are_documented_not_read_off_the_data(name):
+    """Issue #10 §4: the WDBC and CASP bounds used to sit 1.01–1.9× above the data
+    maxima (read off the data).  Now every column without a documented range is a
+    SquashedColumn — a fixed map with no constant at all — and the only bounded
+    column left (CASP's F3) is a documented fraction, bounded by its definition."""
+    schema = D.public_schema(name)
+    bounded = [c for c in schema.columns if not isinstance(c, D.SquashedColumn)]
+    assert all(isinstance(c, D.NumericColumn) for c in schema.columns)
+    if name == "breast-cancer":
+        assert bounded == [] and len(schema.columns) == 30
+    else:
+        assert [(c.name, c.lo, c.hi) for c in bounded] == [("F3", 0.0, 1.0)]
+        assert "fraction" in bounded[0].source
+    for c in schema.columns:
+        if isinstance(c, D.SquashedColumn):
+            assert (c.lo, c.hi) == (0.0, math.inf)  # no constant to derive from anything
+    assert schema.worst_case_norm == math.sqrt(len(schema.columns))  # from [0, 1] alone
+
+
+@given(
+    st.lists(st.floats(min_value=0.0, max_value=1e308, allow_nan=False), min_size=1, max_size=30)
+)
+def test_squashed_column_is_a_constant_free_per_value_map(values):
+    """s(x) = L/(1 + L), L = log1p(x): in [0, 1], 0 at 0, non-decreasing, computed
+    value by value (closed form recomputed here)."""
+    col = D.SquashedColumn("x")
+    x = np.asarray(values)
+    z = col.transform(x)
+    L = np.log1p(x)
+    np.testing.assert_allclose(z, L / (1.0 + L), rtol=1e-12, atol=0)
+    assert np.all((z >= 0.0) & (z <= 1.0))
+    order = np.argsort(x, kind="stable")
+    assert np.all(np.diff(z[order]) >= 0)
+    # each value's image is the same alone as among the others: a per-record map
+    np.testing.assert_array_equal([col.transform([v])[0] for v in x], z)
+    assert col.transform([0.0, -5.0, np.inf]).tolist() == [0.0, 0.0, 1.0]
+
+
+def test_casp_scaling_does_not_depend_on_data():
+    """Per-record map on CASP-shaped records (no data file needed)."""
+    rng = np.random.default_rng(0)
+    schema = D.public_schema("casp")
+    frame = pd.DataFrame(rng.exponential(100.0, size=(50, 9)), columns=schema.column_names)
+    frame["F3"] = rng.uniform(size=50)
+    _perturbation_check(schema, frame, 3, {c: 1e12 for c in schema.column_names})
+    _perturbation_check(schema, frame, 9, {c: -1e12 for c in schema.column_names})
+
+
 def test_schema_with_bounds_override():
     ds = D.load("breast-cancer", normalize_rows=False, bounds={"mean radius": (0.0, 10.0)})
     j = ds.feature_names.index("mean radius")
@@ -272,12 +321,15 @@ def test_breast_cancer_default():
     ds = D.load()
     assert ds.name == "breast-cancer"
     assert ds.task == "binary"
-    assert ds.X_train.shape == (427, 30) and ds.X_test.shape == (142, 30)
+    assert ds.classes == (-1.0, 1.0)  # the public label set the CLI and bench pass
+    # 427 non-test rows, of which a stratified public_fraction = 0.1 of all rows (57)
+    # only sets the log1p ranges and is never fitted on
+    assert ds.X_train.shape == (370, 30) and ds.X_test.shape == (142, 30)
     assert ds.n_features == 30 and len(ds.feature_names) == 30
     assert ds.X_train.dtype == np.float64 and ds.y_train.dtype == np.float64
     assert set(np.unique(ds.y_train)) == {-1.0, 1.0}
     # malignant (212 of 569 rows) is the positive class
-    assert (ds.y_train == 1).sum() + (ds.y_test == 1).sum() == 212
+    assert (ds.y_train == 1).sum() + (ds.y_test == 1).sum() < 212
     # stratified: both parts have ≈ 212/569 positives
     assert abs((ds.y_test == 1).mean() - 212 / 569) < 0.01
     assert ds.row_norm_bound == 1.0 and ds.label_bound is None
@@ -289,18 +341,39 @@ def test_breast_cancer_default():
 def test_breast_cancer_unnormalized_features_closed_form():
     from sklearn.datasets import load_breast_cancer
 
-    ds = D.load("breast_cancer", normalize_rows=False, test_size=0.0)
+    ds = D.load("breast_cancer", normalize_rows=False, test_size=0.0, public_fraction=0.0)
     assert ds.X_test is None and ds.y_test is None
     assert ds.row_norm_bound == pytest.approx(math.sqrt(30))
     _check_unit_features(ds)
     _check_bounded(ds)
-    # compare, as multisets of rows, with the closed form x / upper bound
+    # compare, as multisets of rows, with the closed form log1p(x)/(1 + log1p(x)),
+    # computed here independently of the loader
     raw = load_breast_cancer()
-    uppers = np.array([c.hi for c in D.public_schema("breast-cancer").columns])
-    expect = np.clip(raw.data, 0, uppers) / uppers
+    L = np.log1p(raw.data)
+    expect = L / (1.0 + L)
     key = np.lexsort(expect.T[::-1])
     got_key = np.lexsort(ds.X_train.T[::-1])
     np.testing.assert_allclose(ds.X_train[got_key], expect[key], rtol=0, atol=TOL)
+
+
+def test_breast_cancer_bounds_come_from_public_rows_only():
+    """The default log1p ranges are the min/max of a public part of the rows that is
+    disjoint from the training and test rows: changing a training row changes no
+    other row's features (the map is fixed before the private rows are touched)."""
+    from sklearn.datasets import load_breast_cancer
+
+    raw = load_breast_cancer()
+    ds = D.load("breast-cancer", normalize_rows=False)
+    full = D.load("breast-cancer", normalize_rows=False, test_size=0.0, public_fraction=0.0)
+    assert ds.n_train + ds.X_test.shape[0] + 57 == raw.data.shape[0]
+    assert full.n_train == raw.data.shape[0]
+    # the features are (log1p(x) − log1p(lo)) / (log1p(hi) − log1p(lo)) with (lo, hi)
+    # the extremes of the public rows; so the public rows' own features span [0, 1]
+    # per column while train/test rows are clipped into it
+    assert ds.X_train.min() >= 0.0 and ds.X_train.max() <= 1.0
+    assert "public_fraction=0.1" in ds.description
+    with pytest.raises(InvalidPrivacyParameter, match="public_fraction"):
+        D.load("breast-cancer", public_fraction=0.9)
 
 
 def test_breast_cancer_split_reproducible():
@@ -491,6 +564,7 @@ def test_csv_labels_and_tasks(tmp_path):
     assert np.abs(np.concatenate([reg.y_train, reg.y_test])).max() <= 2.0
     multi = D.load_csv(p, "c", bounds={"x": (0, 1), "k": (0, 2), "y": (-10, 10)})
     assert multi.task == "multiclass" and multi.y_train.dtype == np.int64
+    assert multi.classes is None  # read off the file: no public label set to pass
     assert set(np.unique(multi.y_train)) == {0, 1, 2}
     # integer-valued categorical column read as text: categories given as ints match
     cat_k = D.load_csv(
@@ -578,6 +652,7 @@ def test_svmlight_raw_and_errors(tmp_path):
 
 def test_adult_counts(shared_data):
     ds = _cached("adult", str(shared_data))
+    assert ds.classes == (-1.0, 1.0)
     assert ds.X_train.shape == (30162, 104) and ds.X_test.shape == (15060, 104)
     assert set(np.unique(ds.y_test)) == {-1.0, 1.0}
     assert (ds.y_train == 1).sum() == 7508 and (ds.y_test == 1).sum() == 3700
@@ -667,6 +742,7 @@ def test_mnist(shared_data):
     ds = D.load("mnist", shared_data)
     assert ds.X_train.shape == (60000, 784) and ds.X_test.shape == (10000, 784)
     assert ds.task == "multiclass" and ds.y_train.dtype == np.int64
+    assert ds.classes == tuple(range(10))  # the ten digits: public, never read off y
     np.testing.assert_array_equal(
         np.bincount(ds.y_train), [5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949]
     )

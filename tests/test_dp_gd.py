@@ -41,7 +41,15 @@ def test_advanced_calibration_is_the_textbook_formula():
 def test_rdp_calibration_is_tight_and_pld_is_tighter_or_equal():
     X, y = _binary(n=500)
     r = dp_gd.fit(
-        Logistic(), X, y, epsilon=0.5, delta=1e-6, data_norm=1.0, steps=30, random_state=0
+        Logistic(),
+        X,
+        y,
+        epsilon=0.5,
+        delta=1e-6,
+        data_norm=1.0,
+        steps=30,
+        calibration="rdp",
+        random_state=0,
     )
     z = r.diagnostics["noise_multiplier"]
     assert r.event == SelfComposed(Gaussian(z), 30)
@@ -58,9 +66,9 @@ def test_rdp_calibration_is_tight_and_pld_is_tighter_or_equal():
         delta=1e-6,
         data_norm=1.0,
         steps=30,
-        calibration="pld",
         random_state=0,
     )
+    assert rp.diagnostics["accountant"] == "pld"  # the default: the tightest
     assert rp.diagnostics["noise_multiplier"] <= z * (1 + 1e-3)
     ra = dp_gd.fit(
         Logistic(),
@@ -242,3 +250,75 @@ def test_utility_close_to_nonprivate_at_large_epsilon():
     r = dp_gd.fit(Logistic(), X, y, epsilon=5.0, delta=1e-6, data_norm=1.0, random_state=0)
     acc = np.mean(np.sign(X @ r.theta) == y)
     assert acc > 0.93
+
+
+# ------------------------------------------- issue #10: public constants, relations
+def test_add_remove_uses_the_public_size_and_sensitivity_C():
+    """D = 100 copies of (e₁, +1) and D′ = 101 copies under add/remove: the sum has
+    sensitivity C and is divided by the public dataset_size; T, z, σ, the step
+    size and the event are identical on D and D′; without dataset_size: an error."""
+
+    def copies(n):
+        return np.tile([[1.0, 0.0]], (n, 1)), np.ones(n)
+
+    kw = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, neighbouring="add-remove", dataset_size=100)
+    runs = [dp_gd.fit(Logistic(), *copies(n), random_state=0, **kw) for n in (100, 101)]
+    keys = (
+        "noise_multiplier",
+        "steps",
+        "noise_std",
+        "sensitivity",
+        "normalizer",
+        "dataset_size",
+        "batch_size",
+        "learning_rate",
+        "delta",
+        "epsilon_spent",
+        "neighbouring",
+        "accountant",
+    )
+    a, b = (r.diagnostics for r in runs)
+    assert {k: a[k] for k in keys} == {k: b[k] for k in keys}
+    assert runs[0].event == runs[1].event
+    z = a["noise_multiplier"]
+    assert runs[0].event == SelfComposed(Gaussian(z, neighbouring="add-remove"), a["steps"])
+    assert a["steps"] == dp_gd.default_steps(100, 2, 1.0)
+    assert a["sensitivity"] == pytest.approx(1.0 / 100)  # C/N, not 2C/n
+    assert a["noise_std"] == pytest.approx(z / 100)
+    # σ = 0 replay: the mean gradient is divided by N = 100 even with 101 rows
+    loss = Logistic()
+    X, y = copies(101)
+    r = dp_gd.fit(
+        loss,
+        X,
+        y,
+        noise_multiplier=0.0,
+        data_norm=1.0,
+        steps=1,
+        learning_rate=1.0,
+        neighbouring="add-remove",
+        dataset_size=100,
+    )
+    np.testing.assert_allclose(r.theta, -loss.gradient(np.zeros(2), X, y) * 101 / 100)
+    for n in (100, 101):
+        with pytest.raises(InvalidPrivacyParameter, match="dataset_size"):
+            dp_gd.fit(
+                Logistic(),
+                *copies(n),
+                epsilon=1.0,
+                delta=1e-5,
+                data_norm=1.0,
+                neighbouring="add-remove",
+                steps=5,
+            )
+    with pytest.raises(InvalidPrivacyParameter, match="dataset_size"):  # n is public here
+        dp_gd.fit(Logistic(), *copies(100), epsilon=1.0, delta=1e-5, data_norm=1.0, dataset_size=99)
+    with pytest.raises(InvalidPrivacyParameter, match="neighbouring"):
+        dp_gd.fit(
+            Logistic(),
+            *copies(100),
+            epsilon=1.0,
+            delta=1e-5,
+            data_norm=1.0,
+            neighbouring="sideways",
+        )

@@ -18,7 +18,7 @@ from dperm.accounting import (
     PoissonSampled,
     SampledWithoutReplacement,
     SelfComposed,
-    epsilon_spent,
+    get_accountant,
 )
 from dperm.algorithms import _gradient_loop as gl
 from dperm.algorithms import dp_sgd
@@ -44,6 +44,14 @@ def _binary(seed=0, n=400, d=5, sparse=False):
         X[rng.random((n, d)) < 0.5] = 0.0
         X = sp.csr_matrix(X)
     return X, y
+
+
+def epsilon_spent(event, delta, accountant="rdp"):
+    """ε of ``event`` by a fresh accountant of the event's own neighbouring relation."""
+    if isinstance(event, NonPrivate):
+        return math.inf
+    acc = get_accountant(accountant, neighbouring=event.neighbouring)
+    return acc.compose(event).get_epsilon(delta)
 
 
 # --------------------------------------------------------------------------- fast paths
@@ -111,6 +119,7 @@ def test_generic_path_rejects_wrong_shapes_and_zeroes_nonfinite_rows():
                 clipping_norm=1.0,
                 noise_multiplier=1.0,
                 batch_size=5,
+                dataset_size=10,
                 steps=2,
                 learning_rate=0.1,
                 random_state=0,
@@ -128,7 +137,9 @@ def test_generic_path_rejects_wrong_shapes_and_zeroes_nonfinite_rows():
 
 def test_dense_and_sparse_runs_are_identical():
     X, y = _binary(1, n=300, d=6, sparse=True)
-    kw = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, random_state=3)
+    kw = dict(
+        epsilon=1.0, delta=1e-5, data_norm=1.0, dataset_size=300, accountant="rdp", random_state=3
+    )
     a = dp_sgd.fit(Logistic(), X, y, **kw)
     b = dp_sgd.fit(Logistic(), X.toarray(), y, **kw)
     np.testing.assert_allclose(a.theta, b.theta, rtol=1e-10, atol=1e-12)
@@ -137,11 +148,17 @@ def test_dense_and_sparse_runs_are_identical():
 
 # ------------------------------------------------------------------ noise distribution
 @pytest.mark.parametrize(
-    ("sampling", "factor"), [("poisson", 1.0), ("without_replacement", 2.0), ("shuffle", 2.0)]
+    ("sampling", "neighbouring", "factor"),
+    [
+        ("poisson", "add-remove", 1.0),
+        ("poisson", "replace-one", 2.0),
+        ("without_replacement", "replace-one", 2.0),
+        ("shuffle", "replace-one", 2.0),
+    ],
 )
-def test_update_with_zero_gradients_is_exactly_gaussian(sampling, factor):
+def test_update_with_zero_gradients_is_exactly_gaussian(sampling, neighbouring, factor):
     """All gradients 0 (rows 0): θ_T − θ_0 = −η Σ_t noise_t / m, each coordinate
-    N(0, T (η z·factor·C / m)²), m = qn (Poisson) or b."""
+    N(0, T (η z·factor·C / m)²), m = qN (Poisson) or b; factor 2 under replace-one."""
     n, d, steps, C, z, eta = 100, 4000, 3, 0.7, 1.3, 0.5
     X = np.zeros((n, d))
     y = np.ones(n)
@@ -155,6 +172,8 @@ def test_update_with_zero_gradients_is_exactly_gaussian(sampling, factor):
         steps=steps,
         learning_rate=eta,
         sampling=sampling,
+        neighbouring=neighbouring,
+        dataset_size=n,
         random_state=11,
     )
     m = 20.0
@@ -185,6 +204,7 @@ def test_empty_poisson_batches_still_get_noise():
         clipping_norm=1.0,
         noise_multiplier=1.0,
         sampling_rate=0.01,
+        dataset_size=n,
         steps=200,
         learning_rate=1.0,
         random_state=0,
@@ -220,11 +240,12 @@ def test_inclusion_counts_are_binomial_T_q():
         clipping_norm=1.0,
         noise_multiplier=2.0,
         sampling_rate=q,
+        dataset_size=n,
         steps=T,
         learning_rate=0.1,
         random_state=5,
     )
-    assert r.event == SelfComposed(PoissonSampled(q, Gaussian(2.0)), T)
+    assert r.event == SelfComposed(PoissonSampled(q, Gaussian(2.0, neighbouring="add-remove")), T)
     # chi-square goodness of fit of the n counts to Binomial(T, q), bins with E ≥ 5
     edges = np.arange(0, T + 2)
     pmf = stats.binom.pmf(edges[:-1], T, q)
@@ -307,6 +328,7 @@ def test_zero_noise_and_huge_clipping_reproduce_nonprivate_minibatch_sgd():
         noise_multiplier=0.0,
         clipping_norm=1e12,
         sampling_rate=1.0,
+        dataset_size=n,
         steps=T,
         learning_rate=eta,
         delta=1e-5,
@@ -321,7 +343,17 @@ def test_zero_noise_and_huge_clipping_reproduce_nonprivate_minibatch_sgd():
 def test_zero_noise_cannot_meet_a_target_epsilon():
     X, y = _binary()
     with pytest.raises(InvalidPrivacyParameter, match="epsilon=inf"):
-        dp_sgd.fit(Logistic(), X, y, epsilon=1.0, delta=1e-5, noise_multiplier=0.0, data_norm=1.0)
+        dp_sgd.fit(
+            Logistic(),
+            X,
+            y,
+            epsilon=1.0,
+            delta=1e-5,
+            noise_multiplier=0.0,
+            data_norm=1.0,
+            dataset_size=400,
+            accountant="rdp",
+        )
 
 
 # --------------------------------------------------------------- calibration & events
@@ -334,18 +366,20 @@ def test_calibrated_poisson_event_is_tight_and_certified():
         epsilon=0.8,
         delta=1e-6,
         data_norm=1.0,
+        dataset_size=1000,
         batch_size=50,
         epochs=3,
+        accountant="rdp",
         random_state=0,
     )
     d = r.diagnostics
     q, T, z = d["sampling_rate"], d["steps"], d["noise_multiplier"]
     assert q == pytest.approx(0.05) and T == 60
-    assert r.event == SelfComposed(PoissonSampled(q, Gaussian(z)), T)
+    assert r.event == SelfComposed(PoissonSampled(q, Gaussian(z, neighbouring="add-remove")), T)
     assert epsilon_spent(r.event, 1e-6) <= 0.8
-    looser = SelfComposed(PoissonSampled(q, Gaussian(z * 0.999)), T)
+    looser = SelfComposed(PoissonSampled(q, Gaussian(z * 0.999, neighbouring="add-remove")), T)
     assert epsilon_spent(looser, 1e-6) > 0.8  # the smallest certified noise (rtol 1e-4)
-    assert d["neighbouring"] == "add-remove-one" and d["accountant"] == "rdp"
+    assert d["neighbouring"] == "add-remove" and d["accountant"] == "rdp"
     assert d["sensitivity"] == d["clipping_norm"] == 1.0
     for key in ("noise_multiplier", "steps", "sampling_rate", "accountant"):
         assert key in d
@@ -382,8 +416,9 @@ def test_without_replacement_and_shuffle_events():
     )
     z = r.diagnostics["noise_multiplier"]
     # ⌊200/30⌋ = 6 batches per epoch → 13 steps touch 3 epochs; one Gaussian per epoch
-    assert r.event == SelfComposed(Gaussian(z), 3)
-    assert epsilon_spent(r.event, 1e-5) <= 1.0
+    assert r.event == SelfComposed(Gaussian(z, neighbouring="replace-one"), 3)
+    assert r.diagnostics["accountant"] == "pld"  # the tightest that supports the event
+    assert epsilon_spent(r.event, 1e-5, accountant="pld") <= 1.0
     with pytest.raises(UnsupportedEventError):  # PLD has no without-replacement event
         dp_sgd.fit(
             Logistic(),
@@ -408,21 +443,23 @@ def test_pld_calibration_is_certified_by_pld():
         epsilon=0.3,  # σ ≈ 3: PLD evaluations are fast there
         delta=1e-5,
         data_norm=1.0,
+        dataset_size=500,
         batch_size=25,
         steps=10,
-        accountant="pld",
         random_state=0,
     )
     z = r.diagnostics["noise_multiplier"]
     assert epsilon_spent(r.event, 1e-5, accountant="pld") <= 0.3 + 1e-9
-    looser = SelfComposed(PoissonSampled(0.05, Gaussian(0.995 * z)), 10)
+    looser = SelfComposed(PoissonSampled(0.05, Gaussian(0.995 * z, neighbouring="add-remove")), 10)
     assert epsilon_spent(looser, 1e-5, accountant="pld") > 0.3  # smallest certified noise
     assert r.diagnostics["accountant"] == "pld"
 
 
 def test_given_noise_multiplier_must_meet_target():
     X, y = _binary()
-    kw = dict(data_norm=1.0, batch_size=40, steps=100, delta=1e-5)
+    kw = dict(
+        data_norm=1.0, batch_size=40, steps=100, delta=1e-5, dataset_size=400, accountant="rdp"
+    )
     with pytest.raises(InvalidPrivacyParameter, match="more than the target epsilon"):
         dp_sgd.fit(Logistic(), X, y, epsilon=0.1, noise_multiplier=0.5, **kw)
     r = dp_sgd.fit(Logistic(), X, y, epsilon=10.0, noise_multiplier=2.0, random_state=0, **kw)
@@ -453,11 +490,18 @@ def test_given_noise_multiplier_must_meet_target():
         (dict(delta=0.0), "delta"),
         (dict(delta=1.5), "delta"),
         (dict(noise_multiplier=-1.0, epsilon=None), "noise_multiplier"),
+        (dict(dataset_size=0), "dataset_size"),
+        (dict(dataset_size=2.5), "dataset_size"),
+        (dict(dataset_size=None), "dataset_size"),
+        (dict(dataset_size=None, sampling_rate=0.1, steps=3, learning_rate=0.1), "dataset_size"),
+        (dict(neighbouring="replace-one", dataset_size=99), "dataset_size"),
+        (dict(neighbouring="add-remove", sampling="shuffle", batch_size=10), "replace-one"),
+        (dict(sampling="without_replacement", neighbouring="add-remove"), "replace-one"),
     ],
 )
 def test_bad_input_raises_specific_errors(kwargs, match):
     X, y = _binary(n=100)
-    base = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, random_state=0)
+    base = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, dataset_size=100, random_state=0)
     base.update(kwargs)
     with pytest.raises(InvalidPrivacyParameter, match=match):
         dp_sgd.fit(Logistic(), X, y, **base)
@@ -465,24 +509,31 @@ def test_bad_input_raises_specific_errors(kwargs, match):
 
 def test_bad_names_and_missing_bounds():
     X, y = _binary(n=100)
+    kw = dict(epsilon=1.0, delta=1e-5, dataset_size=100)
     with pytest.raises(UnknownNameError, match="sampling"):
-        dp_sgd.fit(Logistic(), X, y, epsilon=1.0, delta=1e-5, data_norm=1.0, sampling="shuffled")
+        dp_sgd.fit(Logistic(), X, y, data_norm=1.0, sampling="shuffled", **kw)
     with pytest.raises(UnknownNameError, match="accountant"):
-        dp_sgd.fit(Logistic(), X, y, epsilon=1.0, delta=1e-5, data_norm=1.0, accountant="rpd")
+        dp_sgd.fit(Logistic(), X, y, data_norm=1.0, accountant="rpd", **kw)
     with pytest.raises(UnknownNameError, match="averaging"):
-        dp_sgd.fit(Logistic(), X, y, epsilon=1.0, delta=1e-5, data_norm=1.0, averaging="mean")
+        dp_sgd.fit(Logistic(), X, y, data_norm=1.0, averaging="mean", **kw)
+    with pytest.raises(InvalidPrivacyParameter, match="neighbouring"):
+        dp_sgd.fit(Logistic(), X, y, data_norm=1.0, neighbouring="add-remove-two", **kw)
     with pytest.raises(InvalidPrivacyParameter, match="clipping_norm"):
-        dp_sgd.fit(Logistic(), X, y, epsilon=1.0, delta=1e-5)  # no data_norm, no C
+        dp_sgd.fit(Logistic(), X, y, **kw)  # no data_norm, no C
     with pytest.raises(InvalidPrivacyParameter, match="epsilon and delta"):
-        dp_sgd.fit(Logistic(), X, y, data_norm=1.0)
+        dp_sgd.fit(Logistic(), X, y, data_norm=1.0, dataset_size=100)
     with pytest.raises(InvalidPrivacyParameter, match="radius"):  # squared loss: no L
-        dp_sgd.fit(Squared(), X, np.clip(X[:, 0], -1, 1), epsilon=1.0, delta=1e-5, data_norm=1.0)
+        dp_sgd.fit(Squared(), X, np.clip(X[:, 0], -1, 1), data_norm=1.0, **kw)
+    with pytest.raises(InvalidPrivacyParameter, match="replace-one"):  # no add/remove law
+        dp_sgd.fit_single_sample(Logistic(), X, y, data_norm=1.0, neighbouring="add-remove")
 
 
 # ------------------------------------------------------------ post-processing options
 def test_projection_regularizer_momentum_and_averaging():
     X, y = _binary(4, n=300)
-    kw = dict(epsilon=2.0, delta=1e-5, data_norm=1.0, random_state=1)
+    kw = dict(
+        epsilon=2.0, delta=1e-5, data_norm=1.0, dataset_size=300, accountant="rdp", random_state=1
+    )
     r = dp_sgd.fit(Logistic(), X, y, constraint=L2Ball(0.3), **kw)
     assert np.linalg.norm(r.theta) <= 0.3 + 1e-12
     r = dp_sgd.fit(Logistic(), X, y, regularizer=L1(5.0), learning_rate=1.0, **kw)
@@ -512,13 +563,14 @@ def test_softmax_model_through_dp_sgd():
     y = rng.integers(0, k, size=n)
     X = centers[y] + rng.normal(size=(n, d)) * 0.5
     X *= 0.999 / np.linalg.norm(X, axis=1, keepdims=True)
-    r = dp_sgd.fit(Softmax(k), X, y, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0)
+    kw = dict(
+        epsilon=1.0, delta=1e-6, data_norm=1.0, dataset_size=n, accountant="rdp", random_state=0
+    )
+    r = dp_sgd.fit(Softmax(k), X, y, **kw)
     assert r.theta.shape == (d, k)
     assert np.mean(np.argmax(X @ r.theta, axis=1) == y) > 0.8
     assert r.diagnostics["clipping_norm"] == pytest.approx(math.sqrt(2))  # L of softmax
-    rs = dp_sgd.fit(
-        Softmax(k), sp.csr_matrix(X), y, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0
-    )
+    rs = dp_sgd.fit(Softmax(k), sp.csr_matrix(X), y, **kw)
     np.testing.assert_allclose(rs.theta, r.theta, rtol=1e-10, atol=1e-12)
 
 
@@ -527,7 +579,16 @@ def test_rows_above_data_norm_are_clipped_and_counted():
     X = X.copy()
     X[:7] *= 5.0
     with pytest.warns(ClippingWarning):
-        r = dp_sgd.fit(Logistic(), X, y, epsilon=1.0, delta=1e-5, data_norm=1.0, random_state=0)
+        r = dp_sgd.fit(
+            Logistic(),
+            X,
+            y,
+            epsilon=1.0,
+            delta=1e-5,
+            data_norm=1.0,
+            dataset_size=100,
+            accountant="rdp",
+        )
     assert r.diagnostics["n_clipped"] == 7
 
 
@@ -537,10 +598,14 @@ def test_defaults_follow_the_documented_rule():
     assert dp_sgd.default_hyperparameters(100, 2, 5.0, clipping_norm=2.0)["epochs"] == 10
     assert dp_sgd.default_hyperparameters(100, 2, 5.0, clipping_norm=2.0)["learning_rate"] == 0.25
     X, y = _binary(n=2500)
-    r = dp_sgd.fit(Logistic(), X, y, epsilon=0.5, delta=1e-6, data_norm=1.0, random_state=0)
-    d = r.diagnostics
+    kw = dict(epsilon=0.5, delta=1e-6, data_norm=1.0, random_state=0)
+    d = dp_sgd.fit(Logistic(), X, y, neighbouring="replace-one", **kw).diagnostics
     assert d["batch_size"] == 50 and d["steps"] == 150  # b = √n, 3 epochs = 3/q steps
     assert d["learning_rate"] <= 4.0
+    # under add/remove the rule reads the public size, never X.shape[0]
+    d = dp_sgd.fit(Logistic(), X, y, dataset_size=10_000, accountant="rdp", **kw).diagnostics
+    assert d["batch_size"] == 100 and d["sampling_rate"] == 0.01 and d["steps"] == 300
+    assert d["normalizer"] == 100 and d["dataset_size"] == 10_000
 
 
 def test_progress_bar_and_estimator_registration():
@@ -551,17 +616,31 @@ def test_progress_bar_and_estimator_registration():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # rich may warn about a missing terminal
         r = dp_sgd.fit(
-            Logistic(), X, y, epsilon=1.0, delta=1e-5, data_norm=1.0, progress=True, random_state=0
+            Logistic(),
+            X,
+            y,
+            epsilon=1.0,
+            delta=1e-5,
+            data_norm=1.0,
+            dataset_size=300,
+            accountant="rdp",
+            progress=True,
+            random_state=0,
         )
     assert r.diagnostics["steps"] > 0
     assert {"dp-gd", "dp-sgd", "dp-sgd-single"} <= set(available_mechanisms())
     for mech in ("dp-sgd", "dp-sgd-single", "dp-gd"):
-        clf = DPLogisticRegression(epsilon=1.0, mechanism=mech, random_state=0).fit(X, y)
-        assert epsilon_spent(clf.dp_event_, clf.delta_) <= 1.0 + 1e-9
+        clf = DPLogisticRegression(
+            epsilon=1.0, mechanism=mech, classes=[-1, 1], random_state=0
+        ).fit(X, y)
+        acc = clf.diagnostics_["accountant"]
+        assert acc == ("rdp" if mech == "dp-sgd-single" else "pld")
+        assert clf.diagnostics_["neighbouring"] == clf.dp_event_.neighbouring == "replace-one"
+        assert epsilon_spent(clf.dp_event_, clf.delta_, accountant=acc) <= 1.0 + 1e-9
         assert clf.diagnostics_["mechanism"] == mech
         assert clf.alpha_ == 0.0
     clf = DPLogisticRegression(
-        epsilon=1.0, mechanism="dp-sgd", epochs=3, batch_size=20, random_state=0
+        epsilon=1.0, mechanism="dp-sgd", epochs=3, batch_size=20, classes=[-1, 1], random_state=0
     ).fit(X, y)
     assert clf.diagnostics_["batch_size"] == 20
     assert clf.diagnostics_["steps"] == 45
@@ -594,6 +673,8 @@ def test_schedules():
         epsilon=1.0,
         delta=1e-5,
         data_norm=1.0,
+        dataset_size=500,
+        accountant="rdp",
         alpha=0.1,
         schedule="inverse_time",
         random_state=0,
@@ -632,3 +713,183 @@ def test_fixed_size_batches_are_exact_and_uniform(sampling):
         for e in range(T // 5):
             epoch = np.concatenate(batches[5 * e : 5 * e + 5])
             np.testing.assert_array_equal(np.sort(epoch), np.arange(n))
+
+
+# ------------------------------------------- issue #10: public constants, relations
+_CONSTANTS = (
+    "sampling_rate",
+    "batch_size",
+    "steps",
+    "epochs",
+    "noise_multiplier",
+    "noise_std",
+    "sensitivity",
+    "normalizer",
+    "dataset_size",
+    "learning_rate",
+    "schedule",
+    "delta",
+    "epsilon",
+    "epsilon_spent",
+    "accountant",
+    "neighbouring",
+)
+
+
+def _copies(n):
+    """n copies of (e₁, +1): the add/remove pair of the issue is (_copies(100), _copies(101))."""
+    return np.tile([[1.0, 0.0]], (n, 1)), np.ones(n)
+
+
+def test_add_remove_constants_are_functions_of_public_inputs_only():
+    """D = 100 copies of (e₁, +1), D′ = 101 copies: with neighbouring="add-remove"
+    and a public dataset_size every constant of the run (q, b, T, z, σ, δ, the
+    normaliser, the learning rate) is identical on D and D′, and the event too."""
+    kw = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, neighbouring="add-remove", dataset_size=100)
+    runs = [dp_sgd.fit(Hinge(), *_copies(n), random_state=0, **kw) for n in (100, 101)]
+    a, b = (r.diagnostics for r in runs)
+    assert {k: a[k] for k in _CONSTANTS} == {k: b[k] for k in _CONSTANTS}
+    assert runs[0].event == runs[1].event
+    assert runs[0].event.neighbouring == a["neighbouring"] == "add-remove"
+    assert a["normalizer"] == pytest.approx(a["sampling_rate"] * 100)
+    assert a["batch_size"] == 16 and a["steps"] == 25  # b = max(16, √100), E = 4 epochs
+    # a default that needs a size, without dataset_size: a specific error naming it
+    for n in (100, 101):
+        with pytest.raises(InvalidPrivacyParameter, match="dataset_size"):
+            dp_sgd.fit(Hinge(), *_copies(n), epsilon=1.0, delta=1e-5, data_norm=1.0)
+        with pytest.raises(InvalidPrivacyParameter, match="dataset_size"):
+            dp_sgd.fit(
+                Hinge(),
+                *_copies(n),
+                epsilon=1.0,
+                delta=1e-5,
+                data_norm=1.0,
+                neighbouring="add-remove",
+                sampling_rate=0.1,
+                steps=5,
+                learning_rate=0.1,
+            )
+
+
+def test_add_remove_runs_differ_only_by_the_added_row(monkeypatch):
+    """Spy on the sampler: with the same seed, D and D′ = D + one row draw the same
+    Bernoulli inclusions for the shared rows and the same noise, so the released
+    θ differ by exactly η/(q·N) · (number of steps that sampled the new row) · e₁
+    (hinge loss in its linear region: every sampled row contributes −e₁).  A
+    normaliser, q, T or σ read off X.shape[0] would change every step."""
+    seen = {}
+    orig = gl.PoissonSampler.batches
+
+    def spy(self, rng, steps):
+        out = seen.setdefault(self.n, [])
+        for idx in orig(self, rng, steps):
+            out.append(np.arange(self.n) if idx is None else np.asarray(idx))
+            yield idx
+
+    monkeypatch.setattr(gl.PoissonSampler, "batches", spy)
+    eta = 1e-3
+    kw = dict(
+        epsilon=1.0,
+        delta=1e-5,
+        data_norm=1.0,
+        learning_rate=eta,
+        neighbouring="add-remove",
+        dataset_size=100,
+        accountant="rdp",
+        random_state=2024,
+    )
+    r100 = dp_sgd.fit(Hinge(), *_copies(100), **kw)
+    r101 = dp_sgd.fit(Hinge(), *_copies(101), **kw)
+    T = r100.diagnostics["steps"]
+    assert len(seen[100]) == len(seen[101]) == T
+    for b100, b101 in zip(seen[100], seen[101], strict=True):
+        np.testing.assert_array_equal(b101[b101 < 100], b100)  # shared rows coincide
+    k = sum(int(100 in b) for b in seen[101])
+    assert k >= 1  # the seed makes the new row appear (else the test would be vacuous)
+    m = r100.diagnostics["normalizer"]
+    assert m == pytest.approx(r100.diagnostics["sampling_rate"] * 100)
+    assert np.abs(r100.theta[0]) < 0.5  # margins stayed in the hinge's linear region
+    np.testing.assert_allclose(r101.theta - r100.theta, [eta * k / m, 0.0], atol=1e-12)
+
+
+def test_add_remove_normaliser_is_the_public_size_not_the_row_count():
+    """σ = 0 replay: 100 rows, public dataset_size = 1000; the update is
+    η/(q·1000) Σ_t |B_t| e₁ — dividing by q·X.shape[0] would be 10× larger."""
+    sizes = []
+
+    def peg(theta, Xb, yb):
+        sizes.append(Xb.shape[0])
+        return -Xb.copy()  # every sampled row's gradient is −e₁, norm 1
+
+    eta, q = 0.01, 0.1
+    r = dp_sgd.fit(
+        None,
+        *_copies(100),
+        per_example_grad=peg,
+        clipping_norm=1.0,
+        noise_multiplier=0.0,
+        sampling_rate=q,
+        steps=7,
+        learning_rate=eta,
+        neighbouring="add-remove",
+        dataset_size=1000,
+        random_state=3,
+    )
+    assert r.diagnostics["normalizer"] == pytest.approx(100.0)
+    assert sum(sizes) > 0
+    np.testing.assert_allclose(r.theta, [eta * sum(sizes) / (q * 1000), 0.0], rtol=1e-12)
+
+
+def test_replace_one_poisson_is_accounted_by_the_replace_one_pld():
+    X, y = _binary(n=400)
+    kw = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, batch_size=40, steps=20, random_state=0)
+    r = dp_sgd.fit(Logistic(), X, y, neighbouring="replace-one", **kw)
+    d = r.diagnostics
+    z = d["noise_multiplier"]
+    assert r.event == SelfComposed(PoissonSampled(0.1, Gaussian(z, neighbouring="replace-one")), 20)
+    assert d["accountant"] == "pld" and d["neighbouring"] == "replace-one"
+    assert d["sensitivity"] == pytest.approx(2.0)  # 2C
+    assert d["normalizer"] == pytest.approx(40.0) and d["dataset_size"] == 400  # n public
+    assert d["noise_std"] == pytest.approx(z * 2.0 / 40.0)
+    # the same noise std under add/remove is a smaller ε: the relations differ
+    ar = SelfComposed(PoissonSampled(0.1, Gaussian(2 * z, neighbouring="add-remove")), 20)
+    assert epsilon_spent(ar, 1e-5, accountant="pld") < 0.9 * d["epsilon_spent"]
+    with pytest.raises(UnsupportedEventError, match="replace-one"):
+        dp_sgd.fit(Logistic(), X, y, neighbouring="replace-one", accountant="rdp", **kw)
+
+
+def test_estimator_dp_sgd_epsilon_is_the_replace_one_epsilon_of_dp_accounting():
+    """Issue #10 (2): recompute the estimator's ε with dp-accounting's PLD under
+    REPLACE_ONE on an independently built event.  dp-accounting's replace-one
+    Gaussian with ``noise_multiplier`` m compares N(−1, m²)-mixtures with
+    N(+1, m²)-mixtures: the per-record vector has norm 1 (our C) and the two
+    records differ by 2.  So m = (noise std on the clipped sum) / C =
+    (noise_std on the average · normaliser) / C — not the std over 2C."""
+    from dp_accounting import NeighboringRelation, dp_event
+    from dp_accounting.pld import pld_privacy_accountant
+
+    from dperm.estimators import DPLogisticRegression
+
+    X, y = _binary(7, n=2000)
+    clf = DPLogisticRegression(
+        epsilon=1.0, mechanism="dp-sgd", classes=[-1, 1], random_state=0
+    ).fit(X, y)
+    d = clf.diagnostics_
+    assert d["neighbouring"] == clf.dp_event_.neighbouring == "replace-one"
+    assert d["accountant"] == "pld"
+    m = d["noise_std"] * d["normalizer"] / d["clipping_norm"]
+    acc = pld_privacy_accountant.PLDAccountant(NeighboringRelation.REPLACE_ONE)
+    acc.compose(
+        dp_event.PoissonSampledDpEvent(d["sampling_rate"], dp_event.GaussianDpEvent(m)),
+        d["steps"],
+    )
+    eps = acc.get_epsilon(clf.delta_)
+    assert eps <= clf.epsilon_ * (1 + 1e-6)
+    assert eps >= 0.95 * clf.epsilon_  # tight, not a loose over-noising
+    # RDP stays selectable: fixed-size batches without replacement (WBK bound)
+    clf = DPLogisticRegression(
+        epsilon=1.0, mechanism="dp-sgd", accountant="rdp", classes=[-1, 1], random_state=0
+    ).fit(X, y)
+    assert isinstance(clf.dp_event_.event, SampledWithoutReplacement)
+    assert clf.diagnostics_["accountant"] == "rdp"
+    assert epsilon_spent(clf.dp_event_, clf.delta_, accountant="rdp") <= 1.0 + 1e-9

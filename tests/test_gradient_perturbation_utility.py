@@ -15,7 +15,7 @@ import pytest
 
 from dperm import datasets
 from dperm._validation import clip_rows
-from dperm.accounting import epsilon_spent
+from dperm.accounting import get_accountant
 from dperm.algorithms import dp_sgd
 from dperm.losses import Logistic, Softmax
 
@@ -42,10 +42,21 @@ def _mean_accuracy(loss, name, home, epsilon, delta=None):
     delta = 1.0 / n**2 if delta is None else delta
     accs = []
     for seed in SEEDS:
+        # add/remove-one; the size of the published training split is the public size
         r = dp_sgd.fit(
-            loss, Xtr, ytr, epsilon=epsilon, delta=delta, data_norm=bound, random_state=seed
+            loss,
+            Xtr,
+            ytr,
+            epsilon=epsilon,
+            delta=delta,
+            data_norm=bound,
+            dataset_size=n,
+            accountant="rdp",
+            random_state=seed,
         )
-        assert epsilon_spent(r.event, delta) <= epsilon
+        assert r.diagnostics["neighbouring"] == "add-remove"
+        acc = get_accountant("rdp", neighbouring="add-remove")  # the run's own relation
+        assert acc.compose(r.event).get_epsilon(delta) <= epsilon
         scores = np.asarray(Xte @ r.theta)
         pred = np.argmax(scores, axis=1) if scores.ndim == 2 else np.where(scores > 0, 1.0, -1.0)
         accs.append(float(np.mean(pred == yte)))

@@ -45,7 +45,7 @@ def test_excess_risk_is_nonnegative_and_zero_at_the_optimum(data):
 
 def test_excess_risk_of_an_estimator_uses_its_own_objective(data):
     X, y = data
-    clf = DPLogisticRegression(epsilon=0.5, random_state=1).fit(X, y)
+    clf = DPLogisticRegression(epsilon=0.5, classes=[-1.0, 1.0], random_state=1).fit(X, y)
     (p,) = objective_problems(clf, X, y)
     # the released θ in the augmented space reproduces the decision function
     np.testing.assert_allclose(p["X"] @ p["theta"], clf.decision_function(X), atol=1e-12)
@@ -55,13 +55,13 @@ def test_excess_risk_of_an_estimator_uses_its_own_objective(data):
     )
     assert excess_empirical_risk(clf, X, y) == pytest.approx(expected, rel=1e-8, abs=1e-12)
     # more privacy budget, less excess risk (same seed, far apart budgets)
-    loose = DPLogisticRegression(epsilon=50.0, random_state=1).fit(X, y)
+    loose = DPLogisticRegression(epsilon=50.0, classes=[-1.0, 1.0], random_state=1).fit(X, y)
     assert excess_empirical_risk(loose, X, y) < excess_empirical_risk(clf, X, y)
 
 
 def test_nonprivate_fit_is_the_exact_minimizer_and_marked_nonprivate(data):
     X, y = data
-    clf = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)
+    clf = DPLogisticRegression(epsilon=1.0, classes=[-1.0, 1.0], random_state=0).fit(X, y)
     ref = nonprivate_fit(clf, X, y)
     assert ref.dp_event_ == NonPrivate() and ref.epsilon_ == float("inf")
     assert excess_empirical_risk(ref, X, y) == pytest.approx(0.0, abs=1e-12)
@@ -81,7 +81,7 @@ def test_accuracy_of_theta_and_of_a_model(data):
     X, y = data
     theta = np.array([1.0, -2.0, 0.5, 0.0])
     assert accuracy(theta, X, y) == pytest.approx(np.mean(np.sign(X @ theta) == y))
-    clf = DPLogisticRegression(epsilon=2.0, random_state=0).fit(X, y)
+    clf = DPLogisticRegression(epsilon=2.0, classes=[-1.0, 1.0], random_state=0).fit(X, y)
     assert accuracy(clf, X, y) == pytest.approx(clf.score(X, y))
 
 
@@ -89,7 +89,7 @@ def test_bad_input(data):
     X, y = data
     with pytest.raises(InvalidPrivacyParameter, match="loss"):
         excess_empirical_risk(np.zeros(4), X, y)
-    clf = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)
+    clf = DPLogisticRegression(epsilon=1.0, classes=[-1.0, 1.0], random_state=0).fit(X, y)
     with pytest.raises(InvalidPrivacyParameter):
         excess_empirical_risk(clf, X, y, loss=Logistic())
     with pytest.raises(InvalidDataError):

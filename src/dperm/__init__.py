@@ -9,6 +9,8 @@ Public names (imported lazily, so ``import dperm`` stays light):
 * accounting — :class:`Ledger`, :func:`get_accountant`, :func:`epsilon_spent`,
   :func:`delta_spent`, :func:`calibrate_noise`, :func:`calibrate_gaussian`;
 * utility — :func:`excess_empirical_risk`, :func:`accuracy`, :func:`nonprivate_fit`;
+* saved models — :func:`save`, :func:`load`, :func:`privacy_statement`
+  (:mod:`dperm.io`: JSON + numpy arrays, never pickle);
 * :class:`Result` (what every algorithm returns) and the exception classes.
 
 Algorithms live in :mod:`dperm.algorithms` (one module per paper), noise
@@ -36,13 +38,23 @@ from .exceptions import (
     UnsupportedOperationError,
 )
 
-__version__ = "0.1.0"
+try:  # the installed distribution's version (pyproject.toml), one source of truth
+    from importlib.metadata import PackageNotFoundError as _PkgNotFound
+    from importlib.metadata import version as _dist_version
+
+    __version__ = _dist_version("dperm")
+except _PkgNotFound:  # pragma: no cover - running from a source tree without install
+    __version__ = "0.0.0+unknown"
 
 _LAZY = {
     # estimators
     "DPLogisticRegression": "dperm.estimators",
     "DPLinearSVC": "dperm.estimators",
     "DPLinearRegression": "dperm.estimators",
+    "DPLasso": "dperm.estimators",
+    "DPElasticNet": "dperm.estimators",
+    "DPQuantileRegressor": "dperm.estimators",
+    "DPHuberRegressor": "dperm.estimators",
     "register_mechanism": "dperm.estimators",
     "available_mechanisms": "dperm.estimators",
     # losses
@@ -51,6 +63,7 @@ _LAZY = {
     "Hinge": "dperm.losses",
     "Squared": "dperm.losses",
     "Quantile": "dperm.losses",
+    "Huber": "dperm.losses",
     "get_loss": "dperm.losses",
     # accounting
     "Ledger": "dperm.accounting",
@@ -65,6 +78,12 @@ _LAZY = {
     "nonprivate_fit": "dperm.utility",
     # algorithm contract
     "Result": "dperm.algorithms.base",
+    # private hyperparameter selection
+    "PrivateRandomSearch": "dperm.model_selection",
+    # saved models and privacy statements (never pickle)
+    "save": "dperm.io",
+    "load": "dperm.io",
+    "privacy_statement": "dperm.io",
 }
 
 __all__ = [

@@ -31,7 +31,7 @@ from .accounting import (
     get_accountant,
 )
 from .accounting.calibrate import SAMPLING_SCHEMES
-from .accounting.events import DpEvent
+from .accounting.events import ADD_REMOVE, REPLACE_ONE, DpEvent
 from .exceptions import UnknownNameError
 
 __all__ = ["account_command", "calibrate_command", "render"]
@@ -40,7 +40,10 @@ __all__ = ["account_command", "calibrate_command", "render"]
 def _step_event(
     noise_multiplier: float, sampling_rate: float, sampling: str, population_size: int | None
 ) -> DpEvent:
-    gauss = Gaussian(noise_multiplier)
+    # Poisson: add/remove-one (DP-SGD's classical analysis); without replacement: replace-one
+    gauss = Gaussian(
+        noise_multiplier, neighbouring=ADD_REMOVE if sampling == "poisson" else REPLACE_ONE
+    )
     if sampling_rate == 1.0:
         return gauss
     if sampling == "poisson":
@@ -93,9 +96,10 @@ def account_command(
     Returns
     -------
     dict
-        ``accountant``, ``noise_multiplier``, ``sampling_rate``, ``steps``,
-        ``delta``, ``sampling``, ``epsilon``, ``seconds``, and for "rdp" the
-        optimal ``order``.
+        ``accountant``, ``neighbouring`` (the relation ε is for: add/remove for
+        Poisson sampling, replace-one without replacement), ``noise_multiplier``,
+        ``sampling_rate``, ``steps``, ``delta``, ``sampling``, ``epsilon``,
+        ``seconds``, and for "rdp" the optimal ``order``.
 
     Raises
     ------
@@ -108,11 +112,12 @@ def account_command(
     if sampling not in SAMPLING_SCHEMES:
         raise UnknownNameError(f"sampling must be one of {SAMPLING_SCHEMES}, got {sampling!r}")
     t0 = time.perf_counter()
-    acc = get_accountant(accountant)
     event = SelfComposed(_step_event(sigma, q, sampling, population_size), steps)
+    acc = get_accountant(accountant, neighbouring=event.neighbouring)
     acc.compose(event)
     out: dict[str, Any] = {
         "accountant": acc.name,
+        "neighbouring": acc.neighbouring,
         "noise_multiplier": sigma,
         "sampling_rate": q,
         "steps": steps,
@@ -171,7 +176,7 @@ def calibrate_command(
         sampling=sampling,
         population_size=population_size,
     )
-    achieved = account_command(
+    achieved_run = account_command(
         sigma,
         sampling_rate=sampling_rate,
         steps=steps,
@@ -179,9 +184,11 @@ def calibrate_command(
         accountant=accountant,
         sampling=sampling,
         population_size=population_size,
-    )["epsilon"]
+    )
+    achieved = achieved_run["epsilon"]
     return {
         "accountant": accountant,
+        "neighbouring": achieved_run["neighbouring"],
         "epsilon": float(epsilon),
         "delta": float(delta),
         "sampling_rate": float(sampling_rate),

@@ -6,7 +6,8 @@ and returns a plain, JSON-serializable dictionary, :func:`render` formats it.
 Examples (shell)::
 
     dperm audit --mechanism objective --epsilon 1 --runs 2000
-    dperm audit --mechanism dp-sgd --epsilon 2 --delta 1e-5 --runs 1000 --json
+    dperm audit --mechanism dp-sgd --epsilon 1 --json
+    dperm audit --mechanism dp-gd --epsilon 1 --method clopper-pearson
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ def audit_command(
     mechanism: str,
     epsilon: float,
     delta: float | None = None,
-    runs: int = 1000,
+    runs: int | None = None,
     seed: int | None = None,
     n_jobs: int | None = None,
     json_output: bool = False,
     confidence: float = 0.95,
+    method: str | None = None,
 ) -> dict[str, Any]:
     """Audit a registered mechanism and return the result as a dict.
 
@@ -35,13 +37,15 @@ def audit_command(
     ----------
     mechanism : str
         A runner name of :func:`dperm.audit.runner_names` ("objective",
-        "output", "dp-gd", "dp-sgd", "amp", "amp-nt", "bolt-on", …).
+        "output", "dp-gd", "dp-sgd", "dp-sgd-replace-one", "estimator-dp-sgd",
+        "amp", "amp-nt", "bolt-on", …).
     epsilon : float > 0
         The claimed ε.
     delta : float, optional
         The claimed δ (default: the runner's, 0 for pure-DP mechanisms).
-    runs : int ≥ 10
-        Runs per neighbouring dataset.
+    runs : int ≥ 10, optional
+        Runs per neighbouring dataset (default: the runner's ``default_runs``,
+        20 000 for the gradient methods).
     seed : int, optional
         Seed of every run (None = OS entropy).
     n_jobs : int, optional
@@ -50,12 +54,19 @@ def audit_command(
         Accepted for symmetry with the other commands; the dict is always
         JSON-safe (non-finite floats become strings).
     confidence : float in (0, 1)
+    method : {"gdp", "clopper-pearson"}, optional
+        The bound the verdict uses; default "gdp" for the Gaussian-noise
+        mechanisms (δ > 0), else "clopper-pearson" (see
+        :func:`dperm.audit.audit`).
 
     Returns
     -------
     dict
-        :meth:`dperm.audit.AuditResult.to_dict` plus ``available`` (the runner
-        names whose algorithm is installed).
+        :meth:`dperm.audit.AuditResult.to_dict` (keys ``epsilon_lower_bound``
+        — the verdict's bound —, ``epsilon_lower_bound_gdp``,
+        ``epsilon_lower_bound_cp``, ``mu_lower_bound``, ``method``,
+        ``assumption``, ``neighbouring``, ``verdict``, …) plus ``seed`` and
+        ``available`` (the runner names whose algorithm is installed).
 
     Raises
     ------
@@ -63,7 +74,8 @@ def audit_command(
     """
     from .audit import audit, available_runners
 
-    runs = check_count(runs, "runs", minimum=10)
+    if runs is not None:
+        runs = check_count(runs, "runs", minimum=10)
     res = audit(
         mechanism,
         epsilon=epsilon,
@@ -72,11 +84,16 @@ def audit_command(
         confidence=confidence,
         n_jobs=n_jobs,
         random_state=seed,
+        method=method,
     )
     out = res.to_dict()
     out["seed"] = seed
     out["available"] = available_runners()
     return out
+
+
+def _fmt(v) -> str:
+    return "—" if v is None else v if isinstance(v, str) else f"{v:.4f}"
 
 
 def render(result: dict[str, Any], json_output: bool = False) -> str:
@@ -87,19 +104,41 @@ def render(result: dict[str, Any], json_output: bool = False) -> str:
         )
     eps_lb = result["epsilon_lower_bound"]
     conf = result["confidence"]
+    gdp = result.get("method") == "gdp"
     lines = [
-        f"mechanism            {result['mechanism']} ({result['neighbouring']})",
+        f"mechanism            {result['mechanism']}",
+        f"neighbouring         {result['neighbouring']} (the relation audited)",
         f"claimed              ε = {result['epsilon']:g}, δ = {result['delta']:g}",
-        f"empirical ε_LB       {eps_lb:.4f}  (at {conf:.0%} confidence; ε_LB/ε = "
-        f"{result['ratio']:.3f})",
-        f"test                 {result['test']}: FPR = {result['fpr']:.4f}, "
-        f"FNR = {result['fnr']:.4f} on {result['evaluation_runs']} runs per dataset",
-        f"runs                 {result['runs']} per dataset ({2 * result['runs']} in total), "
+        f"empirical ε_LB       {_fmt(eps_lb)}  (at {conf:.0%} confidence; ε_LB/ε = "
+        f"{result['ratio']:.3f}; method {result.get('method', 'clopper-pearson')})",
+    ]
+    if gdp:
+        lines += [
+            f"  μ-GDP              μ_LB = {_fmt(result['mu_lower_bound'])} (estimate "
+            f"{_fmt(result['mu_estimate'])}) → ε_LB = {_fmt(result['epsilon_lower_bound_gdp'])}"
+            f"; test {result['gdp_test']}: FPR = {result['gdp_fpr']:.4f}, "
+            f"FNR = {result['gdp_fnr']:.4f}",
+            f"  assumption         {result['assumption']}",
+        ]
+    lines += [
+        f"  Clopper–Pearson    ε_LB = {_fmt(result.get('epsilon_lower_bound_cp', eps_lb))} "
+        f"(assumption-free); test {result['test']}: FPR = {result['fpr']:.4f}, "
+        f"FNR = {result['fnr']:.4f}",
+        f"runs                 {result['runs']} per dataset ({2 * result['runs']} in total; "
+        f"{result['evaluation_runs']} per dataset evaluate the tests), "
         f"{result['n_jobs']} process(es), {result['seconds']:.1f} s",
     ]
-    if result["violated"]:
+    verdict = result.get("verdict", "refuted" if result["violated"] else "not refuted")
+    if verdict == "refuted":
         lines.append(
-            f"VERDICT              claim REFUTED: ε_LB = {eps_lb:.3f} > ε = {result['epsilon']:g}"
+            f"VERDICT              claim REFUTED (assumption-free): ε_LB = "
+            f"{_fmt(result.get('epsilon_lower_bound_cp', eps_lb))} > ε = {result['epsilon']:g}"
+        )
+    elif result["violated"]:
+        lines.append(
+            f"VERDICT              claim REFUTED under the μ-GDP assumption: ε_LB = "
+            f"{eps_lb:.3f} > ε = {result['epsilon']:g} (the assumption-free bound does not "
+            "refute it)"
         )
     else:
         lines.append(

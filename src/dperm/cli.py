@@ -38,13 +38,33 @@ app = typer.Typer(
 
 
 @app.callback(invoke_without_command=True)
-def _root(ctx: typer.Context) -> None:
+def _root(
+    ctx: typer.Context,
+    version: Annotated[
+        bool, typer.Option("--version", help="Print the dperm version and exit.", is_eager=True)
+    ] = False,
+) -> None:
     """Differentially private empirical risk minimization."""
+    if version:
+        from . import __version__
+
+        typer.echo(f"dperm {__version__}")
+        raise typer.Exit()
     if ctx.invoked_subcommand is None:  # `dperm` alone: show the commands
         typer.echo(ctx.get_help())
 
 
 _MODELS = ("logistic", "svm", "linear")
+#: keys of ``dperm fit --json`` computed from the private training data without
+#: noise (diagnostics for the data owner, outside the privacy guarantee); the
+#: table labels their rows "(not private)"
+NON_PRIVATE_KEYS = (
+    "train_accuracy",
+    "excess_empirical_risk",
+    "nonprivate_test_accuracy",
+    "n_clipped",
+    "fit_seconds",
+)
 _FIT_KEYS = (
     "dataset",
     "n_train",
@@ -143,18 +163,28 @@ def run_fit(
     alpha: float | None = None,
     seed: int | None = None,
     progress: bool = False,
+    save: str | Path | None = None,
+    tune: bool = False,
 ) -> dict[str, Any]:
     """Load data, fit a private model and measure it; the work behind ``dperm fit``.
 
+    ``tune`` selects Λ privately (:func:`dperm.model_selection.tuning_search`):
+    ε and δ are then the budget of the whole search, and the result gains a
+    ``tuned`` key (the selected parameters, released by the search).
+
     ``progress`` shows a progress bar (on stderr) during the iterations of the
-    gradient-perturbation mechanisms.
+    gradient-perturbation mechanisms.  ``save`` writes the fitted model with
+    :func:`dperm.io.save` and its privacy statement to ``<save>.privacy.txt``.
 
     Returns
     -------
     dict
         The keys of ``dperm fit --json`` (see :data:`_FIT_KEYS`) plus
         ``metric`` ("accuracy" or "r2" for regression), ``delta_default``,
-        ``dp_event`` and ``alpha``.
+        ``dp_event``, ``alpha``, ``neighbouring`` (the relation ε and δ are
+        stated for: "replace-one") and ``outside_guarantee`` (the keys of
+        :data:`NON_PRIVATE_KEYS`: diagnostics computed from the training data
+        without noise, not covered by the privacy guarantee).
 
     Raises
     ------
@@ -164,6 +194,10 @@ def run_fit(
     from . import datasets
     from .utility import excess_empirical_risk, nonprivate_fit
 
+    if save is not None and not Path(save).parent.is_dir():  # fail before fitting
+        from .io import ModelFileError
+
+        raise ModelFileError(f"--save: folder {str(Path(save).parent)!r} does not exist")
     if csv is not None:
         if dataset is not None:
             raise InvalidPrivacyParameter("give either --dataset or --csv, not both")
@@ -191,14 +225,24 @@ def run_fit(
     }
     # optional estimator parameters: only passed when given, so the estimator's
     # own defaults (alpha="auto", penalty="l2", no constraint) stay in one place
-    if ds.task == "binary":  # the loaders map binary labels to the public set {−1, +1}
-        params["classes"] = [-1.0, 1.0]
+    if ds.task != "regression" and ds.classes is not None:
+        # the public label set of the schema: {−1, +1} for binary data (the loaders'
+        # encoding), 0..9 for MNIST; never read off y (a CSV's multi-class label set
+        # is, and the estimator then warns that it is not protected)
+        params["classes"] = list(ds.classes)
     for key, val in (("constraint", constraint), ("penalty", penalty), ("alpha", alpha)):
         if val is not None:
             params[key] = val
     est = _make_model(model, ds.task, params, ds.label_bound, constraint_radius)
     t0 = time.perf_counter()
-    est.fit(ds.X_train, ds.y_train)
+    tuned = None
+    if tune:  # private search; its dp_event_ covers every run (docs/model_selection.md)
+        from .model_selection import tuning_search
+
+        search = tuning_search(est).fit(ds.X_train, ds.y_train)
+        est, tuned = search.best_estimator_, search.best_params_
+    else:
+        est.fit(ds.X_train, ds.y_train)
     fit_seconds = time.perf_counter() - t0
     reference = nonprivate_fit(est, ds.X_train, ds.y_train)
     has_test = ds.X_test is not None and ds.n_test > 0
@@ -225,6 +269,11 @@ def run_fit(
         "delta_default": delta is None,
         "alpha": float(est.alpha_),
         "dp_event": est.dp_event_.to_dict(),
+        # the relation ε and δ are stated for (docs/neighbouring.md)
+        "neighbouring": est.neighbouring_,
+        # computed from the private training data without noise: for the data
+        # owner, outside the (ε, δ) guarantee (don't publish them)
+        "outside_guarantee": list(NON_PRIVATE_KEYS),
     }
     # what a gradient-perturbation fit ran with (issue #4): from the first
     # class's diagnostics (one-vs-rest fits share the schedule and the noise)
@@ -238,7 +287,30 @@ def run_fit(
     bound = bound_for_estimator(est, n)
     out["theoretical_bound"] = None if bound is None else float(bound.value)
     out["theoretical_bound_detail"] = None if bound is None else bound.to_dict()
+    if tuned is not None:
+        out["tuned"] = tuned
+    if save is not None:
+        out.update(_save_model(est, Path(save), bool(out.get("bounds_from_data"))))
     return out
+
+
+def _save_model(est, path: Path, bounds_from_data: bool = False) -> dict[str, str]:
+    """``dperm fit --save``: the model file and its privacy statement next to it."""
+    from .io import ModelFileError, save
+
+    if bounds_from_data:  # the statement must not claim public bounds
+        est.privacy_caveats_ = (
+            "bounds or category lists were read from the private data (--allow-data-bounds): "
+            "the preprocessing is data-dependent, so the (ε, δ) guarantee below does NOT hold "
+            "end to end",
+        )
+    statement_path = path.with_name(path.name + ".privacy.txt")
+    try:
+        save(est, path)
+        statement_path.write_text(est.privacy_statement(), encoding="utf-8")
+    except OSError as exc:
+        raise ModelFileError(f"--save: cannot write {str(path)!r}: {exc}") from None
+    return {"saved_model": str(path), "privacy_statement": str(statement_path)}
 
 
 def _print_fit_table(result: dict[str, Any]) -> None:
@@ -251,6 +323,7 @@ def _print_fit_table(result: dict[str, Any]) -> None:
         return "—" if v is None else format(v, spec)
 
     delta_note = " (default 1/n²)" if result["delta_default"] else ""
+    np_note = " (not private)"  # rows computed from the training data without noise
     table = Table(title="dperm fit", show_header=True, header_style="bold")
     table.add_column("quantity")
     table.add_column("value", justify="right")
@@ -263,9 +336,10 @@ def _print_fit_table(result: dict[str, Any]) -> None:
         ("mechanism", result["mechanism"]),
         ("ε spent", fmt(result["epsilon"], ".6g")),
         ("δ spent", fmt(result["delta"], ".3g") + delta_note),
+        ("neighbouring", result.get("neighbouring", "replace-one")),
         (f"test {metric}", fmt(result["test_accuracy"])),
-        (f"train {metric}", fmt(result["train_accuracy"])),
-        ("excess empirical risk", fmt(result["excess_empirical_risk"], ".4g")),
+        (f"train {metric}{np_note}", fmt(result["train_accuracy"])),
+        (f"excess empirical risk{np_note}", fmt(result["excess_empirical_risk"], ".4g")),
         (
             "theoretical bound"
             + (
@@ -275,7 +349,7 @@ def _print_fit_table(result: dict[str, Any]) -> None:
             ),
             fmt(result.get("theoretical_bound"), ".4g"),
         ),
-        (f"non-private test {metric}", fmt(result["nonprivate_test_accuracy"])),
+        (f"non-private test {metric}{np_note}", fmt(result["nonprivate_test_accuracy"])),
         *(
             (label, fmt(result.get(key), ".4g") if key != "accountant" else result[key])
             for key, label in (
@@ -286,8 +360,8 @@ def _print_fit_table(result: dict[str, Any]) -> None:
             )
             if result.get(key) is not None
         ),
-        ("rows clipped", str(result["n_clipped"])),
-        ("fit seconds", fmt(result["fit_seconds"], ".3f")),
+        (f"rows clipped{np_note}", str(result["n_clipped"])),
+        (f"fit seconds{np_note}", fmt(result["fit_seconds"], ".3f")),
     ]
     for k, v in rows:
         table.add_row(k, v)
@@ -344,7 +418,15 @@ def fit_command(
         typer.Option("--alpha", help="Regularization strength Λ (default: the public rule)."),
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the privacy noise.")] = None,
+    save: Annotated[
+        Path | None,
+        typer.Option("--save", help="Write the model (dperm.load) and PATH.privacy.txt."),
+    ] = None,
     json_output: _JsonOption = False,
+    tune: Annotated[
+        bool,
+        typer.Option("--tune", help="Select Λ privately; ε, δ cover the whole search."),
+    ] = False,
 ) -> None:
     """Fit a private model and report privacy spent and utility."""
     with _one_line_errors(), warnings.catch_warnings():
@@ -368,11 +450,16 @@ def fit_command(
             alpha=alpha,
             seed=seed,
             progress=not json_output,
+            save=save,
+            tune=tune,
         )
     if json_output:
         typer.echo(json.dumps({k: _json_safe(v) for k, v in result.items()}))
     else:
         _print_fit_table(result)
+        if save is not None:
+            typer.echo(Path(result["privacy_statement"]).read_text(encoding="utf-8"))
+            typer.echo(f"model saved to {result['saved_model']}")
 
 
 def _show_warning_one_line(message, category, filename, lineno, file=None, line=None):
@@ -491,26 +578,39 @@ def audit_cmd(
         str,
         typer.Option(
             "--mechanism",
-            help="Audit runner: objective, output, dp-gd, dp-sgd, amp, amp-nt, bolt-on, "
-            "gaussian, laplace, snapping, discrete-gaussian.",
+            help="Audit runner: objective, output, dp-gd, dp-gd-add-remove, dp-sgd, "
+            "dp-sgd-replace-one, estimator-dp-sgd, amp, amp-nt, bolt-on, gaussian, laplace, "
+            "snapping, discrete-gaussian.",
         ),
     ],
     epsilon: Annotated[float, typer.Option("--epsilon", help="Claimed ε.")],
     delta: Annotated[
         float | None, typer.Option("--delta", help="Claimed δ (default: the mechanism's).")
     ] = None,
-    runs: Annotated[int, typer.Option("--runs", help="Runs per neighbouring dataset.")] = 1000,
+    runs: Annotated[
+        int | None,
+        typer.Option("--runs", help="Runs per neighbouring dataset (default: the mechanism's)."),
+    ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the runs.")] = None,
     n_jobs: Annotated[
         int | None, typer.Option("--n-jobs", help="Worker processes (default: all cores).")
     ] = None,
     json_output: _JsonOption = False,
+    method: Annotated[
+        str | None,
+        typer.Option(
+            "--method",
+            help="gdp or clopper-pearson (default: gdp for Gaussian-noise mechanisms).",
+        ),
+    ] = None,
 ) -> None:
     """Empirical lower bound ε_LB on the ε a mechanism really spends (canary audit)."""
     with _one_line_errors():
         from ._cli_audit import audit_command, render
 
-        result = audit_command(mechanism, epsilon, delta, runs, seed, n_jobs, json_output)
+        result = audit_command(
+            mechanism, epsilon, delta, runs, seed, n_jobs, json_output, method=method
+        )
     typer.echo(render(result, json_output=json_output))
 
 

@@ -2,8 +2,10 @@
 
 Every loader in this module turns raw records into features with a map that is
 fixed *before* the data is seen: numeric columns are clipped to bounds written
-down from the dataset's documentation or from domain knowledge (or passed by
-the user) and scaled to ``[0, 1]``; categorical columns are one-hot encoded
+down from the dataset's documentation (or passed by the user) and scaled to
+``[0, 1]``, or — where no range is documented — mapped to ``[0, 1)`` by the
+constant-free ``x ↦ log1p(x)/(1 + log1p(x))`` (:class:`SquashedColumn`), which
+needs no bound at all; categorical columns are one-hot encoded
 against a category list from the same public schema.  No statistic of the
 private data (min, max, mean, std, the set of categories present) is ever
 computed at load time, unless the user explicitly opts into it
@@ -44,7 +46,7 @@ import math
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +70,7 @@ __all__ = [
     "Dataset",
     "NumericColumn",
     "Schema",
+    "SquashedColumn",
     "available_datasets",
     "load",
     "load_csv",
@@ -119,6 +122,12 @@ class Dataset:
     n_unknown_categories : int, default 0
         Number of (row, categorical column) cells whose value is not in the
         public category list; such cells are encoded as all-zero.
+    classes : tuple or None
+        The *public* label set of a classification task, to pass to the
+        estimators as ``classes=``: (−1.0, +1.0) for every binary task (the
+        loaders encode the positive class as +1), (0, …, 9) for MNIST.  None for
+        regression and for a multi-class CSV/svmlight file, whose label set was
+        read off the file (then the estimators warn that it is not protected).
     """
 
     name: str
@@ -132,6 +141,11 @@ class Dataset:
     label_bound: float | None
     description: str = field(repr=False)
     n_unknown_categories: int = 0
+    classes: tuple | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self.classes is None and self.task == "binary":
+            self.classes = (-1.0, 1.0)  # the encoding of every binary loader
 
     @property
     def n_features(self) -> int:
@@ -198,14 +212,8 @@ class NumericColumn:
         object.__setattr__(self, "lo", lo)
         object.__setattr__(self, "hi", hi)
 
-    def transform(self, values) -> np.ndarray:
-        """Map raw values (shape (n,)) to ``[0, 1]``.
-
-        Raises
-        ------
-        InvalidDataError
-            If a value is missing (NaN) or not numeric.
-        """
+    def _values(self, values) -> np.ndarray:
+        """The raw values as float64 (InvalidDataError when missing or not numeric)."""
         try:
             x = np.asarray(values, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -214,6 +222,17 @@ class NumericColumn:
             raise InvalidDataError(
                 f"column {self.name!r} has {int(np.isnan(x).sum())} missing value(s)"
             )
+        return x
+
+    def transform(self, values) -> np.ndarray:
+        """Map raw values (shape (n,)) to ``[0, 1]``.
+
+        Raises
+        ------
+        InvalidDataError
+            If a value is missing (NaN) or not numeric.
+        """
+        x = self._values(values)
         x = np.clip(x, self.lo, self.hi)
         if self.log:
             a, b = np.log1p(self.lo), np.log1p(self.hi)
@@ -221,6 +240,56 @@ class NumericColumn:
         else:
             z = (x - self.lo) / (self.hi - self.lo)
         # rounding must never leave [0, 1]: the public row bound relies on it
+        return np.clip(z, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class SquashedColumn(NumericColumn):
+    """A non-negative measurement with **no** public bound, mapped to ``[0, 1)`` by a
+    fixed function that needs no constant at all:
+
+        s(x) = L / (1 + L),   L = log1p(max(x, 0)).
+
+    s is increasing, s(0) = 0 and s(x) < 1 for every finite x (s(+∞) = 1), so the
+    feature lies in ``[0, 1]`` whatever the data — no bound is read off the data or written down
+    after looking at it — and it depends on the record's own value only.  The
+    logarithm keeps resolution over the many orders of magnitude such columns
+    span (e.g. 0.05 to 4000 in WDBC); the only assumption is the documented one
+    that the quantity is non-negative (a length, area, ratio, count, mass or
+    distance; a negative value is mapped like 0).
+
+    Parameters
+    ----------
+    name : str
+    source : str
+        Why the column is non-negative (documentation).
+    """
+
+    lo: float = 0.0
+    hi: float = math.inf
+    log: bool = True
+    source: str = ""
+
+    def __init__(self, name: str, source: str = ""):
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "lo", 0.0)
+        object.__setattr__(self, "hi", math.inf)
+        object.__setattr__(self, "log", True)
+        object.__setattr__(self, "source", source)
+
+    def transform(self, values) -> np.ndarray:
+        """Map raw values (shape (n,)) to ``[0, 1)`` with s (class docstring).
+
+        Raises
+        ------
+        InvalidDataError
+            If a value is missing (NaN) or not numeric.
+        """
+        x = self._values(values)
+        L = np.log1p(np.clip(x, 0.0, None))  # +inf ↦ inf ↦ s = nan: handled below
+        with np.errstate(invalid="ignore"):
+            z = L / (1.0 + L)
+        z[np.isinf(L)] = 1.0
         return np.clip(z, 0.0, 1.0)
 
 
@@ -323,7 +392,8 @@ class Schema:
         for c in self.columns:
             if isinstance(c, NumericColumn) and c.name in bounds:
                 lo, hi = _as_bound_pair(bounds[c.name], c.name)
-                c = replace(c, lo=lo, hi=hi, source="user-supplied bound")
+                log = c.log and not isinstance(c, SquashedColumn)
+                c = NumericColumn(c.name, lo, hi, log=log, source="user-supplied bound")
             cols.append(c)
         return Schema(tuple(cols))
 
@@ -391,30 +461,33 @@ def _cat(name, categories, source) -> CategoricalColumn:
 # --- breast cancer (UCI WDBC) ---------------------------------------------
 
 _WDBC_SOURCE = (
-    "hand-written generous upper bound (UCI WDBC documentation: cell-nucleus "
-    "measurements in pixels of the digitised FNA image; rounded-up order of magnitude)"
+    "UCI WDBC documentation (wdbc.names): a non-negative measurement of the cell nuclei "
+    "of the digitised FNA image (length, area, ratio or count); no published range, so "
+    "no bound: the constant-free map s(x) = log1p(x)/(1 + log1p(x))"
 )
-# (feature, upper bound); lower bound 0 for every feature (all are non-negative
-# lengths, areas, ratios or counts of the nucleus contour).
-_WDBC_UPPER = {
-    "radius": (30.0, 3.0, 40.0),
-    "texture": (40.0, 5.0, 50.0),
-    "perimeter": (200.0, 25.0, 300.0),  # ≈ 2π·radius
-    "area": (3000.0, 600.0, 5000.0),  # ≈ π·radius²
-    "smoothness": (0.2, 0.05, 0.25),
-    "compactness": (0.4, 0.15, 1.2),  # perimeter²/area − 1
-    "concavity": (0.5, 0.5, 1.5),
-    "concave points": (0.25, 0.1, 0.3),
-    "symmetry": (0.35, 0.1, 0.7),
-    "fractal dimension": (0.15, 0.05, 0.25),
-}
+#: the ten nucleus features of UCI WDBC (wdbc.names), each as mean, standard error
+#: and "worst" (mean of the three largest): 30 columns, all non-negative.  The
+#: earlier hand-written upper bounds sat 1.01–1.9× above the data maxima (they were
+#: read off the data) and were removed (issue #10): no bound is needed.
+_WDBC_FEATURES = (
+    "radius",
+    "texture",
+    "perimeter",
+    "area",
+    "smoothness",
+    "compactness",
+    "concavity",
+    "concave points",
+    "symmetry",
+    "fractal dimension",
+)
 
 
 def _wdbc_schema() -> Schema:
     cols = []
-    for prefix, k in (("mean {}", 0), ("{} error", 1), ("worst {}", 2)):
-        for feat, ups in _WDBC_UPPER.items():
-            cols.append(_num(prefix.format(feat), 0.0, ups[k], _WDBC_SOURCE))
+    for prefix in ("mean {}", "{} error", "worst {}"):
+        for feat in _WDBC_FEATURES:
+            cols.append(SquashedColumn(prefix.format(feat), _WDBC_SOURCE))
     return Schema(tuple(cols))
 
 
@@ -568,18 +641,24 @@ _CAL_LABEL_BOUND = 5.00001  # medianHouseValue censored at $500,001 (in units of
 
 # --- CASP ---------------------------------------------------------------------------
 
-_CASP_SRC = "hand-written order-of-magnitude bound (no published range table)"
+_CASP_SRC = (
+    "UCI CASP documentation: a non-negative physicochemical quantity with no published "
+    "range, so no bound: the constant-free map s(x) = log1p(x)/(1 + log1p(x))"
+)
+#: F3 is documented as a fraction (in [0, 1] by definition); the other eight columns
+#: have no documented range.  The earlier hand-written caps sat 1.2–1.9× above the
+#: data maxima (read off the data) and were removed (issue #10).
 _CASP_SCHEMA = Schema(
     (
-        _num("F1", 0, 50000, "total surface area (Å²); " + _CASP_SRC),
-        _num("F2", 0, 20000, "non-polar exposed area (Å²); " + _CASP_SRC),
-        _num("F3", 0, 1, "a fraction of area (UCI documentation)"),
-        _num("F4", 0, 500, "documented as a fractional area, stored on a ~100 scale; " + _CASP_SRC),
-        _num("F5", 0, 6e6, "mass-weighted exposed area; " + _CASP_SRC),
-        _num("F6", 0, 1000, "average deviation from standard exposed area; " + _CASP_SRC),
-        _num("F7", 0, 2e5, "Euclidean distance; log1p (heavy tail); " + _CASP_SRC, log=True),
-        _num("F8", 0, 500, "secondary-structure penalty (integer); " + _CASP_SRC),
-        _num("F9", 0, 100, "spatial distribution constraint (N,K value); " + _CASP_SRC),
+        SquashedColumn("F1", "total surface area (Å²); " + _CASP_SRC),
+        SquashedColumn("F2", "non-polar exposed area (Å²); " + _CASP_SRC),
+        _num("F3", 0, 1, "fractional area of exposed non-polar residue: a fraction (UCI)"),
+        SquashedColumn("F4", "fractional area of exposed non-polar residue part, ~100 scale"),
+        SquashedColumn("F5", "molecular-mass-weighted exposed area; " + _CASP_SRC),
+        SquashedColumn("F6", "average deviation from standard exposed area; " + _CASP_SRC),
+        SquashedColumn("F7", "Euclidean distance; " + _CASP_SRC),
+        SquashedColumn("F8", "secondary-structure penalty (integer); " + _CASP_SRC),
+        SquashedColumn("F9", "spatial distribution constraint (N,K value); " + _CASP_SRC),
     )
 )
 _CASP_LABEL_BOUND = 21.0  # RMSD in Å; UCI documentation: 0 ≤ RMSD < 21
@@ -808,7 +887,8 @@ def _center_unit_rows(X: np.ndarray) -> np.ndarray:
 
 def _norm_text(schema: Schema, normalize_rows) -> str:
     s = (
-        f"{schema.n_numeric} numeric columns scaled to [0, 1] with public bounds, "
+        f"{schema.n_numeric} numeric columns mapped to [0, 1] (public bounds, or the "
+        "constant-free map log1p(x)/(1 + log1p(x)) where no range is documented), "
         f"{schema.n_groups} one-hot groups with public category lists; "
         f"worst-case row norm √{schema.n_numeric + schema.n_groups}"
     )
@@ -825,17 +905,42 @@ def _norm_text(schema: Schema, normalize_rows) -> str:
 # ---------------------------------------------------------------------------
 
 
+def _public_rows_schema(frame, public_idx) -> Schema:
+    """The WDBC schema with each column's log1p bounds taken from a PUBLIC subset of
+    rows (``public_idx``) that is disjoint from the rows the private fit sees and from
+    the test rows.  The guarantee covers the training rows; the public rows are
+    treated as public data (the standard "public data for preprocessing" setting)
+    and are never passed to the estimator."""
+    cols = []
+    for c in _SCHEMAS["breast-cancer"].columns:
+        v = np.asarray(frame[c.name].to_numpy(dtype=np.float64)[public_idx])
+        lo, hi = max(float(v.min()), 0.0), float(v.max())
+        hi = hi if hi > lo else lo + 1.0
+        cols.append(NumericColumn(c.name, lo, hi, log=True, source="min/max over the public rows"))
+    return Schema(tuple(cols))
+
+
 def _load_breast_cancer(
-    data_home=None, *, normalize_rows=True, random_state=0, test_size=0.25, bounds=None
+    data_home=None,
+    *,
+    normalize_rows=True,
+    random_state=0,
+    test_size=0.25,
+    bounds=None,
+    public_fraction=0.1,
 ):
     from sklearn.datasets import load_breast_cancer
 
     test_size = _check_test_size(test_size)
-    schema = _SCHEMAS["breast-cancer"].with_bounds(bounds)
+    public_fraction = float(public_fraction)
+    if not 0.0 <= public_fraction < 1.0 - test_size:
+        raise InvalidPrivacyParameter(
+            f"public_fraction must be in [0, 1 − test_size), got {public_fraction!r}"
+        )
     # With only 427 training rows, dividing by the worst-case norm √30 leaves rows
-    # at ~1/3 of the bound (too little signal for ε ≈ 1); centering at the public
-    # midpoint and scaling each row to unit norm (a per-record map) uses the whole
-    # bound: at ε = 1 objective perturbation goes from ≈ 0.72 to ≈ 0.85 accuracy.
+    # at ~1/3 of the bound (too little signal for ε ≈ 1); centering at ½ (the midpoint
+    # of s's range [0, 1), a property of the function, not of the data) and scaling
+    # each row to unit norm (a per-record map) uses the whole bound.
     normalize_rows = "unit" if normalize_rows is True else normalize_rows
     raw = load_breast_cancer(as_frame=True)
     frame = raw.frame
@@ -843,12 +948,33 @@ def _load_breast_cancer(
     y = np.where(frame["target"].to_numpy() == 0, 1.0, -1.0)
     rng = check_random_state(random_state)
     tr, te = _split_indices(len(frame), test_size, rng, stratify=y)
+    if public_fraction > 0.0:
+        # a stratified public part of the non-test rows: its min/max give the
+        # log1p bounds; it is dropped from the training rows (never fitted on)
+        keep, pub = _split_indices(
+            tr.size, public_fraction / (1.0 - test_size), rng, stratify=y[tr]
+        )
+        tr, public_idx = tr[keep], tr[pub]
+        schema = _public_rows_schema(frame, public_idx).with_bounds(bounds)
+        scheme = (
+            f"Public schema: a stratified public_fraction={public_fraction} of the rows "
+            f"({public_idx.size} rows, disjoint from the training and test rows, never "
+            "fitted on) gives each column's log1p range; features are "
+            "(log1p(x) − log1p(lo))/(log1p(hi) − log1p(lo)) clipped to [0, 1]."
+        )
+    else:
+        schema = _SCHEMAS["breast-cancer"].with_bounds(bounds)
+        scheme = (
+            "Public schema: no bounds; each non-negative measurement x ↦ "
+            "log1p(x)/(1 + log1p(x)) ∈ [0, 1), a constant-free per-record map."
+        )
     desc = (
         "UCI Wisconsin Diagnostic Breast Cancer (WDBC) via sklearn.datasets.load_breast_cancer; "
         "569 rows, 30 features. Labels: malignant → +1, benign → −1. "
         f"Stratified random split, test_size={test_size}, random_state={random_state!r}. "
-        "Public schema: hand-written generous bounds [0, upper] per feature (see "
-        "docs/datasets.md). " + _norm_text(schema, normalize_rows)
+        + scheme
+        + " (see docs/datasets.md). "
+        + _norm_text(schema, normalize_rows)
     )
     return _finish_schema(
         "breast-cancer",
@@ -1019,6 +1145,7 @@ def _load_mnist(data_home=None, *, normalize_rows=True, random_state=0):
         row_norm_bound=1.0 if normalize_rows else math.sqrt(d),
         label_bound=None,
         description=desc,
+        classes=tuple(range(10)),  # the ten digits: public
     )
 
 
@@ -1201,8 +1328,9 @@ def _load_casp(data_home=None, *, normalize_rows=True, random_state=0, test_size
     y = frame[target].to_numpy()
     desc = (
         "UCI Physicochemical Properties of Protein Tertiary Structure (CASP), 45,730 rows; "
-        "regression target RMSD (Å), documented range [0, 21) → label_bound 21. Feature "
-        "bounds are hand-written order-of-magnitude caps (no published range table)."
+        "regression target RMSD (Å), documented range [0, 21) → label_bound 21. F3 is a "
+        "documented fraction in [0, 1]; the other columns have no published range and are "
+        "mapped x ↦ log1p(x)/(1 + log1p(x)) ∈ [0, 1) (constant-free, per record)."
     )
     return _regression_split(
         "casp",

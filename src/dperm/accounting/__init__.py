@@ -11,19 +11,19 @@ Accountants (all share :class:`Accountant`; build them by name with
   exact for identical (ε, δ) mechanisms);
 * ``"rdp"`` — :class:`RdpAccountant` (Rényi DP / moments accountant);
 * ``"pld"`` — :class:`PldAccountant` (privacy loss distributions, via
-  dp-accounting).
+  dp-accounting);
+* ``"auto"`` — :class:`AutoAccountant` (the above in parallel; the smallest
+  valid ε of those that accepted the whole history; the Ledger's default).
+
+Every accountant accounts one neighbouring relation (``neighbouring=``,
+default ``"replace-one"``); see :mod:`dperm.accounting.events` and
+:mod:`dperm.accounting.base`.
 
 See ``docs/accounting.md`` for the events each one supports.
 """
 
-from .base import (
-    ACCOUNTANT_NAMES,
-    Accountant,
-    accountant_factory,
-    delta_spent,
-    epsilon_spent,
-    get_accountant,
-)
+from .auto import AUTO_METHODS, AutoAccountant
+from .base import Accountant, Conversion
 from .calibrate import SAMPLING_SCHEMES, calibrate_gaussian, calibrate_noise
 from .composition import (
     AdvancedCompositionAccountant,
@@ -32,6 +32,9 @@ from .composition import (
     kov_optimal_delta,
 )
 from .events import (
+    ADD_REMOVE,
+    NEIGHBOURING_RELATIONS,
+    REPLACE_ONE,
     Composed,
     DpEvent,
     EpsilonDelta,
@@ -43,8 +46,10 @@ from .events import (
     PureEpsilon,
     SampledWithoutReplacement,
     SelfComposed,
+    check_neighbouring,
     event_from_dict,
     event_from_json,
+    to_replace_one,
 )
 from .gaussian import (
     analytic_gaussian_noise_multiplier,
@@ -61,15 +66,28 @@ from .rdp import (
     rdp_to_delta,
     rdp_to_epsilon,
 )
+from .registry import (
+    ACCOUNTANT_NAMES,
+    accountant_factory,
+    delta_spent,
+    epsilon_spent,
+    get_accountant,
+)
 
 __all__ = [
     "ACCOUNTANT_NAMES",
+    "ADD_REMOVE",
+    "AUTO_METHODS",
     "DEFAULT_ORDERS",
+    "NEIGHBOURING_RELATIONS",
+    "REPLACE_ONE",
     "SAMPLING_SCHEMES",
     "Accountant",
     "AdvancedCompositionAccountant",
+    "AutoAccountant",
     "BasicCompositionAccountant",
     "Composed",
+    "Conversion",
     "DpEvent",
     "EpsilonDelta",
     "Gaussian",
@@ -89,6 +107,7 @@ __all__ = [
     "analytic_gaussian_noise_multiplier",
     "calibrate_gaussian",
     "calibrate_noise",
+    "check_neighbouring",
     "classical_gaussian_noise_multiplier",
     "compute_rdp",
     "delta_spent",
@@ -101,4 +120,5 @@ __all__ = [
     "kov_optimal_delta",
     "rdp_to_delta",
     "rdp_to_epsilon",
+    "to_replace_one",
 ]

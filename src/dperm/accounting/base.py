@@ -18,33 +18,66 @@ state) and :meth:`Accountant._commit` (add the prepared cost to the state),
 plus the two conversions :meth:`Accountant._epsilon` and :meth:`Accountant._delta`.
 This split is what guarantees that a refused event leaves the accountant
 unchanged.
+
+Neighbouring relations.  Every accountant accounts for one relation,
+``neighbouring`` (``"replace-one"`` by default, or ``"add-remove"``), given to
+its constructor and part of :meth:`Accountant.get_config`.  An event of the
+same relation is composed as it is.  An add/remove event composed into a
+replace-one accountant is first converted with
+:func:`~dperm.accounting.events.to_replace_one` (sound, see its proof); the
+accountant keeps the *converted* event in :attr:`Accountant.events` and lists
+each conversion in :attr:`Accountant.conversions`.  A replace-one event
+composed into an add/remove accountant is refused with
+:class:`~dperm.exceptions.UnsupportedEventError` before any state change: a
+replace-one guarantee says nothing about datasets of different sizes.
+Events that spend nothing (``NoOp``) compose with either relation.
+
+The factory functions (:func:`~dperm.accounting.get_accountant`,
+:func:`~dperm.accounting.epsilon_spent`, …) live in
+:mod:`dperm.accounting.registry`, which imports the concrete accountants;
+this module imports none of them.
 """
 
 from __future__ import annotations
 
 import abc
 import copy
+import dataclasses
 import math
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from .._validation import check_count, check_delta, check_nonnegative
-from ..exceptions import InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
-from .events import DpEvent, SelfComposed
+from ..exceptions import UnsupportedEventError
+from .events import (
+    ADD_REMOVE,
+    REPLACE_ONE,
+    DpEvent,
+    SelfComposed,
+    check_neighbouring,
+    is_neutral,
+    to_replace_one,
+)
 
-__all__ = [
-    "ACCOUNTANT_NAMES",
-    "Accountant",
-    "accountant_factory",
-    "delta_spent",
-    "epsilon_spent",
-    "get_accountant",
-]
+__all__ = ["Accountant", "Conversion"]
 
-_REGISTRY: dict[str, type[Accountant]] = {}
 
-#: Names accepted by :func:`get_accountant`.
-ACCOUNTANT_NAMES = ("basic", "advanced", "optimal", "rdp", "pld")
+@dataclasses.dataclass(frozen=True)
+class Conversion:
+    """An add/remove event an accountant converted to replace-one.
+
+    Attributes
+    ----------
+    original : DpEvent
+        The event as composed (``neighbouring == "add-remove"``).
+    converted : DpEvent
+        ``to_replace_one(original)``, the event actually accounted.
+    count : int
+        How many times it was composed.
+    """
+
+    original: DpEvent
+    converted: DpEvent
+    count: int
 
 
 class Accountant(abc.ABC):
@@ -54,17 +87,38 @@ class Accountant(abc.ABC):
     ----------
     name : str
         The name under which :func:`dperm.accounting.get_accountant` builds it.
+    neighbouring : str
+        The relation the certified (ε, δ) is for: ``"replace-one"`` or
+        ``"add-remove"`` (see the module docstring).
+
+    Parameters
+    ----------
+    neighbouring : str, default "replace-one"
+        Validated with :func:`~dperm.accounting.events.check_neighbouring`.
     """
 
     name: ClassVar[str] = "abstract"
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if cls.name in ACCOUNTANT_NAMES:  # the concrete accountants of this package
-            _REGISTRY[cls.name] = cls
-
-    def __init__(self) -> None:
+    def __init__(self, neighbouring: str = REPLACE_ONE) -> None:
+        self.neighbouring = check_neighbouring(neighbouring)
         self._history: list[DpEvent] = []
+        self._conversions: list[Conversion] = []
+
+    def _admit(self, event: DpEvent) -> tuple[DpEvent, bool]:
+        """(event to account, whether it was converted); refuses a wrong relation.
+
+        Pure: raises before any state change.
+        """
+        if is_neutral(event) or event.neighbouring == self.neighbouring:
+            return event, False
+        if self.neighbouring == REPLACE_ONE:  # add/remove → replace-one is sound
+            return to_replace_one(event), True
+        raise UnsupportedEventError(
+            f"{type(self).__name__} accounts {ADD_REMOVE!r} neighbours, but {event!r} is "
+            f"stated for {event.neighbouring!r}: a replace-one guarantee does not imply an "
+            "add/remove one (the mechanism may depend on the dataset size); account it with "
+            "neighbouring='replace-one'"
+        )
 
     # ------------------------------------------------------------------ API
     def supports(self, event: DpEvent) -> bool:
@@ -79,12 +133,13 @@ class Accountant(abc.ABC):
         bool
             ``False`` for events the accountant cannot account (and, for the
             homogeneous accountants, for events that would break homogeneity
-            with what was already composed).
+            with what was already composed, and for replace-one events in an
+            add/remove accountant).
         """
         if not isinstance(event, DpEvent):
             return False
         try:
-            self._prepare(event, 1)
+            self._prepare(self._admit(event)[0], 1)
         except UnsupportedEventError:
             return False
         return True
@@ -102,10 +157,18 @@ class Accountant(abc.ABC):
         -------
         self
 
+        Notes
+        -----
+        An add/remove event in a replace-one accountant is converted with
+        :func:`~dperm.accounting.events.to_replace_one`; the converted event is
+        what :attr:`events` holds, and the conversion is listed in
+        :attr:`conversions`.
+
         Raises
         ------
         UnsupportedEventError
-            If the event cannot be accounted; the accountant is unchanged.
+            If the event cannot be accounted, or is a replace-one event in an
+            add/remove accountant; the accountant is unchanged.
         InvalidPrivacyParameter
             If ``count`` is not an integer ≥ 0.
         """
@@ -115,9 +178,12 @@ class Accountant(abc.ABC):
                 f"{type(event).__name__}: {event!r}"
             )
         count = check_count(count, "count", minimum=0)
-        prepared = self._prepare(event, count)  # raises before any state change
+        admitted, converted = self._admit(event)  # raises before any state change
+        prepared = self._prepare(admitted, count)  # raises before any state change
         self._commit(prepared, count)
-        self._history.append(event if count == 1 else SelfComposed(event, count))
+        self._history.append(admitted if count == 1 else SelfComposed(admitted, count))
+        if converted:
+            self._conversions.append(Conversion(event, admitted, count))
         return self
 
     def get_epsilon(self, delta: float) -> float:
@@ -174,13 +240,20 @@ class Accountant(abc.ABC):
 
     @property
     def events(self) -> tuple[DpEvent, ...]:
-        """The events composed so far, in order (``count`` > 1 as :class:`SelfComposed`)."""
+        """The events accounted so far, in order (``count`` > 1 as
+        :class:`SelfComposed`; converted events in their replace-one form)."""
         return tuple(self._history)
+
+    @property
+    def conversions(self) -> tuple[Conversion, ...]:
+        """The add/remove events converted to replace-one so far, in order."""
+        return tuple(self._conversions)
 
     def get_config(self) -> dict[str, Any]:
         """Keyword arguments that rebuild an empty accountant of the same kind
-        with :func:`dperm.accounting.get_accountant` (JSON-compatible)."""
-        return {}
+        with :func:`dperm.accounting.get_accountant` (JSON-compatible); always
+        includes ``neighbouring``."""
+        return {"neighbouring": self.neighbouring}
 
     def __repr__(self) -> str:
         cfg = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
@@ -202,126 +275,3 @@ class Accountant(abc.ABC):
     @abc.abstractmethod
     def _delta(self, epsilon: float) -> float:
         """δ certified at a validated ``epsilon``."""
-
-
-# ------------------------------------------------------------------ factory
-def _load_all() -> None:
-    # importing the modules registers the concrete accountants
-    from . import composition, pld, rdp  # noqa: F401
-
-
-def get_accountant(name: str, **kwargs: Any) -> Accountant:
-    """Build an empty accountant by name.
-
-    Parameters
-    ----------
-    name : {"basic", "advanced", "optimal", "rdp", "pld"}
-        Case-insensitive.
-    **kwargs
-        Passed to the accountant's constructor (e.g. ``orders=``,
-        ``conversion=`` for ``"rdp"``, ``bound=`` for ``"advanced"``,
-        ``value_discretization_interval=`` for ``"pld"``).
-
-    Returns
-    -------
-    Accountant
-
-    Raises
-    ------
-    UnknownNameError
-        If ``name`` is not one of the names above.
-    """
-    if not isinstance(name, str) or name.strip().lower() not in ACCOUNTANT_NAMES:
-        raise UnknownNameError(
-            f"unknown accountant {name!r}; expected one of {', '.join(ACCOUNTANT_NAMES)}"
-        )
-    _load_all()
-    return _REGISTRY[name.strip().lower()](**kwargs)
-
-
-def accountant_factory(
-    spec: str | Accountant | Callable[[], Accountant],
-) -> Callable[[], Accountant]:
-    """A zero-argument callable returning a fresh accountant for ``spec``.
-
-    Parameters
-    ----------
-    spec : str, Accountant or callable
-        A name for :func:`get_accountant`; an :class:`Accountant` instance
-        (each call returns a copy of it, *including* what it already
-        composed); or a callable (e.g. a class) returning an Accountant.
-
-    Raises
-    ------
-    UnknownNameError
-        For an unknown name.
-    InvalidPrivacyParameter
-        For anything else.
-    """
-    if isinstance(spec, str):
-        get_accountant(spec)  # validate the name now
-        return lambda: get_accountant(spec)
-    if isinstance(spec, Accountant):
-        return spec.copy
-    if callable(spec):
-
-        def build() -> Accountant:
-            acc = spec()
-            if not isinstance(acc, Accountant):
-                raise InvalidPrivacyParameter(
-                    f"accountant factory {spec!r} returned {type(acc).__name__}, not an Accountant"
-                )
-            return acc
-
-        return build
-    raise InvalidPrivacyParameter(
-        f"accountant must be a name, an Accountant or a factory, got {type(spec).__name__}: "
-        f"{spec!r}"
-    )
-
-
-def epsilon_spent(
-    event: DpEvent, delta: float, accountant: str | Accountant | Callable[[], Accountant] = "rdp"
-) -> float:
-    """ε of ``event`` at ``delta`` under a fresh accountant.
-
-    Parameters
-    ----------
-    event : DpEvent
-    delta : float
-        In [0, 1).
-    accountant : str, Accountant or factory, default "rdp"
-        See :func:`accountant_factory`.
-
-    Returns
-    -------
-    float
-        ε ≥ 0 (∞ if nothing finite can be certified).
-
-    Raises
-    ------
-    UnsupportedEventError, InvalidPrivacyParameter, UnknownNameError
-    """
-    acc = accountant_factory(accountant)()
-    return acc.compose(event).get_epsilon(delta)
-
-
-def delta_spent(
-    event: DpEvent, epsilon: float, accountant: str | Accountant | Callable[[], Accountant] = "rdp"
-) -> float:
-    """δ of ``event`` at ``epsilon`` under a fresh accountant.
-
-    Parameters
-    ----------
-    event : DpEvent
-    epsilon : float
-        ε ≥ 0.
-    accountant : str, Accountant or factory, default "rdp"
-
-    Returns
-    -------
-    float
-        δ in [0, 1].
-    """
-    acc = accountant_factory(accountant)()
-    return acc.compose(event).get_delta(epsilon)

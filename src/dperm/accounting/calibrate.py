@@ -27,8 +27,18 @@ from .._validation import (
     check_probability,
 )
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError
-from .base import Accountant, accountant_factory
-from .events import DpEvent, Gaussian, PoissonSampled, SampledWithoutReplacement, SelfComposed
+from .base import Accountant
+from .events import (
+    ADD_REMOVE,
+    REPLACE_ONE,
+    DpEvent,
+    Gaussian,
+    PoissonSampled,
+    SampledWithoutReplacement,
+    SelfComposed,
+    check_neighbouring,
+)
+from .registry import accountant_factory
 
 __all__ = ["SAMPLING_SCHEMES", "calibrate_gaussian", "calibrate_noise", "sample_size_from_rate"]
 
@@ -45,6 +55,7 @@ def calibrate_noise(
     delta: float,
     *,
     accountant: str | Accountant | Callable[[], Accountant] = "rdp",
+    neighbouring: str | None = None,
     lower: float | None = None,
     upper: float | None = None,
     rtol: float = 1e-4,
@@ -64,6 +75,14 @@ def calibrate_noise(
         A name for :func:`~dperm.accounting.get_accountant`, an accountant
         instance (copied, so what it already composed is included — useful to
         calibrate what is left of a budget) or a factory.
+    neighbouring : {"replace-one", "add-remove"}, optional
+        The relation the target (ε, δ) is for, i.e. of the accountants built
+        from a name.  Default: the relation of the events ``make_event``
+        builds (an instance or factory keeps its own relation, and
+        ``neighbouring`` is then checked against it).  An add/remove event
+        calibrated for replace-one is converted soundly (see
+        :func:`~dperm.accounting.events.to_replace_one`); a replace-one event
+        for add/remove is refused.
     lower, upper : float, optional
         Search interval for x (> 0).  The search starts at ``lower`` (default
         1) and moves geometrically (factor 4) down to 1e-8 while the target is
@@ -105,7 +124,19 @@ def calibrate_noise(
         upper = check_positive(upper, "upper")
     if lower is not None and upper is not None and lower >= upper:
         raise InvalidPrivacyParameter(f"need lower < upper, got lower={lower}, upper={upper}")
-    factory = accountant_factory(accountant)
+    # --- where the search starts: `lower`, or 1 (below `upper`)
+    if lower is not None:
+        x0 = lower
+    elif upper is not None:
+        x0 = min(1.0, upper / 2.0)
+    else:
+        x0 = 1.0
+    if neighbouring is None and isinstance(accountant, str):
+        probe = make_event(x0)  # the relation of the events to calibrate
+        if not isinstance(probe, DpEvent):
+            raise InvalidPrivacyParameter(f"make_event must return a DpEvent, got {probe!r}")
+        neighbouring = probe.neighbouring
+    factory = accountant_factory(accountant, neighbouring=neighbouring)
     target = f"(epsilon={eps_target:g}, delta={delta:g})"
 
     cache: dict[float, float] = {}
@@ -125,13 +156,7 @@ def calibrate_noise(
     def meets(x: float) -> bool:
         return eps_at(x) <= eps_target
 
-    # --- bracket: start at `lower` (or 1), shrink while certified, grow while not
-    if lower is not None:
-        x0 = lower
-    elif upper is not None:
-        x0 = min(1.0, upper / 2.0)
-    else:
-        x0 = 1.0
+    # --- bracket: start at x0, shrink while certified, grow while not
     if meets(x0):
         if lower is not None:
             return x0
@@ -188,15 +213,18 @@ def calibrate_gaussian(
     sampling: str = "poisson",
     population_size: int | None = None,
     rtol: float = 1e-4,
+    neighbouring: str | None = None,
 ) -> float:
     """Noise multiplier σ for ``steps`` (subsampled) Gaussian releases within (ε, δ).
 
-    The event is ``SelfComposed(PoissonSampled(q, Gaussian(σ)), steps)``
-    (add/remove-one neighbours; DP-SGD) or, with
-    ``sampling="without_replacement"``,
+    The event is ``SelfComposed(PoissonSampled(q, Gaussian(σ, rel)), steps)``
+    (DP-SGD) or, with ``sampling="without_replacement"``,
     ``SelfComposed(SampledWithoutReplacement(m, n, Gaussian(σ)), steps)``
     with n = ``population_size`` and m = q·n (replace-one neighbours); with
-    q = 1 it is ``SelfComposed(Gaussian(σ), steps)`` (DP-GD).
+    q = 1 it is ``SelfComposed(Gaussian(σ, rel), steps)`` (DP-GD).  σ is
+    relative to the sensitivity under ``rel`` (for a clipped sum with
+    per-record bound C: C under add/remove, 2C under replace-one; see
+    :class:`~dperm.accounting.events.PoissonSampled`).
 
     Parameters
     ----------
@@ -214,12 +242,18 @@ def calibrate_gaussian(
         Required for ``"without_replacement"``; q·n must be an integer.
     rtol : float, default 1e-4
         Relative tolerance on σ (see :func:`calibrate_noise`).
+    neighbouring : {"add-remove", "replace-one"}, optional
+        The relation ``rel``.  Default: ``"add-remove"`` for Poisson sampling
+        (and q = 1), as before relations were recorded; ``"replace-one"``
+        (the only one allowed) for sampling without replacement.  A
+        replace-one Poisson run needs an accountant that has its PLD
+        (``accountant="pld"`` or ``"auto"``; the RDP accountant refuses it).
 
     Returns
     -------
     float
-        σ (noise standard deviation per unit ℓ2 sensitivity) that the
-        accountant certifies.
+        σ (noise standard deviation per unit ℓ2 sensitivity under ``rel``)
+        that the accountant certifies.
 
     Raises
     ------
@@ -234,11 +268,21 @@ def calibrate_gaussian(
     q = check_probability(sampling_rate, "sampling_rate")
     if sampling not in SAMPLING_SCHEMES:
         raise UnknownNameError(f"sampling must be one of {SAMPLING_SCHEMES}, got {sampling!r}")
-    if sampling == "poisson" or (q == 1.0 and population_size is None):
+    poisson = sampling == "poisson" or (q == 1.0 and population_size is None)
+    if neighbouring is not None:
+        rel = check_neighbouring(neighbouring)
+    else:
+        rel = ADD_REMOVE if poisson else REPLACE_ONE
+    if not poisson and rel != REPLACE_ONE:
+        raise InvalidPrivacyParameter(
+            "sampling='without_replacement' is accounted for replace-one neighbours only "
+            f"(Wang, Balle, Kasiviswanathan 2019), got neighbouring={neighbouring!r}"
+        )
+    if poisson:
 
         def make_event(sigma: float) -> DpEvent:
-            step: DpEvent = Gaussian(sigma) if q == 1.0 else PoissonSampled(q, Gaussian(sigma))
-            return SelfComposed(step, steps)
+            g = Gaussian(sigma, neighbouring=rel)
+            return SelfComposed(g if q == 1.0 else PoissonSampled(q, g), steps)
 
     else:
         if population_size is None:
@@ -251,7 +295,11 @@ def calibrate_gaussian(
         def make_event(sigma: float) -> DpEvent:
             return SelfComposed(SampledWithoutReplacement(m, n, Gaussian(sigma)), steps)
 
-    return calibrate_noise(make_event, epsilon, delta, accountant=accountant, rtol=rtol)
+    # an accountant instance/factory keeps its own relation unless one was asked for
+    acc_rel = rel if neighbouring is not None or isinstance(accountant, str) else None
+    return calibrate_noise(
+        make_event, epsilon, delta, accountant=accountant, neighbouring=acc_rel, rtol=rtol
+    )
 
 
 def sample_size_from_rate(sampling_rate: float, population_size: int) -> int:

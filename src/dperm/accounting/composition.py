@@ -19,6 +19,11 @@ event                        atoms
 ``Gaussian``                 refused: not an (ε, δ) event by itself
 ===========================  ===============================================
 
+Atoms are stated for the accountant's relation (``neighbouring=``, default
+replace-one; add/remove events are converted first, see
+:mod:`dperm.accounting.base`); the composition theorems below hold for any
+fixed neighbouring relation.
+
 The Gaussian mechanism has an (ε, δ) guarantee only once δ is fixed; use the
 ``"rdp"`` or ``"pld"`` accountant for it, or convert it explicitly with
 :func:`dperm.accounting.gaussian_delta` into an ``EpsilonDelta`` event.
@@ -40,6 +45,7 @@ from scipy.special import gammaln, logsumexp
 from ..exceptions import UnknownNameError, UnsupportedEventError
 from .base import Accountant
 from .events import (
+    REPLACE_ONE,
     Composed,
     DpEvent,
     EpsilonDelta,
@@ -200,8 +206,8 @@ class BasicCompositionAccountant(Accountant):
 
     name = "basic"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, neighbouring: str = REPLACE_ONE) -> None:
+        super().__init__(neighbouring)
         self._eps_frac = Fraction(0)
         self._delta_frac = Fraction(0)
         self._nonprivate = False
@@ -302,15 +308,15 @@ class AdvancedCompositionAccountant(Accountant):
     name = "advanced"
     _BOUNDS = ("kov", "dwork_roth")
 
-    def __init__(self, bound: str = "kov") -> None:
-        super().__init__()
+    def __init__(self, bound: str = "kov", *, neighbouring: str = REPLACE_ONE) -> None:
+        super().__init__(neighbouring)
         if bound not in self._BOUNDS:
             raise UnknownNameError(f"bound must be one of {self._BOUNDS}, got {bound!r}")
         self.bound = bound
         self._atoms: Counter[Atom] = Counter()
 
     def get_config(self) -> dict[str, Any]:
-        return {"bound": self.bound}
+        return {**super().get_config(), "bound": self.bound}
 
     def _prepare(self, event: DpEvent, count: int) -> Counter[Atom]:
         atoms = approx_dp_atoms(event)
@@ -503,8 +509,8 @@ class OptimalCompositionAccountant(Accountant):
 
     name = "optimal"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, neighbouring: str = REPLACE_ONE) -> None:
+        super().__init__(neighbouring)
         self._atoms: Counter[Atom] = Counter()
 
     def _prepare(self, event: DpEvent, count: int) -> Counter[Atom]:

@@ -1,4 +1,21 @@
-"""A privacy budget ledger: record what every fit spent and refuse overspending."""
+"""A privacy budget ledger: record what every fit spent and refuse overspending.
+
+The default ledger uses the ``"auto"`` accountant
+(:class:`~dperm.accounting.auto.AutoAccountant`): the PLD, RDP and composition
+accountants run in parallel, each dropping out the first time it cannot
+account an event, and the ledger reports the smallest ε among those that
+accepted the whole history — each is a valid upper bound, so their minimum
+is too — and which one certified it (:attr:`Ledger.certified_by`).  It
+accepts every event dperm emits (``PureEpsilon``, ``EpsilonDelta``,
+``Gaussian``, ``Laplace``, Poisson-subsampled Gaussians of either relation,
+``SampledWithoutReplacement``, and compositions of these), so one ledger can
+hold, e.g., an objective-perturbation fit and a DP-SGD fit.
+
+A ledger accounts one neighbouring relation (``neighbouring=``, default
+replace-one).  Add/remove events spent into a replace-one ledger are
+converted soundly (:func:`~dperm.accounting.events.to_replace_one`) and the
+entry records it; replace-one events are refused by an add/remove ledger.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +26,51 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._validation import check_delta, check_epsilon
-from ..exceptions import BudgetExceededError, DataFileNotFoundError, InvalidPrivacyParameter
-from .base import Accountant, accountant_factory, get_accountant
-from .events import DpEvent, event_from_dict
+from ..exceptions import (
+    BudgetExceededError,
+    DataFileNotFoundError,
+    InvalidPrivacyParameter,
+    UnsupportedEventError,
+)
+from .auto import AutoAccountant
+from .base import Accountant
+from .events import DpEvent, check_neighbouring, event_from_dict
+from .registry import accountant_factory, get_accountant
 
 __all__ = ["Ledger", "LedgerEntry"]
 
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 2: neighbouring relations; version-1 files still load
 
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One recorded spend: the event and an optional label."""
+    """One recorded spend.
+
+    Attributes
+    ----------
+    event : DpEvent
+        The event as spent.
+    label : str or None
+        A note (e.g. the estimator and dataset).
+    accounted : DpEvent or None
+        The replace-one event actually accounted when ``event`` was an
+        add/remove event converted by
+        :func:`~dperm.accounting.events.to_replace_one`; ``None`` otherwise.
+    """
 
     event: DpEvent
     label: str | None = None
+    accounted: DpEvent | None = None
+
+    @property
+    def neighbouring(self) -> str:
+        """The relation the event was stated for (before any conversion)."""
+        return self.event.neighbouring
+
+    @property
+    def converted(self) -> bool:
+        """Whether the event was converted to replace-one to be accounted."""
+        return self.accounted is not None
 
 
 class Ledger:
@@ -39,27 +86,35 @@ class Ledger:
     epsilon : float
         Total ε budget, > 0 and finite.
     delta : float
-        Total δ budget in [0, 1) (0 for pure-DP budgets with the ``"basic"``,
-        ``"advanced"``, ``"optimal"`` or ``"rdp"`` accountants).
-    accountant : str or Accountant, default "rdp"
-        An accountant name (see :func:`~dperm.accounting.get_accountant`) or an
-        *empty* accountant instance (its configuration is saved by
-        :meth:`save`).
+        Total δ budget in [0, 1) (0 for pure-DP budgets).
+    accountant : str, Accountant or callable, default "auto"
+        An accountant name (see :func:`~dperm.accounting.get_accountant`;
+        ``"auto"`` keeps all of them in parallel and reports the smallest valid
+        ε), an *empty* accountant instance (its configuration is saved by
+        :meth:`save`) or a factory.
+    neighbouring : {"replace-one", "add-remove"}, optional
+        The relation the budget is for.  Default: replace-one for an
+        accountant name; an instance keeps its own relation (a different
+        ``neighbouring`` is refused).
 
     Raises
     ------
     InvalidPrivacyParameter
-        For an invalid budget, or an accountant instance that already holds
-        events.
+        For an invalid budget or relation, or an accountant instance that
+        already holds events or accounts another relation.
     UnknownNameError
         For an unknown accountant name.
 
     Examples
     --------
-    >>> from dperm.accounting import Ledger, PoissonSampled, Gaussian, SelfComposed
+    >>> from dperm.accounting import EpsilonDelta, Gaussian, Ledger, PoissonSampled, SelfComposed
     >>> ledger = Ledger(epsilon=3.0, delta=1e-5)
-    >>> eps = ledger.spend(SelfComposed(PoissonSampled(0.01, Gaussian(1.0)), 1000), "dp-sgd")
-    >>> round(ledger.remaining_epsilon(), 3) == round(3.0 - eps, 3)
+    >>> sgd = SelfComposed(PoissonSampled(0.01, Gaussian(0.6)), 1000)  # replace-one DP-SGD
+    >>> eps = ledger.spend(sgd, "dp-sgd")
+    >>> ledger.certified_by
+    'pld'
+    >>> total = ledger.spend(EpsilonDelta(0.5, 1e-6), "objective perturbation")
+    >>> total <= 3.0 and ledger.neighbouring == "replace-one"
     True
     """
 
@@ -67,11 +122,15 @@ class Ledger:
         self,
         epsilon: float,
         delta: float,
-        accountant: str | Accountant | Callable[[], Accountant] = "rdp",
+        accountant: str | Accountant | Callable[[], Accountant] = "auto",
+        *,
+        neighbouring: str | None = None,
     ) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta, allow_zero=True)
-        acc = accountant_factory(accountant)()
+        if neighbouring is not None:
+            neighbouring = check_neighbouring(neighbouring)
+        acc = accountant_factory(accountant, neighbouring=neighbouring)()
         if acc.events:
             raise InvalidPrivacyParameter(
                 f"the ledger's accountant must be empty, got one holding {len(acc.events)} event(s)"
@@ -80,6 +139,11 @@ class Ledger:
         self._entries: list[LedgerEntry] = []
 
     # ------------------------------------------------------------------ API
+    @property
+    def neighbouring(self) -> str:
+        """The relation the budget and every reported ε are for."""
+        return self._acc.neighbouring
+
     @property
     def accountant(self) -> Accountant:
         """A copy of the ledger's accountant with everything spent so far."""
@@ -92,10 +156,24 @@ class Ledger:
 
     @property
     def events(self) -> tuple[DpEvent, ...]:
-        """The recorded events, in order."""
+        """The recorded events, in order (as spent, before any conversion)."""
         return tuple(e.event for e in self._entries)
 
+    @property
+    def certified_by(self) -> str:
+        """The accountant (method) that certifies the ε reported by :meth:`spent`.
+
+        For the ``"auto"`` accountant, the method with the smallest ε at the
+        ledger's δ (``"pld"``, ``"rdp"``, ``"optimal"``, ``"advanced"``,
+        ``"basic"`` or ``"split"``); otherwise the accountant's name.
+        """
+        if isinstance(self._acc, AutoAccountant):
+            return self._acc.best_method(self.delta)[0]
+        return self._acc.name
+
     def _would_spend(self, event: DpEvent) -> tuple[Accountant, float]:
+        if not isinstance(event, DpEvent):
+            raise UnsupportedEventError(f"a Ledger spends DpEvents, got {event!r}")
         trial = self._acc.copy()
         trial.compose(event)  # UnsupportedEventError propagates, nothing changed
         return trial, trial.get_epsilon(self.delta)
@@ -122,7 +200,8 @@ class Ledger:
         Returns
         -------
         float
-            The total ε spent after this event, at the ledger's δ.
+            The total ε spent after this event, at the ledger's δ, for the
+            ledger's relation.
 
         Raises
         ------
@@ -130,7 +209,8 @@ class Ledger:
             If the total ε would exceed the budget; the message gives the
             would-be ε and nothing is recorded.
         UnsupportedEventError
-            If the accountant cannot account ``event``; nothing is recorded.
+            If the accountant cannot account ``event`` (or it is a replace-one
+            event in an add/remove ledger); nothing is recorded.
         """
         if label is not None and not isinstance(label, str):
             raise InvalidPrivacyParameter(f"label must be a string or None, got {label!r}")
@@ -138,12 +218,18 @@ class Ledger:
         if not eps <= self.epsilon:
             raise BudgetExceededError(
                 f"spending {event!r} would bring the total to epsilon={eps:.6g} at "
-                f"delta={self.delta:g}, above the budget epsilon={self.epsilon:g} "
-                f"(already spent {self.spent()[0]:.6g}); nothing was recorded"
+                f"delta={self.delta:g} ({self.neighbouring}), above the budget "
+                f"epsilon={self.epsilon:g} (already spent {self.spent()[0]:.6g}); "
+                "nothing was recorded"
             )
-        self._acc = trial
-        self._entries.append(LedgerEntry(event, label))
+        self._record(trial, event, label)
         return eps
+
+    def _record(self, trial: Accountant, event: DpEvent, label: str | None) -> None:
+        converted = len(trial.conversions) > len(self._acc.conversions)
+        self._acc = trial
+        accounted = trial.conversions[-1].converted if converted else None
+        self._entries.append(LedgerEntry(event, label, accounted))
 
     def spent(self) -> tuple[float, float]:
         """(ε, δ) spent so far: the accountant's ε at the ledger's δ, and that δ."""
@@ -162,42 +248,67 @@ class Ledger:
 
     # ------------------------------------------------------------ persistence
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-compatible description (budget, accountant, entries)."""
+        """A JSON-compatible description (budget, relation, accountant, entries)."""
         return {
             "format": "dperm.Ledger",
             "version": _FORMAT_VERSION,
             "epsilon": self.epsilon,
             "delta": self.delta,
+            "neighbouring": self.neighbouring,
             "accountant": {"name": self._acc.name, "config": self._acc.get_config()},
-            "entries": [{"event": e.event.to_dict(), "label": e.label} for e in self._entries],
+            "entries": [
+                {
+                    "event": e.event.to_dict(),
+                    "label": e.label,
+                    "neighbouring": e.neighbouring,
+                    "accounted": None if e.accounted is None else e.accounted.to_dict(),
+                }
+                for e in self._entries
+            ],
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Ledger:
         """Rebuild a ledger from :meth:`to_dict` output, replaying its events.
 
+        Version-1 files (written before relations were recorded) load with
+        their events as replace-one events.
+
         Raises
         ------
         InvalidPrivacyParameter
-            If ``data`` is not a serialized ledger.
+            If ``data`` is not a serialized ledger, or its events cannot be
+            replayed.
         """
         if not isinstance(data, dict) or data.get("format") != "dperm.Ledger":
             raise InvalidPrivacyParameter("not a serialized dperm Ledger")
-        if data.get("version") != _FORMAT_VERSION:
+        if data.get("version") not in (1, _FORMAT_VERSION):
             raise InvalidPrivacyParameter(
                 f"unsupported Ledger format version {data.get('version')!r}"
             )
         try:
             spec = data["accountant"]
             acc = get_accountant(spec["name"], **spec.get("config", {}))
+            stated = data.get("neighbouring")
+            if stated is not None and check_neighbouring(stated) != acc.neighbouring:
+                raise InvalidPrivacyParameter(
+                    f"serialized Ledger states neighbouring={stated!r} but its accountant "
+                    f"accounts {acc.neighbouring!r}"
+                )
             ledger = cls(data["epsilon"], data["delta"], accountant=acc)
             entries = [(event_from_dict(e["event"]), e.get("label")) for e in data["entries"]]
         except (KeyError, TypeError) as exc:
             raise InvalidPrivacyParameter(f"malformed serialized Ledger: {exc!r}") from None
         for event, label in entries:
             # replay without budget checks: this is history, already spent
-            ledger._acc.compose(event)
-            ledger._entries.append(LedgerEntry(event, label))
+            trial = ledger._acc.copy()
+            try:
+                trial.compose(event)
+            except UnsupportedEventError as exc:
+                raise InvalidPrivacyParameter(
+                    f"cannot replay the serialized Ledger's event {event!r}: {exc}"
+                ) from None
+            ledger._record(trial, event, label)
         return ledger
 
     def save(self, path: str | os.PathLike) -> None:
@@ -230,8 +341,9 @@ class Ledger:
 
     def __repr__(self) -> str:
         eps, _ = self.spent()
+        how = f", certified by {self.certified_by!r}" if self._entries else ""
         return (
             f"Ledger(epsilon={self.epsilon:g}, delta={self.delta:g}, "
-            f"accountant={self._acc.name!r}): {len(self._entries)} spend(s), "
-            f"epsilon spent {eps:.4g}"
+            f"accountant={self._acc.name!r}, neighbouring={self.neighbouring!r}): "
+            f"{len(self._entries)} spend(s), epsilon spent {eps:.4g}{how}"
         )

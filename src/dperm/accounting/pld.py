@@ -1,141 +1,204 @@
-"""Privacy-loss-distribution (PLD) accountant, wrapping dp-accounting's.
+"""Privacy-loss-distribution (PLD) accountant, built on dp-accounting's PLDs.
 
 The PLD accountant composes privacy loss distributions numerically (FFT
 convolution of discretized PLDs) and is close to exact; it is the tightest
-accountant of dperm for Gaussian and subsampled-Gaussian events.  This module
-translates dperm events into ``dp_accounting`` events (one
-``functools.singledispatch`` rule per event type in :func:`to_dp_accounting`)
-and delegates to :class:`dp_accounting.pld.PLDAccountant` (Meiser & Mohammadi
-2018, "Tight on budget?"; Koskela, Jälkö & Honkela 2020; Doroshenko, Ghazi,
-Kamath, Kumar & Manurangsi 2022, "Connect the Dots").  The discretization is
-pessimistic (dp-accounting's default), so the reported ε is an upper bound
-up to floating-point error.
+accountant of dperm for Gaussian and subsampled-Gaussian events, and the one
+that composes them with (ε, δ) events.  Each event is translated into a
+multiset of *terms* (one ``functools.singledispatch`` rule per event type in
+:func:`pld_terms`); each term becomes a
+:class:`dp_accounting.pld.privacy_loss_distribution.PrivacyLossDistribution`
+(Meiser & Mohammadi 2018, "Tight on budget?"; Koskela, Jälkö & Honkela 2020;
+Doroshenko, Ghazi, Kamath, Kumar & Manurangsi 2022, "Connect the Dots"), and
+the accountant composes them.  The discretization is pessimistic
+(dp-accounting's default), so the reported ε is an upper bound up to
+floating-point error.
 
-Translation (neighbouring relation add/remove-one, dp-accounting's default):
+Terms (σ, b relative to the sensitivity under the event's relation, see
+:mod:`dperm.accounting.events`):
 
-===============================  ==========================================
-dperm                            dp_accounting
-===============================  ==========================================
-``NoOp`` / ``NonPrivate``        ``NoOpDpEvent`` / ``NonPrivateDpEvent``
-``Gaussian(σ)``                  ``GaussianDpEvent(σ)``
-``Laplace(b)``                   ``LaplaceDpEvent(b)``
-``PoissonSampled(q, Gaussian)``  ``PoissonSampledDpEvent(q, GaussianDpEvent)``
-  (also of Composed/SelfComposed Gaussians, as one Gaussian with
-  σ_eff = (Σσᵢ⁻²)^{−1/2}, McMahan et al. 2018, Section 3)
-``PoissonSampled(q, Laplace)``   ``PoissonSampledDpEvent(q, LaplaceDpEvent)``
-``SelfComposed`` / ``Composed``  ``SelfComposedDpEvent`` / ``ComposedDpEvent``
-===============================  ==========================================
+==================================  =========================================
+dperm event                         PLD
+==================================  =========================================
+``Gaussian(σ)`` (either relation)   N(0, σ²) vs N(1, σ²) (``from_gaussian_
+                                    mechanism(σ)``); all unsampled Gaussians
+                                    are merged into one with
+                                    σ_eff = (Σσᵢ⁻²)^{−1/2} (exact: Dong, Roth
+                                    & Su 2019, Corollary 3.3)
+``Laplace(b)`` (either relation)    ``from_laplace_mechanism(b)``
+``PureEpsilon(ε)``,                 ``from_privacy_parameters(ε, δ)``: the
+``EpsilonDelta(ε, δ)``              dominating pair of every (ε, δ)-DP
+                                    mechanism (Kairouz, Oh & Viswanath 2015,
+                                    Thm 2.1; Zhu, Dong & Wang 2022, Lemma 8)
+``PoissonSampled(q, Gaussian(σ))``  add/remove: dp-accounting's
+  (also of Composed/SelfComposed    ``ADD_OR_REMOVE_ONE`` PLD, std σ,
+  Gaussians as one Gaussian with    sensitivity 1; replace-one: its
+  σ_eff, McMahan et al. 2018 §3)    ``REPLACE_ONE`` PLD, (1−q)N(0, (2σ)²) +
+                                    qN(±1, (2σ)²), i.e. std 2σ, sensitivity 1
+                                    (equal to ``Gaussian(σ)`` at q = 1)
+``PoissonSampled(q, Laplace(b))``   add/remove only: ``from_laplace_
+                                    mechanism(b, sampling_prob=q)``
+``SelfComposed`` / ``Composed``     repeated / collected terms
+``NoOp`` / ``NonPrivate``           nothing / ε = ∞
+==================================  =========================================
 
 Refused with :class:`~dperm.exceptions.UnsupportedEventError` (before any
-state change), because dp-accounting's PLD accountant refuses them or has no
-such event: ``PureEpsilon``, ``EpsilonDelta``, ``SampledWithoutReplacement``
-(replace-one relation; use the ``"rdp"`` accountant) and subsampling of other
-events.  ``dp_accounting`` is imported lazily (it is slow to import).
+state change): ``SampledWithoutReplacement`` (use the ``"rdp"`` accountant),
+replace-one Poisson-subsampled Laplace, and subsampling of other events.
+``dp_accounting`` is imported lazily (it is slow to import).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections import Counter
 from typing import Any
 
 from .._validation import check_positive
 from ..exceptions import InvalidPrivacyParameter, UnsupportedEventError
 from .base import Accountant
 from .events import (
+    ADD_REMOVE,
+    REPLACE_ONE,
     Composed,
     DpEvent,
+    EpsilonDelta,
     Gaussian,
     Laplace,
     NonPrivate,
     NoOp,
     PoissonSampled,
+    PureEpsilon,
     SelfComposed,
 )
 from .rdp import effective_noise_multiplier
 
-__all__ = ["PldAccountant", "to_dp_accounting"]
+__all__ = ["PldAccountant", "pld_terms"]
 
-
-def _de():
-    from dp_accounting import dp_event
-
-    return dp_event
+#: A term: ("gaussian", σ), ("sampled_gaussian", q, σ, relation), ("laplace", b),
+#: ("sampled_laplace", q, b), ("eps_delta", ε, δ) or ("non_private",).
+Term = tuple[Any, ...]
+_NON_PRIVATE: Term = ("non_private",)
 
 
 @functools.singledispatch
-def to_dp_accounting(event: DpEvent) -> Any:
-    """The ``dp_accounting.dp_event`` equivalent of a dperm event.
+def pld_terms(event: DpEvent) -> Counter[Term]:
+    """The PLD terms that make up ``event``, with multiplicities.
+
+    Parameters
+    ----------
+    event : DpEvent
+
+    Returns
+    -------
+    collections.Counter
+        Maps a term (see the module docstring) to how many times it is composed.
 
     Raises
     ------
     UnsupportedEventError
-        For events dp-accounting's PLD accountant cannot account.
+        For events without a PLD here.
     """
     raise UnsupportedEventError(
-        f"the PLD accountant (dp-accounting's PLDAccountant) cannot account "
-        f"{type(event).__name__} events: {event!r}"
+        f"the PLD accountant cannot account {type(event).__name__} events: {event!r}"
     )
 
 
-@to_dp_accounting.register
-def _(event: NoOp) -> Any:
-    return _de().NoOpDpEvent()
+@pld_terms.register
+def _(event: NoOp) -> Counter[Term]:
+    return Counter()
 
 
-@to_dp_accounting.register
-def _(event: NonPrivate) -> Any:
-    return _de().NonPrivateDpEvent()
+@pld_terms.register
+def _(event: NonPrivate) -> Counter[Term]:
+    return Counter({_NON_PRIVATE: 1})
 
 
-@to_dp_accounting.register
-def _(event: Gaussian) -> Any:
-    return _de().GaussianDpEvent(noise_multiplier=event.noise_multiplier)
+@pld_terms.register
+def _(event: Gaussian) -> Counter[Term]:
+    s = event.noise_multiplier
+    return Counter({_NON_PRIVATE if s == 0.0 else ("gaussian", s): 1})
 
 
-@to_dp_accounting.register
-def _(event: Laplace) -> Any:
-    return _de().LaplaceDpEvent(noise_multiplier=event.noise_multiplier)
+@pld_terms.register
+def _(event: Laplace) -> Counter[Term]:
+    b = event.noise_multiplier
+    return Counter({_NON_PRIVATE if b == 0.0 else ("laplace", b): 1})
 
 
-@to_dp_accounting.register
-def _(event: SelfComposed) -> Any:
-    inner = to_dp_accounting(event.event)
-    if event.count == 0:
-        return _de().NoOpDpEvent()
-    return _de().SelfComposedDpEvent(event=inner, count=event.count)
+def _eps_delta_term(eps: float, delta: float) -> Counter[Term]:
+    if math.isinf(eps) or delta >= 1.0:
+        return Counter({_NON_PRIVATE: 1})
+    if eps == 0.0 and delta == 0.0:
+        return Counter()
+    return Counter({("eps_delta", eps, delta): 1})
 
 
-@to_dp_accounting.register
-def _(event: Composed) -> Any:
-    inner = [to_dp_accounting(e) for e in event.events]
-    if not inner:
-        return _de().NoOpDpEvent()
-    return _de().ComposedDpEvent(events=inner)
+@pld_terms.register
+def _(event: PureEpsilon) -> Counter[Term]:
+    return _eps_delta_term(event.epsilon, 0.0)
 
 
-@to_dp_accounting.register
-def _(event: PoissonSampled) -> Any:
-    de = _de()
+@pld_terms.register
+def _(event: EpsilonDelta) -> Counter[Term]:
+    return _eps_delta_term(event.epsilon, event.delta)
+
+
+@pld_terms.register
+def _(event: SelfComposed) -> Counter[Term]:
+    inner = pld_terms(event.event)  # refuse unsupported inner events even at count 0
+    return Counter({t: c * event.count for t, c in inner.items() if c * event.count})
+
+
+@pld_terms.register
+def _(event: Composed) -> Counter[Term]:
+    total: Counter[Term] = Counter()
+    for e in event.events:
+        total.update(pld_terms(e))
+    return total
+
+
+@pld_terms.register
+def _(event: PoissonSampled) -> Counter[Term]:
+    q = event.sampling_rate
     if isinstance(event.event, Laplace):
-        inner = de.LaplaceDpEvent(noise_multiplier=event.event.noise_multiplier)
-        return de.PoissonSampledDpEvent(sampling_probability=event.sampling_rate, event=inner)
+        b = event.event.noise_multiplier
+        if q == 0.0:
+            return Counter()
+        if q == 1.0:
+            return pld_terms(event.event)
+        if event.neighbouring != ADD_REMOVE:
+            raise UnsupportedEventError(
+                "the PLD accountant has no replace-one PLD for a Poisson-subsampled Laplace "
+                f"mechanism: {event!r}"
+            )
+        return Counter({_NON_PRIVATE if b == 0.0 else ("sampled_laplace", q, b): 1})
     sigma = effective_noise_multiplier(event.event)
     if sigma is None:
         raise UnsupportedEventError(
             "the PLD accountant supports Poisson subsampling of Gaussian (or Composed/"
             f"SelfComposed Gaussian) and Laplace events only, got {event!r}"
         )
-    if math.isinf(sigma) or event.sampling_rate == 0.0:
-        return de.NoOpDpEvent()
-    return de.PoissonSampledDpEvent(
-        sampling_probability=event.sampling_rate,
-        event=de.GaussianDpEvent(noise_multiplier=sigma),
-    )
+    if math.isinf(sigma) or q == 0.0:
+        return Counter()
+    if sigma == 0.0:
+        return Counter({_NON_PRIVATE: 1})
+    if q == 1.0:
+        return Counter({("gaussian", sigma): 1})
+    return Counter({("sampled_gaussian", q, sigma, event.neighbouring): 1})
+
+
+def _relation(name: str) -> Any:
+    from dp_accounting.privacy_accountant import NeighboringRelation
+
+    return {
+        ADD_REMOVE: NeighboringRelation.ADD_OR_REMOVE_ONE,
+        REPLACE_ONE: NeighboringRelation.REPLACE_ONE,
+    }[name]
 
 
 class PldAccountant(Accountant):
-    """Privacy-loss-distribution accountant (wraps ``dp_accounting.pld.PLDAccountant``).
+    """Privacy-loss-distribution accountant (on ``dp_accounting.pld``).
 
     Parameters
     ----------
@@ -143,46 +206,118 @@ class PldAccountant(Accountant):
         Discretization step of the privacy loss (dp-accounting's default);
         smaller is tighter and slower.  1e-4 handles 10⁵ subsampled-Gaussian
         steps in about a second.
+    neighbouring : {"replace-one", "add-remove"}, default "replace-one"
+        The relation accounted (see :mod:`dperm.accounting.base`).  It decides
+        the PLD of Poisson-subsampled Gaussians: dp-accounting's
+        ``ADD_OR_REMOVE_ONE`` or ``REPLACE_ONE`` analysis (module docstring).
 
     Notes
     -----
-    Add/remove-one neighbouring relation.  See the module docstring for the
-    supported events; everything else is refused with
-    :class:`~dperm.exceptions.UnsupportedEventError` before any state change.
+    See the module docstring for the supported events; everything else is
+    refused with :class:`~dperm.exceptions.UnsupportedEventError` before any
+    state change.  For add/remove events the numbers are those of
+    dp-accounting's ``PLDAccountant`` (same PLD constructors and parameters).
     """
 
     name = "pld"
 
-    def __init__(self, value_discretization_interval: float = 1e-4) -> None:
-        super().__init__()
+    def __init__(
+        self, value_discretization_interval: float = 1e-4, *, neighbouring: str = REPLACE_ONE
+    ) -> None:
+        super().__init__(neighbouring)
         vdi = check_positive(value_discretization_interval, "value_discretization_interval")
         if vdi >= 1.0:
             raise InvalidPrivacyParameter(
                 f"value_discretization_interval must be < 1, got {value_discretization_interval!r}"
             )
         self.value_discretization_interval = vdi
-        from dp_accounting.pld import pld_privacy_accountant
+        from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
-        self._acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=vdi)
+        self._pld = pld_lib.identity(value_discretization_interval=vdi)
+        self._non_private = False
 
     def get_config(self) -> dict[str, Any]:
-        return {"value_discretization_interval": self.value_discretization_interval}
+        return {
+            **super().get_config(),
+            "value_discretization_interval": self.value_discretization_interval,
+        }
 
-    def _prepare(self, event: DpEvent, count: int) -> Any:
-        translated = to_dp_accounting(event)
-        if not self._acc.supports(translated):
-            raise UnsupportedEventError(
-                f"dp-accounting's PLDAccountant refuses {event!r} (translated to {translated!r})"
+    def _prepare(self, event: DpEvent, count: int) -> Counter[Term]:
+        return pld_terms(event)
+
+    def _build(self, terms: Counter[Term], count: int) -> Any:
+        """The PLD of ``count`` repetitions of ``terms`` (None if it costs nothing)."""
+        from dp_accounting.pld import common
+        from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+        vdi = self.value_discretization_interval
+        out = None
+
+        def add(p: Any) -> None:
+            nonlocal out
+            out = p if out is None else out.compose(p)
+
+        gauss_inv = math.fsum(c / t[1] ** 2 for t, c in terms.items() if t[0] == "gaussian")
+        for term, c in terms.items():
+            n = c * count
+            kind = term[0]
+            if kind == "sampled_gaussian":
+                _, q, sigma, rel = term
+                # replace-one: (1−q)N(0,(2σ)²) + qN(±1,(2σ)²) — std 2σ, sensitivity 1
+                std = sigma if rel == ADD_REMOVE else 2.0 * sigma
+                add(
+                    pld_lib.from_gaussian_mechanism(
+                        standard_deviation=std,
+                        value_discretization_interval=vdi,
+                        sampling_prob=q,
+                        neighboring_relation=_relation(rel),
+                    ).self_compose(n)
+                )
+            elif kind == "laplace":
+                add(
+                    pld_lib.from_laplace_mechanism(
+                        parameter=term[1], value_discretization_interval=vdi
+                    ).self_compose(n)
+                )
+            elif kind == "sampled_laplace":
+                add(
+                    pld_lib.from_laplace_mechanism(
+                        parameter=term[2], value_discretization_interval=vdi, sampling_prob=term[1]
+                    ).self_compose(n)
+                )
+            elif kind == "eps_delta":
+                params = common.DifferentialPrivacyParameters(epsilon=term[1], delta=term[2])
+                add(
+                    pld_lib.from_privacy_parameters(
+                        params, value_discretization_interval=vdi
+                    ).self_compose(n)
+                )
+        if gauss_inv > 0.0:
+            # n Gaussians with σᵢ = one Gaussian with (Σ n/σᵢ²)^{-1/2} (exact)
+            add(
+                pld_lib.from_gaussian_mechanism(
+                    standard_deviation=(count * gauss_inv) ** -0.5,
+                    value_discretization_interval=vdi,
+                )
             )
-        return translated
+        return out
 
-    def _commit(self, prepared: Any, count: int) -> None:
-        if count == 0 or isinstance(prepared, _de().NoOpDpEvent):
+    def _commit(self, prepared: Counter[Term], count: int) -> None:
+        if count == 0 or not prepared:
             return
-        self._acc.compose(prepared, count)
+        if _NON_PRIVATE in prepared:
+            self._non_private = True
+            return
+        built = self._build(prepared, count)  # may raise: state still untouched
+        if built is not None:
+            self._pld = self._pld.compose(built)
 
     def _epsilon(self, delta: float) -> float:
-        return float(self._acc.get_epsilon(delta))
+        if self._non_private:
+            return math.inf
+        return float(self._pld.get_epsilon_for_delta(delta))
 
     def _delta(self, epsilon: float) -> float:
-        return float(self._acc.get_delta(epsilon))
+        if self._non_private:
+            return 1.0
+        return float(self._pld.get_delta_for_epsilon(epsilon))

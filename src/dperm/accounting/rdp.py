@@ -23,7 +23,11 @@ Per-event RDP (one ``functools.singledispatch`` rule per event type in
   Gaussian Mechanism", Section 3): for integer α the finite binomial sum of
   their Section 3.2, for fractional α the two series of their Section 3.3
   summed *with their signs* (see :func:`rdp_poisson_subsampled_gaussian`).
-  The neighbouring relation is add/remove-one.
+  The neighbouring relation is add/remove-one: a *replace-one*
+  ``PoissonSampled`` event with 0 < q < 1 is refused, because that pair of
+  mixtures, (1−q)N(0, ·) + qN(±1, ·), has no exact RDP formula here (use the
+  ``"pld"`` accountant, which has its exact PLD, or sampling without
+  replacement, whose WBK bound is replace-one).
 * ``SampledWithoutReplacement(m, n, Gaussian(σ))``: the upper bound of Wang,
   Balle & Kasiviswanathan 2019 ("Subsampled Rényi Differential Privacy and
   Analytical Moments Accountant"), Theorem 9, at integer orders; fractional
@@ -68,6 +72,7 @@ from .._validation import check_delta, check_nonnegative, check_probability
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
 from .base import Accountant
 from .events import (
+    REPLACE_ONE,
     Composed,
     DpEvent,
     EpsilonDelta,
@@ -751,6 +756,16 @@ def _(event: PoissonSampled, orders: np.ndarray) -> np.ndarray:
     sigma = _subsampled_sigma(event)
     if math.isinf(sigma) or event.sampling_rate == 0.0:
         return np.zeros(orders.shape)
+    if event.sampling_rate == 1.0:  # no sampling: the Gaussian itself (either relation)
+        return rdp_gaussian(sigma, orders)
+    if sigma == 0.0:  # no noise: ∞ is a valid bound under either relation
+        return np.full(orders.shape, np.inf)
+    if event.neighbouring == REPLACE_ONE:
+        raise UnsupportedEventError(
+            f"the RDP accountant has no exact RDP for a replace-one Poisson-subsampled "
+            f"Gaussian ({event!r}): use the 'pld' accountant (exact replace-one PLD) or "
+            "sampling without replacement (SampledWithoutReplacement, WBK 2019)"
+        )
     return rdp_poisson_subsampled_gaussian(event.sampling_rate, sigma, orders)
 
 
@@ -885,6 +900,9 @@ class RdpAccountant(Accountant):
         8192, a superset of dp-accounting's default grid).
     conversion : {"improved", "classic"}, default "improved"
         RDP → (ε, δ) conversion (see :func:`rdp_to_epsilon`).
+    neighbouring : {"replace-one", "add-remove"}, default "replace-one"
+        The relation accounted (see :mod:`dperm.accounting.base`).  Under
+        replace-one, Poisson-subsampled Gaussians (0 < q < 1) are refused.
 
     Notes
     -----
@@ -904,8 +922,10 @@ class RdpAccountant(Accountant):
 
     name = "rdp"
 
-    def __init__(self, orders=None, conversion: str = "improved") -> None:
-        super().__init__()
+    def __init__(
+        self, orders=None, conversion: str = "improved", *, neighbouring: str = REPLACE_ONE
+    ) -> None:
+        super().__init__(neighbouring)
         if conversion not in _CONVERSIONS:
             raise UnknownNameError(f"conversion must be one of {_CONVERSIONS}, got {conversion!r}")
         self._custom_orders = orders is not None
@@ -914,7 +934,7 @@ class RdpAccountant(Accountant):
         self._rdp = np.zeros(self._orders.shape)
 
     def get_config(self) -> dict[str, Any]:
-        cfg: dict[str, Any] = {"conversion": self.conversion}
+        cfg: dict[str, Any] = {**super().get_config(), "conversion": self.conversion}
         if self._custom_orders:
             cfg["orders"] = self._orders.tolist()
         return cfg

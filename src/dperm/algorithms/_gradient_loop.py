@@ -18,6 +18,12 @@ describes (:meth:`Sampler.event`).  The sampler that draws the batches and
 the event that the accountants read come from the *same object*, so the
 accounting always matches the sampling actually done.
 
+Public constants.  The sampler also fixes the neighbouring relation of the
+run and the public normaliser m.  Under add/remove-one the number of records
+is private, so m and every other constant come from the caller's public
+``dataset_size`` (:func:`public_size`), never from ``X.shape[0]``; the rows
+are only iterated over.  Under replace-one n = ``X.shape[0]`` is public.
+
 Fast paths.  For GLM losses ∇ℓ(θ; xᵢ, yᵢ) = sᵢ xᵢ, so ‖∇ℓᵢ‖ = |sᵢ|·‖xᵢ‖ (row
 norms precomputed once) and the clipped sum is ``Xᵀ(s ⊙ c)`` with
 cᵢ = min(1, C/‖∇ℓᵢ‖) — one pass over the batch, dense or CSR.  For the
@@ -40,6 +46,9 @@ import scipy.sparse as sp
 
 from .._validation import check_count, check_nonnegative, check_probability
 from ..accounting.events import (
+    ADD_REMOVE,
+    NEIGHBOURING_RELATIONS,
+    REPLACE_ONE,
     DpEvent,
     Gaussian,
     NonPrivate,
@@ -47,11 +56,24 @@ from ..accounting.events import (
     SampledWithoutReplacement,
     SelfComposed,
 )
-from ..exceptions import InvalidDataError, InvalidPrivacyParameter, PrivacyError, UnknownNameError
+from ..accounting.events import check_neighbouring as _canonical_relation
+from ..exceptions import (
+    InvalidDataError,
+    InvalidPrivacyParameter,
+    PrivacyError,
+    UnknownNameError,
+    UnsupportedEventError,
+)
+
+#: The two neighbouring relations (the values of ``DpEvent.neighbouring``).
+NEIGHBOURING = NEIGHBOURING_RELATIONS
 
 __all__ = [
     "ACCOUNTANTS",
+    "ADD_REMOVE",
     "AVERAGING",
+    "NEIGHBOURING",
+    "REPLACE_ONE",
     "SAMPLINGS",
     "CallableOracle",
     "FullBatchSampler",
@@ -67,6 +89,8 @@ __all__ = [
     "calibrate_noise_multiplier",
     "check_accountant",
     "check_common",
+    "check_dataset_size",
+    "check_neighbouring",
     "check_spent",
     "clip_factors",
     "epsilon_of",
@@ -80,6 +104,8 @@ __all__ = [
     "prepare_data",
     "project",
     "prox_step",
+    "public_size",
+    "resolve_accountant",
     "resolve_clipping_norm",
     "resolve_noise",
     "rich_progress",
@@ -276,6 +302,65 @@ def make_oracle(loss, X, y, clipping_norm: float, per_example_grad=None, row_nor
 # =====================================================================================
 # Samplers: the batches *and* the privacy event they imply
 # =====================================================================================
+def check_neighbouring(neighbouring) -> str:
+    """The canonical spelling ("add-remove" or "replace-one") of ``neighbouring``
+    (:func:`dperm.accounting.events.check_neighbouring`).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Naming the value received.
+    """
+    return _canonical_relation(neighbouring, "neighbouring")
+
+
+def check_dataset_size(dataset_size) -> int | None:
+    """``dataset_size`` (a public record count) checked to be None or an integer ≥ 1."""
+    return None if dataset_size is None else check_count(dataset_size, "dataset_size")
+
+
+def public_size(neighbouring: str, dataset_size: int | None, n_rows: int, needed_for: str) -> int:
+    """The dataset size a run may use for its constants.
+
+    Under **replace-one** neighbours the size n = ``X.shape[0]`` is the same
+    for both neighbours, hence public: it is returned (a given
+    ``dataset_size`` must then equal it).  Under **add/remove-one** the size of
+    the data is private, so only the caller's public ``dataset_size`` may be
+    used (it need not equal ``n_rows``); without one this raises.
+
+    Parameters
+    ----------
+    neighbouring : {"add-remove", "replace-one"}
+    dataset_size : int or None
+        Public record count asserted by the caller.
+    n_rows : int
+        ``X.shape[0]``; read only under replace-one.
+    needed_for : str
+        What needs the size (for the error message).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Under add/remove without ``dataset_size``; under replace-one with a
+        ``dataset_size`` that differs from ``n_rows``.
+    """
+    if neighbouring == ADD_REMOVE:
+        if dataset_size is None:
+            raise InvalidPrivacyParameter(
+                f"neighbouring='add-remove' needs a public dataset_size (an integer the caller "
+                f"asserts is public, e.g. a published count): {needed_for} is computed from "
+                f"it, and X.shape[0] is private under add/remove neighbours; got "
+                f"dataset_size=None (or pass neighbouring='replace-one' if n is public)"
+            )
+        return dataset_size
+    if dataset_size is not None and dataset_size != n_rows:
+        raise InvalidPrivacyParameter(
+            f"under neighbouring='replace-one' the number of rows n={n_rows} is public and is "
+            f"the dataset size; got dataset_size={dataset_size}"
+        )
+    return n_rows
+
+
 def _chunks(total: int, size: int) -> Iterator[int]:
     left = total
     while left > 0:
@@ -291,7 +376,11 @@ class Sampler:
     ----------
     name : str
     n : int
-        Number of records.
+        Number of rows actually present (iterated over, never used for a
+        constant under add/remove).
+    neighbouring : {"add-remove", "replace-one"}
+        The relation of the guarantee; every leaf event the sampler builds
+        carries it.
     normalizer : float
         The noisy sum is divided by this public number (the expected batch size).
     sensitivity_factor : float
@@ -299,17 +388,27 @@ class Sampler:
         the sampler's neighbouring relation: 1 for add/remove-one, 2 for
         replace-one (a replaced record changes one term of the sum by up to
         2C).  The noise standard deviation is ``z · sensitivity_factor · C``.
-    neighbouring : str
     sampling_rate : float
         Probability that a given record is in a given batch.
+    default_accountant : str
+        The tightest accountant of dperm that supports the sampler's event.
     """
 
     name = "sampler"
-    sensitivity_factor = 2.0
-    neighbouring = "replace-one"
+    default_accountant = "pld"
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, neighbouring: str = REPLACE_ONE):
         self.n = check_count(n, "n_samples")
+        self.neighbouring = check_neighbouring(neighbouring)
+
+    @property
+    def sensitivity_factor(self) -> float:
+        return 1.0 if self.neighbouring == ADD_REMOVE else 2.0
+
+    def leaf(self, noise_multiplier: float) -> Gaussian:
+        """The Gaussian mechanism of one noisy sum, under the sampler's relation
+        (z relative to the sensitivity ``sensitivity_factor · C``)."""
+        return Gaussian(noise_multiplier, neighbouring=self.neighbouring)
 
     def batches(self, rng: np.random.Generator, steps: int) -> Iterator[Any]:
         raise NotImplementedError  # pragma: no cover
@@ -324,25 +423,41 @@ class Sampler:
             return NonPrivate()
         return SelfComposed(self.step_event(noise_multiplier), steps)
 
+    def rdp_proxy(self, steps: int):
+        """``(make_event, lo, hi)``: an RDP-accountable event family whose
+        RDP-calibrated multiplier z′ brackets the PLD-calibrated multiplier of
+        this sampler's event in [lo·z′, hi·z′].  Only used to speed up the PLD
+        search (small-noise PLD evaluations are slow); never for a certificate:
+        a wrong bracket costs time, not privacy.  Default: the event itself,
+        which the PLD accountant certifies with at most the RDP noise."""
+        return (lambda z: self.event(z, steps)), 0.5, 1.05
+
 
 class FullBatchSampler(Sampler):
-    """Every record in every step (DP-GD).  Replace-one; each step is the
-    Gaussian mechanism on Σᵢ clip(∇ℓᵢ), whose sensitivity is 2C."""
+    """Every record in every step (DP-GD): the Gaussian mechanism on Σᵢ clip(∇ℓᵢ).
+
+    * replace-one: sensitivity 2C, the sum is divided by n (public);
+    * add/remove-one: sensitivity C, the sum is divided by the public
+      ``dataset_size`` (never by the actual number of rows).
+    """
 
     name = "full"
 
-    def __init__(self, n: int):
-        super().__init__(n)
-        self.normalizer = float(self.n)
+    def __init__(self, n: int, *, neighbouring: str = REPLACE_ONE, dataset_size=None):
+        super().__init__(n, neighbouring)
+        size = public_size(
+            self.neighbouring, check_dataset_size(dataset_size), self.n, "the normaliser"
+        )
+        self.normalizer = float(size)
         self.sampling_rate = 1.0
-        self.batch_size = self.n
+        self.batch_size = size
 
     def batches(self, rng, steps):
         for _ in range(steps):
             yield None
 
     def step_event(self, noise_multiplier):
-        return Gaussian(noise_multiplier)
+        return self.leaf(noise_multiplier)
 
 
 class PoissonSampler(Sampler):
@@ -350,25 +465,43 @@ class PoissonSampler(Sampler):
     probability q (Abadi et al., CCS 2016, Algorithm 1 "lot" with the sampled
     Gaussian mechanism of Mironov, Talwar, Zhang 2019).
 
-    Add/remove-one relation, sensitivity C per step; event
-    ``PoissonSampled(q, Gaussian(z))``.  The noisy sum is divided by the
-    *expected* batch size qn (a public number); an empty batch still gets noise.
+    Event ``PoissonSampled(q, Gaussian(z, neighbouring=...))`` per step.  The
+    noisy sum is divided by the *expected* batch size q·N, a public number (an
+    empty batch still gets noise):
+
+    * add/remove-one: sensitivity C, N = the caller's public ``dataset_size``;
+      the actual rows are only iterated over (one Bernoulli(q) per row), so
+      nothing of the run depends on |D| except the sum itself;
+    * replace-one: sensitivity 2C (a sampled record changes one term by up to
+      2C), N = n = ``X.shape[0]`` (public under replace-one).  Accounted by the
+      replace-one PLD (dp-accounting's ``REPLACE_ONE``); the RDP accountant has
+      no replace-one Poisson bound.
 
     Batches are drawn exactly as independent Bernoulli(q) inclusions, in O(qn)
     per step: the included indices of a Bernoulli(q) process are the partial
     sums of iid Geometric(q) gaps (they come out sorted, which also makes the
-    row gather cache-friendly).
+    row gather cache-friendly).  The number of gaps drawn per step is set from
+    the public normaliser, so two datasets that share their first rows draw
+    the same inclusions for those rows from the same seed.
     """
 
     name = "poisson"
-    sensitivity_factor = 1.0
-    neighbouring = "add-remove-one"
 
-    def __init__(self, n: int, sampling_rate: float):
-        super().__init__(n)
+    def __init__(
+        self, n: int, sampling_rate: float, *, neighbouring: str = ADD_REMOVE, dataset_size=None
+    ):
+        super().__init__(n, neighbouring)
         self.sampling_rate = check_probability(sampling_rate, "sampling_rate")
-        self.normalizer = self.sampling_rate * self.n
+        size = public_size(
+            self.neighbouring,
+            check_dataset_size(dataset_size),
+            self.n,
+            "the normaliser q·dataset_size of the noisy sum",
+        )
+        self.dataset_size = size
+        self.normalizer = self.sampling_rate * size
         self.batch_size = self.normalizer  # expected
+        self.default_accountant = "pld"
 
     def batches(self, rng, steps):
         n, q = self.n, self.sampling_rate
@@ -377,10 +510,11 @@ class PoissonSampler(Sampler):
             return
         # Bernoulli(q) inclusion of records 1..n ⇔ the included positions are the
         # partial sums of iid Geometric(q) gaps that are ≤ n.  Gaps are drawn k per
-        # step, vectorised over a chunk of steps; a step whose k gaps all land
-        # inside 1..n draws more gaps until one passes n, so the law is exact.
-        m = n * q
-        k = int(min(n + 1, m + 6.0 * math.sqrt(m * (1.0 - q)) + 16))
+        # step (k from the public normaliser), vectorised over a chunk of steps; a
+        # step whose k gaps all land inside 1..n draws more gaps until one passes n,
+        # so the law is exact whatever k is.
+        m = self.normalizer
+        k = max(1, int(m + 6.0 * math.sqrt(m * (1.0 - q)) + 16))
         for c in _chunks(steps, max(1, (1 << 18) // k)):
             pos = np.cumsum(rng.geometric(q, size=(c, k)), axis=1)
             pos -= 1  # 0-based record indices
@@ -390,7 +524,22 @@ class PoissonSampler(Sampler):
                 yield row[: row.searchsorted(n)]
 
     def step_event(self, noise_multiplier):
-        return PoissonSampled(self.sampling_rate, Gaussian(noise_multiplier))
+        return PoissonSampled(self.sampling_rate, self.leaf(noise_multiplier))
+
+    def rdp_proxy(self, steps):
+        if self.neighbouring == ADD_REMOVE:
+            return super().rdp_proxy(steps)
+
+        # replace-one: the RDP accountant has no bound; bracket with the add/remove
+        # event.  At equal noise std the replace-one multiplier (relative to 2C) is
+        # half the add/remove one, and the replace-one pair needs at least the
+        # add/remove std: the answer is ≥ z_ar/2, and ≤ z_ar in every case we
+        # measured (at large noise ε doubles at equal std); bracket [z_ar/2, 2 z_ar].
+        def make(z):
+            leaf = Gaussian(z, neighbouring=ADD_REMOVE)
+            return SelfComposed(PoissonSampled(self.sampling_rate, leaf), steps)
+
+        return make, 0.5, 2.0
 
 
 def _check_batch_size(batch_size, n: int) -> int:
@@ -405,18 +554,21 @@ class WithoutReplacementSampler(Sampler):
     """Each step a fresh, uniformly random subset of exactly b records (drawn
     without replacement within the step, independently across steps).
 
-    Replace-one relation, sensitivity 2C per step; event
+    Replace-one relation only (n public), sensitivity 2C per step; event
     ``SampledWithoutReplacement(b, n, Gaussian(z))`` (Wang, Balle,
     Kasiviswanathan, AISTATS 2019, Theorem 9).  With b = 1 this is the
     single-example sampling of Bassily, Smith, Thakurta (FOCS 2014),
     Algorithm 1: one index drawn uniformly (with replacement across steps) —
     a single draw is trivially "without replacement", so the event is exact.
+    Under add/remove the law of the batch (b of n) depends on |D| and the
+    bound does not apply: refused by :func:`make_sampler`.
     """
 
     name = "without_replacement"
+    default_accountant = "rdp"  # dp-accounting's PLD has no such event
 
     def __init__(self, n: int, batch_size: int):
-        super().__init__(n)
+        super().__init__(n, REPLACE_ONE)
         self.batch_size = _check_batch_size(batch_size, self.n)
         self.normalizer = float(self.batch_size)
         self.sampling_rate = self.batch_size / self.n
@@ -434,14 +586,14 @@ class WithoutReplacementSampler(Sampler):
                 yield rng.choice(n, size=b, replace=False, shuffle=False)
 
     def step_event(self, noise_multiplier):
-        return SampledWithoutReplacement(self.batch_size, self.n, Gaussian(noise_multiplier))
+        return SampledWithoutReplacement(self.batch_size, self.n, self.leaf(noise_multiplier))
 
 
 class ShuffleSampler(Sampler):
     """Shuffled fixed-size batches: each epoch a fresh random permutation cut
     into ⌊n/b⌋ disjoint batches of b records (the remainder is not used that epoch).
 
-    Accounting (replace-one).  Batches within an epoch are *not* independent
+    Accounting (replace-one only).  Batches within an epoch are *not* independent
     samples, so neither the Poisson nor the per-step without-replacement
     amplification applies (shuffling can be much less private than Poisson
     accounting claims: Chua et al., "How Private are DP-SGD Implementations?",
@@ -451,13 +603,16 @@ class ShuffleSampler(Sampler):
     the Gaussian mechanism with sensitivity 2C — and mixing over the
     permutation (independent of the data) cannot increase the hockey-stick
     divergence (joint convexity).  Event: ``SelfComposed(Gaussian(z), epochs)``
-    with ``epochs = ⌈steps / ⌊n/b⌋⌉``; no amplification is claimed.
+    with ``epochs = ⌈steps / ⌊n/b⌋⌉``; no amplification is claimed.  Under
+    add/remove the number of batches per epoch ⌊n/b⌋ (hence the epoch
+    boundaries and the composition count) depends on |D|: refused by
+    :func:`make_sampler`.
     """
 
     name = "shuffle"
 
     def __init__(self, n: int, batch_size: int):
-        super().__init__(n)
+        super().__init__(n, REPLACE_ONE)
         self.batch_size = _check_batch_size(batch_size, self.n)
         self.batches_per_epoch = self.n // self.batch_size
         self.normalizer = float(self.batch_size)
@@ -476,41 +631,70 @@ class ShuffleSampler(Sampler):
             done += k
 
     def step_event(self, noise_multiplier):
-        return Gaussian(noise_multiplier)
+        return self.leaf(noise_multiplier)
 
     def event(self, noise_multiplier, steps):
         if noise_multiplier == 0:
             return NonPrivate()
-        return SelfComposed(Gaussian(noise_multiplier), self.epochs_for(steps))
+        return SelfComposed(self.leaf(noise_multiplier), self.epochs_for(steps))
 
 
 SAMPLINGS = ("poisson", "without_replacement", "shuffle")
 
 
-def make_sampler(sampling: str, n: int, *, sampling_rate=None, batch_size=None) -> Sampler:
+def make_sampler(
+    sampling: str,
+    n: int,
+    *,
+    sampling_rate=None,
+    batch_size=None,
+    neighbouring: str = REPLACE_ONE,
+    dataset_size=None,
+) -> Sampler:
     """Build the sampler named ``sampling`` ("poisson", "without_replacement",
-    "shuffle", "full").
+    "shuffle", "full") for the relation ``neighbouring``.
+
+    Under add/remove a Poisson ``batch_size`` (expected) gives q = b/N with N
+    the public ``dataset_size``; fixed-size and shuffled batches are refused
+    (their accounting is replace-one only).
 
     Raises
     ------
     UnknownNameError
     InvalidPrivacyParameter
     """
+    neighbouring = check_neighbouring(neighbouring)
+    dataset_size = check_dataset_size(dataset_size)
+    if sampling == "full":
+        return FullBatchSampler(n, neighbouring=neighbouring, dataset_size=dataset_size)
+    if sampling not in SAMPLINGS:
+        raise UnknownNameError(f"unknown sampling {sampling!r}; choose one of {list(SAMPLINGS)}")
     if sampling_rate is None and batch_size is None:
         raise InvalidPrivacyParameter("give sampling_rate or batch_size, got neither")
     if sampling == "poisson":
         if sampling_rate is None:
-            sampling_rate = check_count(batch_size, "batch_size") / n
-        return PoissonSampler(n, sampling_rate)
-    if sampling in ("without_replacement", "shuffle"):
-        if batch_size is None:
-            q = check_probability(sampling_rate, "sampling_rate")
-            batch_size = max(1, round(q * n))
-        cls = WithoutReplacementSampler if sampling == "without_replacement" else ShuffleSampler
-        return cls(n, batch_size)
-    if sampling == "full":
-        return FullBatchSampler(n)
-    raise UnknownNameError(f"unknown sampling {sampling!r}; choose one of {list(SAMPLINGS)}")
+            size = public_size(neighbouring, dataset_size, n, "the sampling rate batch_size/N")
+            b = check_count(batch_size, "batch_size")
+            if b > size:
+                raise InvalidPrivacyParameter(
+                    f"batch_size must be ≤ the dataset size {size}, got {b}"
+                )
+            sampling_rate = b / size
+        return PoissonSampler(
+            n, sampling_rate, neighbouring=neighbouring, dataset_size=dataset_size
+        )
+    if neighbouring == ADD_REMOVE:
+        raise InvalidPrivacyParameter(
+            f"sampling={sampling!r} is accounted for replace-one neighbours only (its batch "
+            f"law depends on the number of records n, which add/remove neighbours do not "
+            f"share); use sampling='poisson' or neighbouring='replace-one'"
+        )
+    public_size(neighbouring, dataset_size, n, "the batch count")  # checks a given size
+    if batch_size is None:
+        q = check_probability(sampling_rate, "sampling_rate")
+        batch_size = max(1, round(q * n))
+    cls = WithoutReplacementSampler if sampling == "without_replacement" else ShuffleSampler
+    return cls(n, batch_size)
 
 
 # =====================================================================================
@@ -528,13 +712,63 @@ def check_accountant(accountant: str) -> str:
     return accountant
 
 
+def resolve_accountant(accountant, sampler: Sampler) -> str:
+    """The accountant of a run: ``accountant`` if given, else the tightest one
+    that supports the sampler's event (``sampler.default_accountant``: the PLD
+    accountant, or RDP for sampling without replacement, which PLD cannot account).
+
+    Raises
+    ------
+    UnknownNameError
+        Unknown name.
+    UnsupportedEventError
+        The RDP accountant asked for replace-one Poisson sampling (no RDP bound
+        exists in dperm; use "pld", or fixed-size sampling without replacement).
+    """
+    if accountant is None:
+        return sampler.default_accountant
+    check_accountant(accountant)
+    if accountant == "rdp" and isinstance(sampler, PoissonSampler):
+        if sampler.neighbouring == REPLACE_ONE:
+            raise UnsupportedEventError(
+                "the RDP accountant cannot account Poisson sampling under replace-one "
+                "neighbours; use accountant='pld' (dp-accounting's REPLACE_ONE PLD) or "
+                "sampling='without_replacement' (RDP of Wang, Balle, Kasiviswanathan 2019)"
+            )
+    return accountant
+
+
+def _factory(accountant: str, neighbouring: str) -> Callable[[], Any]:
+    """A fresh accountant of ``neighbouring`` for each call."""
+    from ..accounting import get_accountant
+
+    return lambda: get_accountant(accountant, neighbouring=neighbouring)
+
+
+# calibration is a deterministic function of the event family and the target: one
+# search serves the k one-vs-rest fits of an estimator and repeated fits
+_CALIBRATION_CACHE: dict[tuple, float] = {}
+
+
 def calibrate_noise_multiplier(
-    make_event: Callable[[float], DpEvent], epsilon: float, delta: float, accountant: str
+    make_event: Callable[[float], DpEvent],
+    epsilon: float,
+    delta: float,
+    accountant: str,
+    *,
+    neighbouring: str = REPLACE_ONE,
+    proxy=None,
 ) -> float:
-    """Smallest z such that ``make_event(z)`` is certified (ε, δ)-DP by ``accountant``.
+    """Smallest z such that ``make_event(z)`` is certified (ε, δ)-DP by ``accountant``
+    for the relation ``neighbouring``.
 
     Delegates to :func:`dperm.accounting.calibrate.calibrate_noise` and then
-    re-checks the result with the accountant (fail closed).
+    re-checks the result with the accountant (fail closed).  For the PLD
+    accountant the search is bracketed by the (fast) RDP answer for
+    ``proxy = (make_proxy_event, lo, hi)`` (see :meth:`Sampler.rdp_proxy`;
+    default: ``make_event`` itself); the bracket only speeds the search, the
+    certificate is the PLD's (and a bracket that misses falls back to the
+    unbracketed search).
 
     Raises
     ------
@@ -543,33 +777,55 @@ def calibrate_noise_multiplier(
     """
     from ..accounting.calibrate import calibrate_noise
 
+    factory = _factory(accountant, neighbouring)
     bounds = {}
     if accountant == "pld":
-        # PLD evaluations are slow at small noise; bracket the search around the
-        # (fast, slightly looser) RDP answer.  The bracket only speeds the search:
-        # the result is still certified by the PLD accountant (and re-checked below).
+        make_proxy, lo, hi = proxy if proxy is not None else (make_event, 0.5, 1.05)
         try:
-            z_rdp = float(calibrate_noise(make_event, epsilon, delta, accountant="rdp", rtol=1e-2))
-            bounds = {"lower": z_rdp / 8.0, "upper": 2.0 * z_rdp}
+            z_rdp = float(
+                calibrate_noise(
+                    make_proxy,
+                    epsilon,
+                    delta,
+                    accountant=_factory("rdp", make_proxy(1.0).neighbouring),
+                    rtol=1e-2,
+                )
+            )
+            bounds = {"lower": lo * z_rdp, "upper": hi * z_rdp}
         except PrivacyError:
             bounds = {}
     try:
-        z = float(calibrate_noise(make_event, epsilon, delta, accountant=accountant, **bounds))
+        z = float(calibrate_noise(make_event, epsilon, delta, accountant=factory, **bounds))
     except InvalidPrivacyParameter:
         if not bounds:
             raise
-        z = float(calibrate_noise(make_event, epsilon, delta, accountant=accountant))
+        z = float(calibrate_noise(make_event, epsilon, delta, accountant=factory))
     check_spent(make_event(z), epsilon, delta, accountant, what=f"calibrated noise z={z:.6g}")
     return z
 
 
 def epsilon_of(event: DpEvent, delta: float, accountant: str) -> float:
-    """ε spent by ``event`` at ``delta`` according to ``accountant``."""
+    """ε spent by ``event`` at ``delta`` according to ``accountant``, for the
+    neighbouring relation the event carries."""
     if isinstance(event, NonPrivate):
         return math.inf
     from ..accounting import epsilon_spent
 
-    return float(epsilon_spent(event, delta, accountant=accountant))
+    return float(epsilon_spent(event, delta, accountant=_factory(accountant, event.neighbouring)))
+
+
+def _exact_gaussian_epsilon(event: DpEvent, delta: float) -> float | None:
+    """Exact ε(δ) of T adaptive Gaussian mechanisms with multiplier z (a Gaussian
+    mechanism with multiplier z/√T; Dong, Roth & Su 2019, Corollary 3.3; ε by the
+    analytic formula of Balle & Wang, ICML 2018), or None for other events."""
+    count = 1
+    if isinstance(event, SelfComposed):
+        event, count = event.event, event.count
+    if type(event) is not Gaussian or count == 0 or event.noise_multiplier == 0:
+        return None
+    from ..accounting.gaussian import gaussian_epsilon
+
+    return float(gaussian_epsilon(event.noise_multiplier / math.sqrt(count), delta))
 
 
 def check_spent(event: DpEvent, epsilon: float, delta: float, accountant: str, what: str) -> float:
@@ -581,11 +837,20 @@ def check_spent(event: DpEvent, epsilon: float, delta: float, accountant: str, w
         Naming ``what`` and the values, when ε(δ) > epsilon (1e-9 relative slack
         for the root finder).
     """
+    exact = _exact_gaussian_epsilon(event, delta)
+    if exact is not None and not exact <= epsilon * (1 + 1e-9):
+        # no sound accountant certifies less than the exact value: fail fast (the
+        # PLD of a low-noise Gaussian is slow to build)
+        raise InvalidPrivacyParameter(
+            f"{what} spends epsilon={exact:.6g} at delta={delta:g} (exact, Balle & Wang "
+            f"2018), more than the target epsilon={epsilon:g}"
+        )
     eps = epsilon_of(event, delta, accountant)
     if not eps <= epsilon * (1 + 1e-9):
         raise InvalidPrivacyParameter(
-            f"{what} spends epsilon={eps:.6g} at delta={delta:g} ({accountant} accountant), "
-            f"more than the target epsilon={epsilon:g}"
+            f"{what} spends epsilon={eps:.6g} at delta={delta:g} ({accountant} accountant, "
+            f"{getattr(event, 'neighbouring', '?')} neighbours), more than the target "
+            f"epsilon={epsilon:g}"
         )
     return eps
 
@@ -602,9 +867,10 @@ def resolve_noise(
     """Noise multiplier z, the event of the run, and ε spent at δ.
 
     Either (``epsilon``, ``delta``) is given and z is the smallest noise the
-    accountant certifies for ``steps`` steps of ``sampler``; or
-    ``noise_multiplier`` is given, and then, if ``epsilon`` is also given, the
-    run must meet it.  z = 0 gives the event :class:`NonPrivate` (ε = ∞).
+    accountant certifies for ``steps`` steps of ``sampler`` under the
+    sampler's neighbouring relation; or ``noise_multiplier`` is given, and
+    then, if ``epsilon`` is also given, the run must meet it.  z = 0 gives the
+    event :class:`NonPrivate` (ε = ∞).
 
     Raises
     ------
@@ -623,7 +889,20 @@ def resolve_noise(
             )
         eps = check_epsilon(epsilon)
         dlt = check_delta(delta, allow_zero=False)
-        z = calibrate_noise_multiplier(lambda v: sampler.event(v, steps), eps, dlt, accountant)
+        key = (sampler.event(1.0, steps), eps, dlt, accountant)
+        z = _CALIBRATION_CACHE.get(key)
+        if z is None:
+            z = calibrate_noise_multiplier(
+                lambda v: sampler.event(v, steps),
+                eps,
+                dlt,
+                accountant,
+                neighbouring=sampler.neighbouring,
+                proxy=sampler.rdp_proxy(steps),
+            )
+            if len(_CALIBRATION_CACHE) >= 256:
+                _CALIBRATION_CACHE.clear()
+            _CALIBRATION_CACHE[key] = z
     else:
         z = check_nonnegative(noise_multiplier, "noise_multiplier")
         if epsilon is not None:

@@ -41,7 +41,12 @@ negligible for the default γ = 1/n²).
 Failing closed: b₁ is drawn once (the optimizer may be re-run, warm-started,
 on the same b₁ — never with fresh noise); the gradient norm of its answer is
 recomputed independently of the solver, and if it exceeds γ nothing is released
-(:class:`~dperm.exceptions.ConvergenceError`).
+(:class:`~dperm.exceptions.ConvergenceError`).  The tolerance the proof
+tolerates is exactly γ (default 1/n²; Δ₂ = 2γ/alpha is calibrated to it), and it
+is the one enforced.  Raising depends on the private data, so it is itself a
+data-dependent event outside the (ε, δ) guarantee (keep it rare with a generous
+``max_iter``); the message carries only the public γ and ``max_iter``, never the
+residual reached.
 """
 
 from __future__ import annotations
@@ -612,7 +617,9 @@ def fit(
     InvalidDataError, LabelError
         Bad X or y.
     ConvergenceError
-        The gradient norm γ was not reached (checked independently).
+        The gradient norm γ was not reached (checked independently); nothing is
+        released.  Raising depends on the data (outside the guarantee); the
+        message carries only γ and ``max_iter``.
     """
     if hyperparameter_free:
         if alpha is not None or gamma is not None or split is not None:

@@ -10,14 +10,21 @@ Bounds", Algorithm 1 and Theorem 2.1 for its privacy; here with the full
 batch in every step) and, as a sequence of Gaussian mechanisms, by every
 moments/RDP accountant since Abadi et al. (CCS 2016).
 
-Privacy (replace-one neighbouring relation).  For a loss that is L-Lipschitz
-over the rows (‖xᵢ‖ ≤ ``data_norm``, enforced by clipping rows), every
-per-example gradient has norm ≤ L, and the clipping at C = L is then a no-op
-that makes the bound hold unconditionally.  Replacing one record changes
-the average gradient by at most 2C/n in ℓ2, so each step is the Gaussian
-mechanism with noise multiplier z = σ n/(2C), and T adaptive steps are the
-event ``SelfComposed(Gaussian(z), T)``; everything else (the step, the
-ℓ2 term, momentum, projection, averaging) is post-processing.
+Privacy.  For a loss that is L-Lipschitz over the rows (‖xᵢ‖ ≤ ``data_norm``,
+enforced by clipping rows), every per-example gradient has norm ≤ L, and the
+clipping at C = L is then a no-op that makes the bound hold unconditionally.
+
+* Replace-one (default; n = ``X.shape[0]`` public): replacing one record
+  changes the clipped sum by at most 2C, so the average gradient Σ/n by 2C/n;
+  each step is the Gaussian mechanism with noise multiplier z = σ n/(2C).
+* Add/remove-one: adding or removing a record changes the clipped sum by at
+  most C.  The size is private, so the sum is divided by the caller's public
+  ``dataset_size`` N (never by ``X.shape[0]``), and the default number of steps
+  uses N as well; z = σ N/C.
+
+T adaptive steps are the event ``SelfComposed(Gaussian(z, neighbouring=...), T)``;
+everything else (the step, the ℓ2 term, momentum, projection, averaging) is
+post-processing.
 """
 
 from __future__ import annotations
@@ -128,7 +135,9 @@ def fit(
     alpha: float = 0.0,
     constraint=None,
     regularizer=None,
-    calibration: str = "rdp",
+    calibration: str | None = None,
+    neighbouring: str = "replace-one",
+    dataset_size: int | None = None,
     averaging: str = "last",
     schedule="constant",
     momentum: float = 0.0,
@@ -143,14 +152,19 @@ def fit(
 ) -> Result:
     """DP-GD: full-batch projected gradient descent with Gaussian noise.
 
-    Neighbouring relation: **replace-one**.  Assumptions: the loss is
-    L-Lipschitz in θ over rows with ‖x‖ ≤ ``data_norm`` (rows above are
-    clipped and counted); per-example gradients are additionally clipped at
-    C = ``clipping_norm`` (default C = L, a no-op for a correct L), so the
-    ℓ2 sensitivity of the average gradient is 2C/n whatever the data
+    Neighbouring relation: ``neighbouring``, default **replace-one**.
+    Assumptions: the loss is L-Lipschitz in θ over rows with
+    ‖x‖ ≤ ``data_norm`` (rows above are clipped and counted); per-example
+    gradients are additionally clipped at C = ``clipping_norm`` (default
+    C = L, a no-op for a correct L), so the ℓ2 sensitivity of the clipped sum
+    is 2C under replace-one and C under add/remove, whatever the data
     (Bassily, Smith, Thakurta, FOCS 2014, Algorithm 1 / Theorem 2.1 with the
-    full batch).  The noise on the average gradient has standard deviation
-    σ = z · 2C/n, and the run is the event ``SelfComposed(Gaussian(z), T)``.
+    full batch).  Replace-one: the sum is divided by n = ``X.shape[0]``
+    (public), the noise on the average gradient has standard deviation
+    σ = z · 2C/n.  Add/remove: the size is private, so the sum is divided by
+    the public ``dataset_size`` N (required; it need not equal
+    ``X.shape[0]``), σ = z · C/N, and the default T uses N.  The run is the
+    event ``SelfComposed(Gaussian(z, neighbouring=...), T)``.
 
     Parameters
     ----------
@@ -165,7 +179,7 @@ def fit(
         Public bound R on ‖xᵢ‖₂ (rows above are clipped).  Required for a
         ``loss`` unless ``clipping_norm`` is given.
     steps : int, optional
-        T; default :func:`default_steps`.
+        T; default :func:`default_steps` of the public size.
     learning_rate : float, optional
         Step size η (constant schedule).  Default 1/β with β the smoothness of
         the mean objective (smooth losses), or D/(L√T) with D the diameter of
@@ -177,14 +191,19 @@ def fit(
         applied by a proximal step after every gradient step (post-processing).
     constraint : Constraint, optional
         Projection after every step (an ℓ2 ball is needed for the squared loss).
-    calibration : {"rdp", "pld", "advanced"}
-        Accountant used to calibrate z; "advanced" uses
-        :func:`advanced_composition_noise_multiplier` (for comparison).
+    calibration : {"pld", "rdp", "advanced"}, optional
+        Accountant used to calibrate z; default "pld" (the tightest);
+        "advanced" uses :func:`advanced_composition_noise_multiplier` (for
+        comparison).
+    neighbouring : {"replace-one", "add-remove"}, default "replace-one"
+    dataset_size : int, optional
+        Public number of records N: required under add/remove (the
+        normaliser); under replace-one it must equal ``X.shape[0]`` if given.
     averaging : {"last", "uniform", "tail"}
     schedule : {"constant", "inverse_sqrt", "inverse_time"} or Schedule or callable
     momentum : float in [0, 1)
     noise_multiplier : float, optional
-        z (relative to the sensitivity 2C/n).  0 gives non-private GD and
+        z (relative to the sensitivity, 2C/n or C/N).  0 gives non-private GD and
         the event :class:`~dperm.accounting.NonPrivate` (ε = ∞).
     clipping_norm : float, optional
         C; default the Lipschitz bound L of ``loss``.  Required with
@@ -208,25 +227,32 @@ def fit(
         ``theta`` (shape (d,) or (d, k)), ``event``, and diagnostics with keys
         ``noise_multiplier``, ``steps``, ``sampling_rate`` (1.0),
         ``accountant``, ``noise_std``, ``sensitivity``, ``clipping_norm``,
-        ``learning_rate``, ``n_clipped``, ``neighbouring``, ``epsilon``,
-        ``delta``, ``epsilon_spent``.
+        ``learning_rate``, ``n_clipped``, ``neighbouring``, ``normalizer``,
+        ``dataset_size``, ``epsilon``, ``delta``, ``epsilon_spent``.
 
     Raises
     ------
     InvalidPrivacyParameter
         Invalid ε, δ, steps, learning rate, clipping norm; a given noise
-        multiplier that does not meet ε; no (ε, δ) and no noise multiplier.
+        multiplier that does not meet ε; no (ε, δ) and no noise multiplier;
+        no ``dataset_size`` under add/remove; an unknown ``neighbouring``.
     UnknownNameError
         Unknown ``calibration``, ``averaging`` or ``schedule``.
     InvalidDataError, LabelError
         Bad data, labels, or a ``per_example_grad`` of the wrong shape.
     """
+    if calibration is None:
+        calibration = "pld"
     if calibration not in CALIBRATIONS:
         raise UnknownNameError(
             f"unknown calibration {calibration!r}; choose one of {list(CALIBRATIONS)}"
         )
     if loss is None and per_example_grad is None:
         raise InvalidPrivacyParameter("give a loss or a per_example_grad function, got neither")
+    neighbouring = gl.check_neighbouring(neighbouring)
+    dataset_size = gl.check_dataset_size(dataset_size)
+    if neighbouring == gl.ADD_REMOVE:
+        gl.public_size(neighbouring, dataset_size, 0, "the normaliser of the noisy sum")
     alpha, momentum, averaging = gl.check_common(alpha, momentum, averaging)
     if data_norm is not None:
         data_norm = check_positive(data_norm, "data_norm")
@@ -235,15 +261,18 @@ def fit(
     rng = check_random_state(random_state)
 
     X, y, n_clipped, k, norms = gl.prepare_data(loss, X, y, data_norm, per_example_grad, n_classes)
-    n, d = X.shape
+    n_rows, d = X.shape
+    # public size: dataset_size under add/remove (X.shape[0] is private), n under replace-one
+    sampler = gl.FullBatchSampler(n_rows, neighbouring=neighbouring, dataset_size=dataset_size)
+    size = sampler.batch_size
 
-    # ---- the clipping norm C: sensitivity of the average gradient is 2C/n [P2]
+    # ---- the clipping norm C: sensitivity of the sum is 2C (replace-one) or C [P2]
     clipping_norm, lipschitz = gl.resolve_clipping_norm(
         loss, data_norm, constraint, clipping_norm, per_example_grad
     )
 
     if steps is None:
-        steps = default_steps(n, d, epsilon)
+        steps = default_steps(size, d, epsilon)
     steps = check_count(steps, "steps")
 
     # ---- step size (public)
@@ -254,7 +283,6 @@ def fit(
     sched = get_schedule(schedule, learning_rate, strong_convexity=alpha or None)
 
     # ---- noise [P3]
-    sampler = gl.FullBatchSampler(n)
     if calibration == "advanced":
         # the certificate is the advanced-composition theorem; an RDP value is reported too
         if epsilon is None and noise_multiplier is None:
@@ -306,10 +334,12 @@ def fit(
         "steps": steps,
         "sampling_rate": 1.0,
         "sampling": "full",
-        "batch_size": n,
+        "batch_size": size,
         "accountant": calibration,
-        "noise_std": noise_std_sum / n,
-        "sensitivity": sensitivity_sum / n,
+        "noise_std": noise_std_sum / sampler.normalizer,
+        "sensitivity": sensitivity_sum / sampler.normalizer,
+        "normalizer": sampler.normalizer,
+        "dataset_size": size,
         "clipping_norm": clipping_norm,
         "lipschitz": lipschitz,
         "learning_rate": learning_rate,

@@ -5,13 +5,14 @@ Two algorithms share this module and the loop of :mod:`._gradient_loop`:
 * :func:`fit` — mini-batch DP-SGD with per-example clipping (Abadi, Chu,
   Goodfellow, McMahan, Mironov, Talwar, Zhang, "Deep Learning with
   Differential Privacy", CCS 2016, Algorithm 1).  Each step clips every
-  per-example gradient to ℓ2 norm C, sums the batch, adds N(0, (σC)² I) and
-  divides by the expected batch size.  Batches are drawn by Poisson sampling
-  with rate q (default) — the event is ``PoissonSampled(q, Gaussian(σ))``
-  per step, add/remove-one relation (Mironov, Talwar, Zhang 2019, "Rényi
-  Differential Privacy of the Sampled Gaussian Mechanism") — or by fixed-size
-  sampling without replacement / per-epoch shuffling (replace-one, see
-  ``sampling``).
+  per-example gradient to ℓ2 norm C, sums the batch, adds Gaussian noise and
+  divides by the public expected batch size.  Batches are drawn by Poisson
+  sampling with rate q (default) — the event is
+  ``PoissonSampled(q, Gaussian(z, neighbouring=...))`` per step, under
+  add/remove-one (Mironov, Talwar, Zhang 2019, "Rényi Differential Privacy of
+  the Sampled Gaussian Mechanism") or replace-one neighbours (dp-accounting's
+  REPLACE_ONE privacy-loss distribution) — or by fixed-size sampling without
+  replacement / per-epoch shuffling (replace-one only, see ``sampling``).
 * :func:`fit_single_sample` — the noisy SGD of Bassily, Smith, Thakurta
   ("Private Empirical Risk Minimization: Efficient Algorithms and Tight
   Error Bounds", FOCS 2014, Algorithm 1): one example drawn uniformly at
@@ -25,8 +26,9 @@ Two algorithms share this module and the loop of :mod:`._gradient_loop`:
 
 Sensitivity (the clipped *sum* of the batch, before the division):
 
-* ``poisson``: add/remove-one, sensitivity C,
-  event ``PoissonSampled(q, Gaussian(z))`` per step;
+* ``poisson``, add/remove-one: sensitivity C, normaliser q·N with N the
+  caller's public ``dataset_size``;
+* ``poisson``, replace-one: sensitivity 2C, normaliser q·n (n public);
 * ``without_replacement``: replace-one, sensitivity 2C,
   event ``SampledWithoutReplacement(b, n, Gaussian(z))`` per step;
 * ``shuffle``: replace-one, sensitivity 2C, one ``Gaussian(z)`` per *epoch*
@@ -35,9 +37,21 @@ Sensitivity (the clipped *sum* of the batch, before the division):
   event ``SampledWithoutReplacement(1, n, Gaussian(z))`` per step.
 
 The noise standard deviation added to the sum is z × sensitivity (so for
-Poisson sampling z is Abadi et al.'s σ).  Under replace-one a replaced record
-changes one term of the sum from g to g′ with ‖g − g′‖ ≤ 2C — the factor 2
-that is easy to forget.
+add/remove Poisson sampling z is Abadi et al.'s σ).  Under replace-one a
+replaced record changes one term of the sum from g to g′ with ‖g − g′‖ ≤ 2C —
+the factor 2 that is easy to forget.
+
+Public constants.  Under add/remove neighbours the number of records |D| is
+private: two neighbours differ in it.  So no constant of a run — the
+normaliser q·N, q, the batch size, the number of steps T, the noise
+multiplier z, the learning-rate damping and schedule, the averaging weights —
+is computed from ``X.shape[0]``; those that need a size use the caller's
+public ``dataset_size``, and a run that needs one without it raises
+:class:`~dperm.exceptions.InvalidPrivacyParameter`.  The data rows are only
+iterated over (one Bernoulli(q) draw per actual row).  Under replace-one
+neighbours n = ``X.shape[0]`` is the same for both neighbours, hence public,
+and is used.  See docs/gradient_perturbation.md, "Public constants and the
+neighbouring relation".
 """
 
 from __future__ import annotations
@@ -66,7 +80,9 @@ def default_hyperparameters(
 ) -> dict:
     """Defaults of mini-batch DP-SGD from public quantities only (n, d, ε, C, β).
 
-    No test set and no statistic of the data is used.  The rule:
+    No test set and no statistic of the data is used, and n must be a *public*
+    size: :func:`fit` passes the caller's ``dataset_size`` under add/remove
+    neighbours and ``X.shape[0]`` only under replace-one.  The rule:
 
     * expected batch size b = clip(round(√n), 16, n), so q = b/n ≈ 1/√n and an
       epoch has ≈ √n steps.  (At fixed epochs, the RDP noise multiplier grows
@@ -87,7 +103,9 @@ def default_hyperparameters(
 
     Parameters
     ----------
-    n_samples, n_features : int
+    n_samples : int
+        Public dataset size.
+    n_features : int
     epsilon : float or None
         None (a given noise multiplier) is treated as ε = 1.
     clipping_norm : float
@@ -125,6 +143,8 @@ def fit(
     *,
     epsilon: float | None = None,
     delta: float | None = None,
+    neighbouring: str | None = None,
+    dataset_size: int | None = None,
     data_norm: float | None = None,
     clipping_norm: float | None = None,
     sampling_rate: float | None = None,
@@ -140,7 +160,7 @@ def fit(
     momentum: float = 0.0,
     averaging: str = "last",
     noise_multiplier: float | None = None,
-    accountant: str = "rdp",
+    accountant: str | None = None,
     per_example_grad=None,
     theta0=None,
     n_classes: int | None = None,
@@ -150,10 +170,24 @@ def fit(
 ) -> Result:
     """Mini-batch DP-SGD with per-example clipping (Abadi et al., CCS 2016, Algorithm 1).
 
-    Neighbouring relation: **add/remove-one** for ``sampling="poisson"``,
-    **replace-one** for ``"without_replacement"`` and ``"shuffle"``.
+    Neighbouring relation: ``neighbouring``, by default **add/remove-one** for
+    ``sampling="poisson"`` (the standard DP-SGD guarantee) and **replace-one**
+    for ``"without_replacement"`` and ``"shuffle"`` (whose accounting exists
+    only for replace-one; asking for add/remove with them raises).
     Assumptions: none on the loss for privacy (per-example clipping bounds
     every contribution by C); convexity/smoothness matter only for utility.
+
+    **Public constants.**  Under add/remove the dataset size is private, so
+    nothing of the run is computed from ``X.shape[0]``: the noisy sum is
+    divided by q·``dataset_size``, an expected ``batch_size`` gives
+    q = b/``dataset_size``, and the default batch size, epochs → steps, noise
+    multiplier and learning-rate damping are functions of (``dataset_size``,
+    d, ε, δ, C, β) only.  ``dataset_size`` is therefore **required** under
+    add/remove (the normaliser always needs it): it is an integer the caller
+    asserts is public (e.g. a published count) and need not equal
+    ``X.shape[0]``; every actual row still gets its own Bernoulli(q) draw.
+    Under replace-one, n = ``X.shape[0]`` is public and is used
+    (``dataset_size`` may be omitted, or must equal n).
 
     Parameters
     ----------
@@ -161,8 +195,15 @@ def fit(
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     epsilon, delta : float, optional
-        Target (ε, δ); the noise multiplier is then the smallest that
-        ``accountant`` certifies for the sampling and number of steps.
+        Target (ε, δ) for ``neighbouring``; the noise multiplier is then the
+        smallest that ``accountant`` certifies for the sampling and number of
+        steps.  δ has no default (it would be a function of the size).
+    neighbouring : {"add-remove", "replace-one"}, optional
+        Relation of the guarantee (default: see above).  Recorded in the event
+        (``Gaussian(z, neighbouring=...)``) and in ``diagnostics["neighbouring"]``.
+    dataset_size : int, optional
+        Public number of records N.  Required under add/remove; under
+        replace-one it must equal ``X.shape[0]`` if given.
     data_norm : float, optional
         Public bound on ‖xᵢ‖ (rows above are clipped and counted).  Used for
         the default clipping norm C = L(data_norm) of a GLM/softmax loss.
@@ -170,10 +211,10 @@ def fit(
         C > 0.  Default: the Lipschitz constant of ``loss`` over
         ‖x‖ ≤ ``data_norm`` (so clipping never binds).
     sampling_rate : float in (0, 1], optional
-        q.  Give this or ``batch_size`` (b = qn), not both.  Default from
-        :func:`default_hyperparameters`.
+        q.  Give this or ``batch_size`` (q = b/N), not both.  Default from
+        :func:`default_hyperparameters` with the public size N.
     batch_size : int, optional
-        Expected (Poisson) or exact (other samplings) batch size.
+        Expected (Poisson) or exact (other samplings) batch size, ≤ N.
     epochs : float, optional
         Passes over the data; steps = ⌈epochs/q⌉ (shuffle: epochs·⌊n/b⌋).
         Give this or ``steps``, not both.
@@ -199,7 +240,11 @@ def fit(
     noise_multiplier : float, optional
         z (noise std / sensitivity).  0 gives non-private SGD and the event
         :class:`~dperm.accounting.NonPrivate` (ε = ∞).
-    accountant : {"rdp", "pld"}
+    accountant : {"rdp", "pld"}, optional
+        Default: the tightest accountant that supports the event — "pld"
+        (Poisson sampling, shuffling), "rdp" for sampling without replacement
+        (PLD has no such event).  "rdp" cannot account replace-one Poisson
+        sampling (raises :class:`~dperm.exceptions.UnsupportedEventError`).
     per_example_grad : callable, optional
         ``per_example_grad(theta, X_batch, y_batch) -> (b, *theta.shape)``.
     theta0 : ndarray, optional
@@ -217,18 +262,34 @@ def fit(
         diagnostics keys: ``noise_multiplier``, ``steps``, ``sampling_rate``,
         ``accountant``, ``sampling``, ``batch_size``, ``epochs``,
         ``clipping_norm``, ``noise_std`` (of the noise on the normalized
-        gradient), ``learning_rate``, ``n_clipped``, ``neighbouring``,
-        ``epsilon``, ``delta``, ``epsilon_spent``.
+        gradient), ``normalizer``, ``dataset_size`` (the public size used),
+        ``learning_rate``, ``n_clipped``, ``neighbouring``, ``epsilon``,
+        ``delta``, ``epsilon_spent``.
 
     Raises
     ------
     InvalidPrivacyParameter
         Sampling rate ∉ (0, 1], steps ≤ 0, clipping norm ≤ 0, learning
-        rate ≤ 0, a noise multiplier that does not meet the target ε, …
+        rate ≤ 0, a noise multiplier that does not meet the target ε; no
+        ``dataset_size`` under add/remove; an unknown ``neighbouring``;
+        add/remove with a sampling whose accounting is replace-one only; …
+    UnsupportedEventError
+        ``accountant="rdp"`` with replace-one Poisson sampling, or "pld" with
+        sampling without replacement.
     UnknownNameError
         Unknown ``sampling``, ``accountant``, ``averaging`` or ``schedule``.
     InvalidDataError, LabelError
         Bad data or labels; ``per_example_grad`` returning a wrong shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dperm.losses import Logistic
+    >>> X = np.tile([[0.6, 0.0]], (200, 1)); y = np.ones(200)
+    >>> r = fit(Logistic(), X, y, epsilon=1.0, delta=1e-6, data_norm=1.0,
+    ...         dataset_size=200, sampling_rate=0.1, epochs=1, random_state=0)
+    >>> r.diagnostics["neighbouring"], r.diagnostics["normalizer"], r.diagnostics["steps"]
+    ('add-remove', 20.0, 10)
     """
     return _fit(
         loss,
@@ -237,6 +298,8 @@ def fit(
         mechanism="dp-sgd",
         epsilon=epsilon,
         delta=delta,
+        neighbouring=neighbouring,
+        dataset_size=dataset_size,
         data_norm=data_norm,
         clipping_norm=clipping_norm,
         sampling_rate=sampling_rate,
@@ -269,6 +332,7 @@ def fit_single_sample(
     *,
     epsilon: float | None = None,
     delta: float | None = None,
+    neighbouring: str = "replace-one",
     data_norm: float | None = None,
     steps: int | None = None,
     epochs: float | None = None,
@@ -279,7 +343,7 @@ def fit_single_sample(
     regularizer=None,
     averaging: str = "uniform",
     noise_multiplier: float | None = None,
-    accountant: str = "rdp",
+    accountant: str | None = None,
     clipping_norm: float | None = None,
     per_example_grad=None,
     theta0=None,
@@ -294,14 +358,17 @@ def fit_single_sample(
     replacement across steps) and θ ← Π_C(θ − η_t (∇ℓ(θ; xᵢ, yᵢ) + b_t)),
     b_t ~ N(0, (2zL)² I).
 
-    Neighbouring relation: **replace-one**.  Assumption: ℓ is L-Lipschitz
+    Neighbouring relation: **replace-one** (n = ``X.shape[0]`` public; it
+    sets the sampling law 1/n and the default T = n).  ``neighbouring=
+    "add-remove"`` raises: the law of the uniform draw changes with |D|, so
+    no add/remove accounting applies.  Assumption: ℓ is L-Lipschitz
     over ‖x‖ ≤ ``data_norm`` (the gradient is also clipped at C = L, a no-op
     for a correct L), so the sensitivity of the one-example gradient is 2L.
     Privacy: amplification by subsampling and composition (BST14, Theorem 2.1);
     each step is accounted as ``SampledWithoutReplacement(1, n, Gaussian(z))``
     (exact for one uniform draw; Wang, Balle, Kasiviswanathan 2019) and the T
-    steps are composed by ``accountant`` — never as Poisson sampling, which
-    this is not.
+    steps are composed by ``accountant`` (default and only supported: RDP) —
+    never as Poisson sampling, which this is not.
 
     The paper's T = n² steps is impractical; the default is T = ``epochs``·n
     with ``epochs`` = 1, a η_t = η/√t schedule with η as in
@@ -310,8 +377,8 @@ def fit_single_sample(
 
     Parameters
     ----------
-    See :func:`fit`; ``sampling_rate``/``batch_size``/``sampling`` do not
-    apply (b = 1).
+    See :func:`fit`; ``sampling_rate``/``batch_size``/``sampling``/
+    ``dataset_size`` do not apply (b = 1, replace-one).
 
     Returns
     -------
@@ -329,6 +396,8 @@ def fit_single_sample(
         mechanism="dp-sgd-single",
         epsilon=epsilon,
         delta=delta,
+        neighbouring=neighbouring,
+        dataset_size=None,
         data_norm=data_norm,
         clipping_norm=clipping_norm,
         sampling_rate=None,
@@ -362,6 +431,8 @@ def _fit(
     mechanism,
     epsilon,
     delta,
+    neighbouring,
+    dataset_size,
     data_norm,
     clipping_norm,
     sampling_rate,
@@ -392,7 +463,27 @@ def _fit(
         from ..exceptions import UnknownNameError
 
         raise UnknownNameError(f"unknown sampling {sampling!r}; choose one of {list(gl.SAMPLINGS)}")
-    gl.check_accountant(accountant)
+    if neighbouring is None:
+        neighbouring = gl.ADD_REMOVE if sampling == "poisson" else gl.REPLACE_ONE
+    neighbouring = gl.check_neighbouring(neighbouring)
+    dataset_size = gl.check_dataset_size(dataset_size)
+    if neighbouring == gl.ADD_REMOVE:
+        if mechanism == "dp-sgd-single":
+            raise InvalidPrivacyParameter(
+                "single-sample SGD draws one of the n records uniformly; its accounting "
+                "(SampledWithoutReplacement(1, n, ·)) holds for replace-one neighbours only "
+                "(n public), got neighbouring='add-remove'"
+            )
+        if sampling != "poisson":
+            raise InvalidPrivacyParameter(
+                f"sampling={sampling!r} is accounted for replace-one neighbours only (its "
+                "batch law depends on the number of records n, which add/remove neighbours "
+                "do not share); use sampling='poisson' or neighbouring='replace-one', got "
+                "neighbouring='add-remove'"
+            )
+        gl.public_size(neighbouring, dataset_size, 0, "the normaliser q·dataset_size")
+    if accountant is not None:
+        gl.check_accountant(accountant)
     alpha, momentum, averaging = gl.check_common(alpha, momentum, averaging)
     if data_norm is not None:
         data_norm = check_positive(data_norm, "data_norm")
@@ -422,28 +513,41 @@ def _fit(
     rng = check_random_state(random_state)
 
     X, y, n_clipped, k, norms = gl.prepare_data(loss, X, y, data_norm, per_example_grad, n_classes)
-    n, d = X.shape
+    n_rows, d = X.shape
+    # The size every constant below may use: the caller's public dataset_size under
+    # add/remove (X.shape[0] is private there), n = X.shape[0] under replace-one.
+    size = gl.public_size(neighbouring, dataset_size, n_rows, "the dataset size")
 
     # ---- clipping norm C [P2] --------------------------------------------------------
     clipping_norm, lipschitz = gl.resolve_clipping_norm(
         loss, data_norm, constraint, clipping_norm, per_example_grad
     )
 
-    # ---- public hyper-parameters ----------------------------------------------------
+    # ---- public hyper-parameters (functions of size, d, ε, C, β only) ---------------
     smooth = None
     if loss is not None and per_example_grad is None and data_norm is not None:
         if getattr(loss, "smooth", False):
             smooth = float(loss.smoothness(data_norm))
     defaults = default_hyperparameters(
-        n, d, epsilon, clipping_norm=clipping_norm, smoothness=smooth
+        size, d, epsilon, clipping_norm=clipping_norm, smoothness=smooth
     )
     if mechanism == "dp-sgd-single":
         defaults = {**defaults, "batch_size": 1, "epochs": 1}
     if sampling_rate is None and batch_size is None:
-        batch_size = min(n, defaults["batch_size"])
-    if batch_size is not None and batch_size > n:
-        raise InvalidPrivacyParameter(f"batch_size must be ≤ n_samples={n}, got {batch_size}")
-    sampler = gl.make_sampler(sampling, n, sampling_rate=sampling_rate, batch_size=batch_size)
+        batch_size = min(size, defaults["batch_size"])
+    if batch_size is not None and batch_size > size:
+        raise InvalidPrivacyParameter(
+            f"batch_size must be ≤ the dataset size {size}, got {batch_size}"
+        )
+    sampler = gl.make_sampler(
+        sampling,
+        n_rows,
+        sampling_rate=sampling_rate,
+        batch_size=batch_size,
+        neighbouring=neighbouring,
+        dataset_size=dataset_size,
+    )
+    accountant = gl.resolve_accountant(accountant, sampler)
     if steps is None:
         if epochs is None:
             epochs = defaults["epochs"]
@@ -471,7 +575,8 @@ def _fit(
     theta0 = gl.initial_theta(loss, X, theta0, k, per_example_grad)
     if lr_default:
         # public noise-aware damping: the second moment of a noisy gradient is
-        # ≤ C² + p·s² (s = noise std on the averaged gradient, p parameters)
+        # ≤ C² + p·s² (s = noise std on the averaged gradient, p parameters); the
+        # normaliser is public (q·dataset_size under add/remove)
         s_rel = noise_std_sum / sampler.normalizer / clipping_norm
         learning_rate = defaults["learning_rate"] / math.sqrt(1.0 + theta0.size * s_rel**2)
         sched = get_schedule(schedule, learning_rate, strong_convexity=alpha or None)
@@ -512,6 +617,8 @@ def _fit(
         "clipping_norm": clipping_norm,
         "lipschitz": lipschitz,
         "noise_std": noise_std_sum / sampler.normalizer,
+        "normalizer": sampler.normalizer,
+        "dataset_size": size,
         "sensitivity": sampler.sensitivity_factor * clipping_norm,
         "learning_rate": learning_rate,
         "schedule": repr(sched),

@@ -35,9 +35,17 @@ possibly non-smooth regularizer r; see :func:`kifer_calibration`):
    change of one record's gradient: the noise term costs ≤ ε/2 except with
    probability δ.
 
-The proofs assume the *exact* minimizer: the solver must reach the
-optimality residual ``tol`` or :class:`~dperm.exceptions.ConvergenceError` is
-raised (fail closed).  The proof sketch is in ``docs/objective_perturbation.md``.
+The proofs assume the *exact* minimizer (they tolerate no optimization error):
+the solver must reach the optimality residual ``tol`` (default 1e-10: ‖∇F(θ)‖₂,
+or the gradient-mapping norm with a constraint or an ℓ1 term, recomputed
+independently of the solver's own stopping rule) or
+:class:`~dperm.exceptions.ConvergenceError` is raised (fail closed).  By strong
+convexity the released θ is then within tol/(Λ + Δ) of the exact minimizer; that
+gap is numerical and *not* covered by the theorem (AMP, :mod:`.amp`, is the
+variant whose proof covers an approximate minimizer).  Whether the error is
+raised depends on the private data, so raising is itself a (rare) data-dependent
+event outside the guarantee; its message carries only public numbers (``tol``,
+``max_iter``).  The proof sketch is in ``docs/objective_perturbation.md``.
 """
 
 from __future__ import annotations
@@ -322,11 +330,12 @@ def _solve(loss, X, y, l2, linear, regularizer, constraint, tol, max_iter, algor
         max_iter=max_iter,
     )
     if not res.converged:  # [OP-6] the theorems need the exact minimizer: fail closed
+        # Raising depends on the private data; the message carries only public numbers
+        # (tol, max_iter): not the residual reached, the iteration count or the method.
         raise ConvergenceError(
-            f"{algorithm}: the solver ({res.method}) stopped at optimality residual "
-            f"{res.optimality:.3g} > tol={tol:g} after {res.n_iter} iterations; the privacy "
-            "theorem assumes the exact minimizer, so nothing is released. Increase max_iter, "
-            "loosen tol, or increase alpha."
+            f"{algorithm}: the solver did not reach the optimality residual tol={tol:g} "
+            f"within max_iter={max_iter}; the privacy theorem assumes the exact minimizer, "
+            "so nothing is released. Increase max_iter, loosen tol, or increase alpha."
         )
     theta = res.theta
     if constraint is not None:
@@ -410,7 +419,9 @@ def fit(
     UnknownNameError
         Unknown ``noise``.
     ConvergenceError
-        The solver did not reach ``tol``.
+        The solver did not reach ``tol`` (the theorem needs the exact minimizer);
+        nothing is released.  Raising depends on the data (outside the
+        guarantee); the message carries only ``tol`` and ``max_iter``.
     """
     algorithm = "objective perturbation"
     p = _prepare(loss, X, y, epsilon, data_norm, alpha, constraint, regularizer, algorithm)

@@ -34,9 +34,15 @@ Noise.
   more tightly than (ε, δ).
 
 With a constraint, θ̂ + b is projected back onto C (post-processing, free).
-The theorem assumes the exact minimizer: the solver must reach ``tol`` or
-:class:`~dperm.exceptions.ConvergenceError` is raised.  Proof sketch:
-``docs/output_perturbation.md``.
+The theorem assumes the exact minimizer θ̂ (it tolerates no optimization
+error): the solver must reach the optimality residual ``tol`` (default 1e-10,
+recomputed independently of the solver) or
+:class:`~dperm.exceptions.ConvergenceError` is raised.  By strong convexity the
+released centre is within tol/Λ_J of θ̂ — a numerical gap the theorem does not
+cover (adding 2·tol/Λ_J to Δ₂ would, by the triangle inequality; at the default
+tol this is ~10⁻⁸ relative and is not done).  Raising depends on the private
+data (a rare data-dependent event outside the guarantee); the message carries
+only ``tol`` and ``max_iter``.  Proof sketch: ``docs/output_perturbation.md``.
 """
 
 from __future__ import annotations

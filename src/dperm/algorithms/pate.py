@@ -100,7 +100,7 @@ from .._validation import (
     check_X,
     check_X_y,
 )
-from ..accounting.base import Accountant, accountant_factory, epsilon_spent
+from ..accounting.base import Accountant
 from ..accounting.calibrate import calibrate_noise
 from ..accounting.events import (
     Composed,
@@ -110,6 +110,7 @@ from ..accounting.events import (
     Laplace,
     SelfComposed,
 )
+from ..accounting.registry import accountant_factory, epsilon_spent
 from ..exceptions import (
     InvalidDataError,
     InvalidPrivacyParameter,

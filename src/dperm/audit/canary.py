@@ -18,6 +18,12 @@ Nasr et al. 2021, Section 4, "worst-case datasets"):
 * **replace-one** relation: D = base ∪ {anti-canary}, D′ = base ∪ {canary};
   **add/remove-one**: D = base, D′ = base ∪ {canary}.
 
+``base="copies"`` makes every base row a copy of the canary instead: the
+records then all pull θ the same way, so anything of a run that depends on
+the number of rows (a normaliser or a step count computed from |D| under
+add/remove neighbours) shifts the output by a whole step of their joint
+gradient — the pair that exposes that bug class (dperm issue #10).
+
 The optimal one-dimensional test statistic is then the projection ⟨θ, e_d⟩ of
 the released parameters on the canary direction.
 """
@@ -34,11 +40,16 @@ from ..exceptions import InvalidDataError, UnknownNameError
 
 __all__ = ["NEIGHBOURING_RELATIONS", "CanaryPair", "canary_pair_from_data", "make_canary_pair"]
 
-NEIGHBOURING_RELATIONS = ("replace-one", "add-remove-one")
+#: the relations, spelled as ``DpEvent.neighbouring`` spells them
+NEIGHBOURING_RELATIONS = ("replace-one", "add-remove")
+_ALIASES = {"add-remove-one": "add-remove", "add/remove": "add-remove"}
 
 
 def check_neighbouring(neighbouring: str) -> str:
-    """Return the relation name, or raise UnknownNameError."""
+    """Return the canonical relation name ("replace-one" or "add-remove"; the
+    spelling "add-remove-one" is accepted), or raise UnknownNameError."""
+    if isinstance(neighbouring, str):
+        neighbouring = _ALIASES.get(neighbouring, neighbouring)
     if neighbouring not in NEIGHBOURING_RELATIONS:
         raise UnknownNameError(
             f"neighbouring must be one of {list(NEIGHBOURING_RELATIONS)}, got {neighbouring!r}"
@@ -60,7 +71,7 @@ class CanaryPair:
     direction : ndarray of shape (d,)
         Unit vector of the canary; the audit statistic is ⟨θ, direction⟩.
     neighbouring : str
-        "replace-one" or "add-remove-one".
+        "replace-one" or "add-remove".
     canary_norm : float
         ℓ2 norm of the canary row.
     """
@@ -110,14 +121,14 @@ def make_canary_pair(
         The row-norm bound R the algorithm assumes.
     label_bound : float > 0
         |y| of the canary and anti-canary (1 for the ±1 margin losses).
-    neighbouring : {"replace-one", "add-remove-one"}
+    neighbouring : {"replace-one", "add-remove"}
     canary_norm : float, optional
         Norm of the canary row; default ``data_norm``.  Larger values test that
         the algorithm clips rows (the clipped canary is as strong as one at the
         bound; an unclipped one breaks the claimed ε).
-    base : {"orthogonal", "zeros"}
+    base : {"orthogonal", "zeros", "copies"}
         Base rows random with norm ≤ ``data_norm`` in the first d − 1
-        coordinates, or all zero.
+        coordinates, all zero, or copies of the canary (row and label).
     random_state : int, Generator or None
         Draws the (public, fixed) base rows; default 0.
 
@@ -131,11 +142,14 @@ def make_canary_pair(
     label_bound = check_positive(label_bound, "label_bound")
     neighbouring = check_neighbouring(neighbouring)
     canary_norm = data_norm if canary_norm is None else check_positive(canary_norm, "canary_norm")
-    if base not in ("orthogonal", "zeros"):
-        raise UnknownNameError(f"base must be 'orthogonal' or 'zeros', got {base!r}")
+    if base not in ("orthogonal", "zeros", "copies"):
+        raise UnknownNameError(f"base must be 'orthogonal', 'zeros' or 'copies', got {base!r}")
     rng = check_random_state(random_state)
     m = n - 1
     Xb = np.zeros((m, d))
+    if base == "copies":
+        Xb[:, d - 1] = canary_norm
+        return _assemble(Xb, np.full(m, label_bound), d - 1, canary_norm, label_bound, neighbouring)
     if base == "orthogonal" and d > 1:
         g = rng.standard_normal((m, d - 1))
         g /= np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12)

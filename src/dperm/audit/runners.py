@@ -17,18 +17,34 @@ Runner functions must be module-level (picklable by reference) to run in
 worker processes.  Modules are imported lazily, so a registered runner whose
 algorithm is not installed is simply *unavailable* (:meth:`Runner.available`).
 
-Configurations are tiny (n ≈ 20–50 rows, d ≈ 2–4 features) so that one run
-takes about a millisecond.  The gradient methods calibrate their noise
-multiplier through the accountant once per (ε, δ, configuration) and worker
-process, then pass it to ``fit`` as ``noise_multiplier`` (the accountant's
-bisection is the slow part; the noise, sampling and clipping code paths run
-every time).
+Configurations are tiny (n ≈ 20–100 rows, d ≈ 1–3 features) so that one run
+takes about a millisecond.
+
+The gradient methods (``dp-gd``, ``dp-sgd``, ``dp-sgd-replace-one``,
+``dp-gd-add-remove``, ``estimator-dp-sgd``) run the **default** path end to
+end: ``fit(loss, X, y, epsilon=…, delta=…)`` with the default batch size,
+sampling rate, number of steps, noise calibration and accountant, for both
+neighbouring relations (the add/remove runners pass the public
+``dataset_size`` = |D| = 100, so that D′ = D + canary has 101 rows — a size
+at which T and b change if a run read them off ``X.shape[0]``).  Only the
+learning rate is set, small (10⁻³), so that the hinge loss stays in its linear
+part: the canary's clipped gradient is then the same C·e_d at every step,
+and the score ⟨θ, e_d⟩ is exactly a sum of Gaussians (plus the canary's
+Bernoulli(q) inclusions) — the setting where the μ-GDP estimate of
+:mod:`dperm.audit.gdp` is tight.  These runners declare ``noise="gaussian"``
+and :func:`~dperm.audit.audit` uses the GDP method for them by default.
+The function-API runners compute the default constants by one full default
+``fit`` per dataset and process and pass them back with ``noise_multiplier``
+(see :func:`_fit_default`); the estimator runner calibrates on every fit,
+exactly as a user's call does.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import importlib.util
+import inspect
 from collections.abc import Callable
 
 import numpy as np
@@ -41,9 +57,50 @@ __all__ = [
     "Runner",
     "available_runners",
     "get_runner",
+    "projection",
     "register_runner",
+    "release_statistic",
     "runner_names",
 ]
+
+
+def projection(theta, direction) -> float:
+    """The default audit statistic ⟨θ, direction⟩ (for θ of shape (d, k) the
+    first column is used).
+
+    Raises
+    ------
+    DpermError
+        θ of a shape other than ``direction``'s.
+    """
+    t = np.asarray(theta, dtype=float)
+    if t.ndim == 2:
+        t = t[:, 0]
+    if t.shape != direction.shape:
+        raise DpermError(f"runner returned theta of shape {t.shape}, expected {direction.shape}")
+    return float(t @ direction)
+
+
+#: added per extra row of ``coef_`` by :func:`release_statistic`
+_SHAPE_OFFSET = 1.0e6
+
+
+def release_statistic(coef, direction) -> float:
+    """Audit statistic of an estimator's release ``coef_`` of shape (k, d):
+    ⟨coef_[−1], direction⟩ + 10⁶·(k − 1).
+
+    The shape of a release is part of what an adversary sees: a model whose
+    number of rows depends on the data (a label set read off ``y``) is told
+    apart by it perfectly, and the offset turns that into the score.  For a
+    release of fixed shape the offset is a constant and the statistic is the
+    projection of the last class's coefficients on the canary.
+    """
+    c = np.atleast_2d(np.asarray(coef, dtype=float))
+    if c.shape[1] != direction.shape[0]:
+        raise DpermError(
+            f"runner returned coef of shape {c.shape}, expected (k, {direction.shape[0]})"
+        )
+    return float(c[-1] @ direction) + _SHAPE_OFFSET * (c.shape[0] - 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +125,18 @@ class Runner:
     canary_norm : float or None
         Norm of the canary row (default ``data_norm``).
     description : str
+    noise : {"gaussian"} or None
+        "gaussian" when the released statistic is a (sum of) Gaussian-noise
+        release(s): the audit then defaults to the μ-GDP method.
+    default_runs : int
+        Runs per dataset when the caller gives none.
+    statistic : callable or None
+        ``statistic(output, direction) -> float``; default :func:`projection`.
+    requires : tuple of str
+        Keyword parameters that ``module.fit`` must accept for the runner to be
+        available (an API the runner relies on).
+    base : {"orthogonal", "zeros", "copies"}
+        Base rows of the default pair (:func:`~dperm.audit.make_canary_pair`).
     """
 
     name: str
@@ -81,22 +150,39 @@ class Runner:
     default_delta: float = 0.0
     canary_norm: float | None = None
     description: str = ""
+    noise: str | None = None
+    default_runs: int = 1000
+    statistic: Callable | None = None
+    requires: tuple[str, ...] = ()
+    base: str = "orthogonal"
 
     def available(self) -> bool:
-        """True when :attr:`module` (if any) can be imported."""
+        """True when :attr:`module` (if any) can be imported and its ``fit``
+        accepts every keyword of :attr:`requires`."""
         if self.module is None:
             return True
         try:
-            return importlib.util.find_spec(self.module) is not None
+            if importlib.util.find_spec(self.module) is None:
+                return False
         except (ImportError, ValueError):
             return False
+        if not self.requires:
+            return True
+        fit = getattr(importlib.import_module(self.module), "fit", None)
+        if fit is None:
+            return False
+        params = inspect.signature(fit).parameters
+        return all(p in params for p in self.requires)
 
     def require(self) -> None:
         """Raise :class:`~dperm.exceptions.DpermError` if unavailable."""
         if not self.available():
+            needs = f"the module {self.module!r}"
+            if self.requires:
+                needs += f" with fit(..., {', '.join(p + '=' for p in self.requires)})"
             raise DpermError(
-                f"audit runner {self.name!r} needs the module {self.module!r}, which is not "
-                "installed in this version of dperm"
+                f"audit runner {self.name!r} needs {needs}, which is not installed in this "
+                "version of dperm"
             )
 
     def make_pair(self, neighbouring: str | None = None, random_state=0) -> CanaryPair:
@@ -108,6 +194,7 @@ class Runner:
             label_bound=self.label_bound,
             neighbouring=neighbouring or self.neighbouring,
             canary_norm=self.canary_norm,
+            base=self.base,
             random_state=random_state,
         )
 
@@ -131,9 +218,16 @@ def register_runner(
     default_delta: float = 0.0,
     canary_norm: float | None = None,
     description: str = "",
+    noise: str | None = None,
+    default_runs: int = 1000,
+    statistic: Callable | None = None,
+    requires: tuple[str, ...] = (),
+    base: str = "orthogonal",
     overwrite: bool = False,
 ):
     """Register an audit runner (usable as a decorator when ``fn`` is None).
+
+    The keywords are the :class:`Runner` attributes.
 
     Raises
     ------
@@ -144,7 +238,9 @@ def register_runner(
     """
     if not isinstance(name, str) or not name:
         raise UnknownNameError(f"runner name must be a non-empty string, got {name!r}")
-    check_neighbouring(neighbouring)
+    neighbouring = check_neighbouring(neighbouring)
+    if noise not in (None, "gaussian"):
+        raise UnknownNameError(f"noise must be 'gaussian' or None, got {noise!r}")
     if name in _RUNNERS and not overwrite:
         raise UnknownNameError(f"an audit runner named {name!r} is already registered")
 
@@ -161,6 +257,11 @@ def register_runner(
             default_delta=check_delta(default_delta),
             canary_norm=canary_norm,
             description=description,
+            noise=noise,
+            default_runs=check_count(default_runs, "default_runs", minimum=10),
+            statistic=statistic,
+            requires=tuple(requires),
+            base=base,
         )
         return f
 
@@ -286,21 +387,57 @@ def _run_output(X, y, epsilon, delta, rng):
 
 
 # ============================================================ gradient methods
-def _fit_calibrated(name: str, fit: Callable, kw: dict, X, y, epsilon, delta, rng) -> np.ndarray:
-    """θ of ``fit(Hinge(), X, y, noise_multiplier=z, **kw)``, where z is the noise
-    multiplier the algorithm's own accountant calibrates for (ε, δ) — computed
-    once per (runner, n, ε, δ) and worker process (see :func:`_cached`)."""
-
-    def calibrate() -> float:
-        res = fit(_hinge(), X, y, epsilon=epsilon, delta=delta, random_state=0, **kw)
-        return res.diagnostics["noise_multiplier"]
-
-    z = _cached((name, X.shape[0], float(epsilon), float(delta)), calibrate)
-    return fit(_hinge(), X, y, noise_multiplier=z, random_state=rng, **kw).theta
+#: learning rate of the gradient runners: small enough that every hinge margin
+#: stays < 1, so each clipped per-example gradient is the constant −y·x at every
+#: step and the score is linear in the Gaussian noise (module docstring)
+_GRAD_LR = 1e-3
+#: public dataset size of the add/remove runners: D has 100 rows, D′ = D + canary
+#: 101 — with sizes read off X, T (25 → 26) and q (0.16 → 0.158) would change
+_AR_SIZE = 100
+_GRAD_RUNS = 20_000
 
 
-_GD_STEPS = 4
-_GD_LR = 0.5
+def _fit_default(name: str, fit: Callable, X, y, epsilon, delta, rng, **kw) -> np.ndarray:
+    """θ of the default path ``fit(Hinge(), X, y, epsilon=ε, delta=δ, data_norm=1,
+    learning_rate=10⁻³, **kw)``.
+
+    Every other constant (steps, batch size, sampling rate, noise multiplier) is
+    the algorithm's default, computed by one full default fit on *this* dataset
+    per (runner, |X|, ε, δ) and process; the runs then pass those constants
+    back with ``noise_multiplier`` (and no ε), so each run executes the
+    sampling, clipping, noise and update code but not the accountant.  A
+    default computed from ``X.shape[0]`` therefore differs between D and D′
+    exactly as in a default run.
+    """
+
+    def constants() -> dict:
+        d = fit(
+            _hinge(),
+            X,
+            y,
+            epsilon=epsilon,
+            delta=delta,
+            data_norm=1.0,
+            learning_rate=_GRAD_LR,
+            random_state=0,
+            **kw,
+        ).diagnostics
+        out = {"noise_multiplier": float(d["noise_multiplier"]), "steps": int(d["steps"])}
+        if d.get("sampling_rate", 1.0) < 1.0:
+            out["sampling_rate"] = float(d["sampling_rate"])
+        return out
+
+    key = (name, X.shape[0], float(epsilon), float(delta), tuple(sorted(kw.items())))
+    const = _CONSTANTS.get(key)
+    if const is None:
+        const = _CONSTANTS[key] = constants()
+    return fit(
+        _hinge(), X, y, data_norm=1.0, learning_rate=_GRAD_LR, random_state=rng, **const, **kw
+    ).theta
+
+
+#: per-process memo of the default constants of a (runner, |X|, ε, δ) configuration
+_CONSTANTS: dict[tuple, dict] = {}
 
 
 @register_runner(
@@ -310,41 +447,109 @@ _GD_LR = 0.5
     n=20,
     d=2,
     default_delta=1e-5,
-    description=f"DP-GD, hinge loss (canary gradient at the clipping norm), {_GD_STEPS} "
-    "full-batch steps, RDP calibration",
+    noise="gaussian",
+    default_runs=_GRAD_RUNS,
+    description="DP-GD (full batch), hinge loss, default steps and calibration, "
+    "replace-one (n public)",
 )
 def _run_dp_gd(X, y, epsilon, delta, rng):
     from ..algorithms import dp_gd as m
 
-    kw = {"data_norm": 1.0, "steps": _GD_STEPS, "learning_rate": _GD_LR}
-    return _fit_calibrated("dp-gd", m.fit, kw, X, y, epsilon, delta, rng)
+    return _fit_default("dp-gd", m.fit, X, y, epsilon, delta, rng)
 
 
-_SGD_STEPS = 6
-_SGD_Q = 0.5
-_SGD_LR = 0.5
+@register_runner(
+    "dp-gd-add-remove",
+    neighbouring="add-remove",
+    module="dperm.algorithms.dp_gd",
+    n=_AR_SIZE + 1,
+    d=2,
+    default_delta=1e-5,
+    noise="gaussian",
+    default_runs=_GRAD_RUNS,
+    requires=("neighbouring", "dataset_size"),
+    description=f"DP-GD under add/remove with the public dataset_size={_AR_SIZE} (|D′| = "
+    f"{_AR_SIZE + 1}), hinge loss, default steps and calibration",
+)
+def _run_dp_gd_add_remove(X, y, epsilon, delta, rng):
+    from ..algorithms import dp_gd as m
+
+    return _fit_default(
+        "dp-gd", m.fit, X, y, epsilon, delta, rng, neighbouring="add-remove", dataset_size=_AR_SIZE
+    )
 
 
 @register_runner(
     "dp-sgd",
-    neighbouring="add-remove-one",
+    neighbouring="add-remove",
     module="dperm.algorithms.dp_sgd",
-    n=20,
+    n=_AR_SIZE + 1,
     d=2,
     default_delta=1e-5,
-    description=f"DP-SGD, hinge loss, Poisson sampling q = {_SGD_Q}, {_SGD_STEPS} steps, "
-    "RDP calibration",
+    noise="gaussian",
+    default_runs=_GRAD_RUNS,
+    requires=("neighbouring", "dataset_size"),
+    description=f"DP-SGD, Poisson sampling, add/remove with the public dataset_size="
+    f"{_AR_SIZE} (|D′| = {_AR_SIZE + 1}); default batch size, steps and calibration; "
+    "hinge loss",
 )
 def _run_dp_sgd(X, y, epsilon, delta, rng):
     from ..algorithms import dp_sgd as m
 
-    kw = {
-        "data_norm": 1.0,
-        "steps": _SGD_STEPS,
-        "sampling_rate": _SGD_Q,
-        "learning_rate": _SGD_LR,
-    }
-    return _fit_calibrated("dp-sgd", m.fit, kw, X, y, epsilon, delta, rng)
+    return _fit_default(
+        "dp-sgd", m.fit, X, y, epsilon, delta, rng, neighbouring="add-remove", dataset_size=_AR_SIZE
+    )
+
+
+@register_runner(
+    "dp-sgd-replace-one",
+    neighbouring="replace-one",
+    module="dperm.algorithms.dp_sgd",
+    n=_AR_SIZE,
+    d=2,
+    default_delta=1e-5,
+    noise="gaussian",
+    default_runs=_GRAD_RUNS,
+    requires=("neighbouring",),
+    description=f"DP-SGD, Poisson sampling, replace-one (n = {_AR_SIZE} public); default "
+    "batch size, steps, calibration and accountant; hinge loss",
+)
+def _run_dp_sgd_replace_one(X, y, epsilon, delta, rng):
+    from ..algorithms import dp_sgd as m
+
+    return _fit_default("dp-sgd", m.fit, X, y, epsilon, delta, rng, neighbouring="replace-one")
+
+
+#: the public label set the estimator runner passes (the canary pair's labels)
+_LABELS = (-1.0, 1.0)
+
+
+@register_runner(
+    "estimator-dp-sgd",
+    neighbouring="replace-one",
+    module="dperm.estimators",
+    n=_AR_SIZE,
+    d=2,
+    default_delta=1e-5,
+    noise="gaussian",
+    default_runs=500,  # every fit calibrates and accounts (≈ 0.1 s)
+    statistic=release_statistic,
+    description=f"DPLogisticRegression(mechanism='dp-sgd') with every default (logistic "
+    f"loss, intercept, batch size, epochs, learning rate, calibration) and the public "
+    f"label set classes={list(_LABELS)}; n = {_AR_SIZE}; scores coef_",
+)
+def _run_estimator_dp_sgd(X, y, epsilon, delta, rng):
+    from ..estimators import DPLogisticRegression
+
+    est = DPLogisticRegression(
+        mechanism="dp-sgd",
+        epsilon=epsilon,
+        delta=delta,
+        data_norm=1.0,
+        classes=list(_LABELS),
+        random_state=rng,
+    )
+    return est.fit(X, y).coef_
 
 
 # ============================================================ AMP and bolt-on
@@ -398,11 +603,13 @@ def _run_bolt_on(X, y, epsilon, delta, rng):
 # ============================================================ noise primitives
 @register_runner(
     "gaussian",
-    neighbouring="add-remove-one",
+    neighbouring="add-remove",
     module="dperm.accounting.gaussian",
     n=20,
     d=2,
     default_delta=1e-5,
+    noise="gaussian",
+    default_runs=_GRAD_RUNS,
     description="Gaussian mechanism (analytic calibration, Balle & Wang 2018) on the sum "
     "of ℓ2-clipped, label-signed rows",
 )
@@ -422,7 +629,7 @@ def _run_gaussian(X, y, epsilon, delta, rng):
 
 @register_runner(
     "laplace",
-    neighbouring="add-remove-one",
+    neighbouring="add-remove",
     n=20,
     d=2,
     description="Laplace mechanism on the sum of ℓ1-clipped, label-signed rows",
@@ -438,7 +645,7 @@ def _run_laplace(X, y, epsilon, delta, rng):
 
 @register_runner(
     "snapping",
-    neighbouring="add-remove-one",
+    neighbouring="add-remove",
     n=20,
     d=1,
     description="snapping mechanism (Mironov 2012) on a clipped scalar sum",
@@ -455,7 +662,7 @@ def _run_snapping(X, y, epsilon, delta, rng):
 
 @register_runner(
     "discrete-gaussian",
-    neighbouring="add-remove-one",
+    neighbouring="add-remove",
     n=20,
     d=2,
     default_delta=1e-5,
@@ -469,3 +676,15 @@ def _run_discrete_gaussian(X, y, epsilon, delta, rng):
         _signed_clipped_sum(X, y, 1.0), sensitivity=1.0, epsilon=epsilon, delta=delta, rng=rng
     )
     return out
+
+
+def _register_algorithm_runners() -> None:
+    """Runners that live beside their algorithm (registered through the public
+    :func:`register_runner`), so that ``dperm audit --mechanism NAME`` finds them."""
+    from ..algorithms import dual_frank_wolfe, structured_output_perturbation
+
+    for module in (dual_frank_wolfe, structured_output_perturbation):
+        module.register_audit_runner(overwrite=True)
+
+
+_register_algorithm_runners()

@@ -171,8 +171,12 @@ def fit_peer(
     delta: float,
     data_norm: float,
     random_state: int,
+    classes=None,
 ) -> PeerResult:
     """Fit peer ``name`` on (X, y) at (ε, δ) and predict ``X_test``.
+
+    ``classes`` is the public label set (it sets the one-vs-rest budget split);
+    None reads it off ``y``.
 
     Rows of X are assumed already bounded by ``data_norm`` (the bench's split
     guarantees it); diffprivlib receives ``data_norm`` explicitly.
@@ -186,7 +190,7 @@ def fit_peer(
     """
     from ..exceptions import InvalidPrivacyParameter, UnknownNameError
 
-    classes = np.unique(np.asarray(y))
+    classes = np.unique(np.asarray(y)) if classes is None else np.asarray(classes)
     kw = {
         "epsilon": float(epsilon),
         "delta": float(delta),

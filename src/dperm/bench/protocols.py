@@ -63,6 +63,9 @@ class Split:
     task: str
     data_norm: float
     description: str
+    #: the public label set passed to the estimators as ``classes=`` (never read
+    #: off the training labels): (−1, +1) for binary data, 0..9 for MNIST
+    classes: tuple | None = None
 
     @property
     def n_train(self) -> int:
@@ -146,6 +149,7 @@ def honest_split(name: str, data_home=None) -> Split:
         task=ds.task,
         data_norm=float(ds.row_norm_bound),
         description=ds.description,
+        classes=ds.classes,
     )
 
 
@@ -194,7 +198,9 @@ def paper_split(name: str, data_home=None) -> Split:
             f"make_classification({', '.join(f'{k}={v}' for k, v in kw.items())}, "
             "class_sep=2.0) as in the authors' code; first 80 % train; raw features"
         )
-        return Split(name, X[:n_tr], y[:n_tr], X[n_tr:], y[n_tr:], "binary", np.inf, desc)
+        return Split(
+            name, X[:n_tr], y[:n_tr], X[n_tr:], y[n_tr:], "binary", np.inf, desc, (-1.0, 1.0)
+        )
     if name not in ("adult", "kddcup99", "mnist"):
         raise UnknownNameError(
             f"the paper protocol covers adult, kddcup99, mnist, synthetic-l, synthetic-h; "
@@ -211,7 +217,7 @@ def paper_split(name: str, data_home=None) -> Split:
         f"{ds.description} — paper protocol: pooled, shuffled with seed {PAPER_SEED}, "
         "split 80/20; schema features without row normalization"
     )
-    return Split(ds.name, Xtr, ytr, Xte, yte, ds.task, float(ds.row_norm_bound), desc)
+    return Split(ds.name, Xtr, ytr, Xte, yte, ds.task, float(ds.row_norm_bound), desc, ds.classes)
 
 
 # ----------------------------------------------------------------------------- grids

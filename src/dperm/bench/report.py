@@ -114,6 +114,7 @@ RESULT_COLUMNS = [
     "tuning",
     "epsilon",
     "delta",
+    "neighbouring",
     "n_train",
     "n_test",
     "n_features",
@@ -166,11 +167,12 @@ def results_markdown(df: pd.DataFrame, meta: Mapping[str, Any]) -> str:
             f"d={int(first['n_features'])}, δ={first['delta']:.3g})"
         )
         lines.append("")
-        header = "| algorithm | source | " + " | ".join(f"ε={e:g}" for e in eps)
+        header = "| algorithm | source | neighbouring | " + " | ".join(f"ε={e:g}" for e in eps)
         header += " | fit s (mean) |"
         lines.append(header)
-        lines.append("|" + "---|" * (len(eps) + 3))
+        lines.append("|" + "---|" * (len(eps) + 4))
         for (alg, src), rows in part.groupby(["algorithm", "source"], sort=False):
+            relation = " / ".join(dict.fromkeys(str(v) for v in rows["neighbouring"].fillna("–")))
             cells = []
             for e in eps:
                 r = rows[np.isclose(rows["epsilon"], e)]
@@ -184,11 +186,17 @@ def results_markdown(df: pd.DataFrame, meta: Mapping[str, Any]) -> str:
                         f"{_fmt(r['accuracy_mean'], 1, 100)} ± {_fmt(r['accuracy_sd'], 1, 100)}"
                     )
             t = rows["fit_seconds_mean"].mean()
-            lines.append(f"| {_label(alg)} | {src} | " + " | ".join(cells) + f" | {_fmt(t, 2)} |")
+            lines.append(
+                f"| {_label(alg)} | {src} | {relation} | "
+                + " | ".join(cells)
+                + f" | {_fmt(t, 2)} |"
+            )
         lines.append("")
     lines.append(
         "Accuracy: mean ± sd over repeats, in %. Non-private rows do not depend on ε "
-        "(repeated in every column)."
+        "(repeated in every column). `neighbouring`: the relation each ε is stated for "
+        "(replace-one: D, D′ of the same public size differ in one record; add-remove: "
+        "one record added or removed; see docs/neighbouring.md)."
     )
     return "\n".join(lines) + "\n"
 

@@ -51,6 +51,17 @@ __all__ = ["DEFAULT_DATASETS", "DEFAULT_EPSILONS", "list_algorithms", "run_bench
 DEFAULT_DATASETS = ("adult", "kddcup99", "mnist", "synthetic-l", "synthetic-h")
 DEFAULT_EPSILONS = (0.1, 1.0)
 
+#: the neighbouring relation each peer's ε is stated for, as its library documents it
+PEER_NEIGHBOURING = {
+    # diffprivlib's LogisticRegression: objective perturbation of Chaudhuri et al.
+    # (2011), whose theorem is for datasets differing in one record (replace-one)
+    "diffprivlib": "replace-one",
+    # Opacus: Poisson sampling accounted by its RDP accountant (add/remove-one)
+    "opacus": "add-remove",
+}
+#: the relation column of the non-private reference
+NONPRIVATE_NEIGHBOURING = "n/a (non-private)"
+
 #: algorithms registered under another name in dperm's theory module
 _THEORY_NAMES = {"bolt-on-sc": "bolt-on"}
 
@@ -198,6 +209,19 @@ def _theory(alg: str, model, n: int) -> float:
         return math.nan
 
 
+def _public_classes(split: Split) -> np.ndarray:
+    """The split's public label set (never read off the training labels when the
+    dataset's schema gives one; otherwise read off them with a PrivacyLeakWarning)."""
+    if split.classes is not None:
+        return np.asarray(split.classes)
+    warnings.warn(
+        f"{split.name}: no public label set; classes read off the training labels",
+        PrivacyLeakWarning,
+        stacklevel=2,
+    )
+    return np.unique(split.y_train)
+
+
 def _fw_direct(split: Split, params: dict, epsilon, delta, seed):
     """Frank-Wolfe with the paper's ℓ∞ clipping (entries clipped to L), called
     directly (the estimators only know ℓ2 row bounds).  Intercept: a constant
@@ -211,7 +235,7 @@ def _fw_direct(split: Split, params: dict, epsilon, delta, seed):
         X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
         return np.hstack([np.clip(X, -L, L), np.full((X.shape[0], 1), L)])
 
-    classes = np.unique(split.y_train)
+    classes = _public_classes(split)
     problems = (
         [np.where(split.y_train == classes[1], 1.0, -1.0)]
         if classes.size == 2
@@ -221,7 +245,7 @@ def _fw_direct(split: Split, params: dict, epsilon, delta, seed):
     k = len(problems)
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
-    thetas = [
+    results = [
         frank_wolfe.fit(
             Logistic(),
             Xtr,
@@ -233,23 +257,27 @@ def _fw_direct(split: Split, params: dict, epsilon, delta, seed):
             radius=float(params["radius"]),
             n_steps=int(params["n_steps"]),
             random_state=rng,
-        ).theta
+        )
         for yk in problems
     ]
     seconds = time.perf_counter() - t0
-    scores = Xte @ np.vstack(thetas).T
+    scores = Xte @ np.vstack([r.theta for r in results]).T
     pred = classes[(scores[:, 0] > 0).astype(int)] if k == 1 else classes[np.argmax(scores, 1)]
-    return _accuracy(pred, split.y_test), seconds
+    relation = " / ".join(
+        dict.fromkeys(str(getattr(r.event, "neighbouring", "replace-one")) for r in results)
+    )
+    return _accuracy(pred, split.y_test), seconds, relation
 
 
 def _fit_dperm(alg: str, split: Split, params: dict, epsilon, delta, seed, risk, theory):
-    """One private fit through DPLogisticRegression.  Returns
-    (accuracy, excess_risk, bound, seconds, used_params, dropped_keys)."""
+    """One private fit through DPLogisticRegression, with the split's public label
+    set.  Returns (accuracy, excess_risk, bound, seconds, used_params, dropped_keys,
+    neighbouring)."""
     from ..estimators import DPLogisticRegression
 
     if alg == "frank-wolfe" and params.get("data_norm_ord") == "linf":
-        acc, secs = _fw_direct(split, params, epsilon, delta, seed)
-        return acc, math.nan, math.nan, secs, dict(params), []
+        acc, secs, relation = _fw_direct(split, params, epsilon, delta, seed)
+        return acc, math.nan, math.nan, secs, dict(params), [], relation
     accepted = DPLogisticRegression().get_params()
     est_params = {}
     dropped = []
@@ -273,6 +301,7 @@ def _fit_dperm(alg: str, split: Split, params: dict, epsilon, delta, seed, risk,
         est_params["alpha"] = objective_alpha_rule(
             split.n_train, split.n_features + 1, epsilon, r_eff
         )
+    est_params.setdefault("classes", list(_public_classes(split)))
     model = DPLogisticRegression(
         mechanism=mechanism, epsilon=epsilon, delta=delta, random_state=seed, **est_params
     )
@@ -288,7 +317,7 @@ def _fit_dperm(alg: str, split: Split, params: dict, epsilon, delta, seed, risk,
     bound = _theory(alg, model, split.n_train) if theory else math.nan
     used = dict(est_params)
     used["alpha_"] = float(model.alpha_)
-    return acc, excess, bound, seconds, used, dropped
+    return acc, excess, bound, seconds, used, dropped, model.neighbouring_
 
 
 def _progress(enabled: bool, total: int):
@@ -314,7 +343,7 @@ def _progress(enabled: bool, total: int):
 
 
 def _row(split: Split, alg, source, protocol, eps, delta, repeats, accs, risks, bound, secs, hp,
-         note=""):  # fmt: skip
+         note="", neighbouring=""):  # fmt: skip
     accs = np.asarray(accs, dtype=float)
     risks = np.asarray(risks, dtype=float)
     finite = risks[np.isfinite(risks)]
@@ -326,6 +355,7 @@ def _row(split: Split, alg, source, protocol, eps, delta, repeats, accs, risks, 
         "tuning": protocol.tuning if alg != "non-private" else "none (non-private reference)",
         "epsilon": float(eps),
         "delta": float(delta),
+        "neighbouring": neighbouring,
         "n_train": split.n_train,
         "n_test": split.n_test,
         "n_features": split.n_features,
@@ -472,7 +502,8 @@ def run_bench(
                 for eps in epsilons:
                     rows.append(
                         _row(split, "non-private", "scikit-learn", proto, eps, delta, 1, [acc],
-                             [], math.nan, [secs], {"C": 1.0, "model": "LogisticRegression"})
+                             [], math.nan, [secs], {"C": 1.0, "model": "LogisticRegression"},
+                             neighbouring=NONPRIVATE_NEIGHBOURING)
                     )  # fmt: skip
                 bar.advance(task)
             for ai, alg in enumerate(private + peer_algs):
@@ -481,6 +512,7 @@ def run_bench(
                     best = None
                     for gi, params in enumerate(grids[alg]):
                         accs, risks, secs, bounds = [], [], [], []
+                        relations: list[str] = []
                         hp: dict = dict(params)
                         notes_fit: list[str] = []
                         for r in range(repeats):
@@ -492,17 +524,19 @@ def run_bench(
                                         epsilon=eps, delta=delta,
                                         data_norm=split.data_norm if math.isfinite(
                                             split.data_norm) else 1.0,
-                                        random_state=seed,
+                                        random_state=seed, classes=split.classes,
                                     )  # fmt: skip
                                     accs.append(_accuracy(res.predictions, split.y_test))
+                                    relations.append(PEER_NEIGHBOURING.get(alg, "unknown"))
                                     secs.append(res.seconds)
                                     hp = dict(res.params)
                                     if res.note:
                                         notes_fit.append(res.note)
                                 else:
-                                    acc, ex, bd, sec, hp, dropped = _fit_dperm(
+                                    acc, ex, bd, sec, hp, dropped, rel = _fit_dperm(
                                         alg, split, params, eps, delta, seed, risk, theory
                                     )
+                                    relations.append(rel)
                                     accs.append(acc)
                                     risks.append(ex)
                                     bounds.append(bd)
@@ -512,13 +546,12 @@ def run_bench(
                             except (DpermError, ImportError, RuntimeError, ValueError) as exc:
                                 notes_fit.append(f"fit failed: {type(exc).__name__}: {exc}"[:300])
                             bar.advance(task)
-                        if not accs:
-                            cand = (-math.inf, accs, risks, bounds, secs, hp, notes_fit)
-                        else:
-                            cand = (float(np.mean(accs)), accs, risks, bounds, secs, hp, notes_fit)
+                        relation = " / ".join(dict.fromkeys(relations))
+                        score = float(np.mean(accs)) if accs else -math.inf
+                        cand = (score, accs, risks, bounds, secs, hp, notes_fit, relation)
                         if best is None or cand[0] > best[0]:
                             best = cand
-                    _, accs, risks, bounds, secs, hp, notes_fit = best
+                    _, accs, risks, bounds, secs, hp, notes_fit, relation = best
                     note = "; ".join(dict.fromkeys(notes_fit))
                     if proto.name == "paper" and len(grids[alg]) > 1:
                         note = (note + "; " if note else "") + (
@@ -532,7 +565,8 @@ def run_bench(
                     )
                     rows.append(
                         _row(split, alg, "dperm" if alg not in all_peers else alg, proto, eps,
-                             delta, len(accs), accs, risks, bound, secs, hp, note)
+                             delta, len(accs), accs, risks, bound, secs, hp, note,
+                             neighbouring=relation)
                     )  # fmt: skip
 
     df = pd.DataFrame(rows, columns=RESULT_COLUMNS)

@@ -4,7 +4,10 @@
 :class:`DPLinearRegression` validate input, clip rows to the public
 ``data_norm``, and dispatch to a mechanism registered with
 :func:`register_mechanism` (``"objective"``, ``"output"``, and the
-gradient-perturbation mechanisms other modules add).
+gradient-perturbation mechanisms other modules add).  The named regressors
+:class:`DPLasso`, :class:`DPElasticNet`, :class:`DPQuantileRegressor` and
+:class:`DPHuberRegressor` live in :mod:`dperm.estimators.regression`;
+``DPLinearRegression`` defaults to AdaSSP (``"adassp"``, :mod:`dperm.algorithms.ssp`).
 """
 
 from ._mechanisms import (
@@ -15,12 +18,17 @@ from ._mechanisms import (
 )
 from .linear import DPLinearRegression
 from .logistic import DPLogisticRegression
+from .regression import DPElasticNet, DPHuberRegressor, DPLasso, DPQuantileRegressor
 from .svm import DPLinearSVC
 
 __all__ = [
+    "DPElasticNet",
+    "DPHuberRegressor",
+    "DPLasso",
     "DPLinearRegression",
     "DPLinearSVC",
     "DPLogisticRegression",
+    "DPQuantileRegressor",
     "auto_alpha",
     "available_mechanisms",
     "get_mechanism",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,9 +29,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._rng import check_random_state
 from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive, clip_rows
-from ..accounting.events import Composed, DpEvent, SelfComposed
+from ..accounting.events import REPLACE_ONE, Composed, DpEvent, SelfComposed
 from ..constraints import Constraint, get_constraint
-from ..exceptions import InvalidDataError, InvalidPrivacyParameter, LabelError, UnknownNameError
+from ..exceptions import (
+    InvalidDataError,
+    InvalidPrivacyParameter,
+    LabelError,
+    PrivacyLeakWarning,
+    UnknownNameError,
+)
 from ..losses.softmax import Softmax
 from ..regularizers import L1
 from ._mechanisms import auto_alpha, get_mechanism
@@ -240,6 +247,13 @@ class DPLinearModelBase(BaseEstimator):
                     f"mechanism {self.mechanism!r} returned theta of shape {theta.shape}, "
                     f"expected {expected}"
                 )
+            relation = getattr(res.event, "neighbouring", REPLACE_ONE)
+            if relation != REPLACE_ONE:  # fail closed: one guarantee per estimator
+                raise InvalidPrivacyParameter(
+                    f"mechanism {self.mechanism!r} returned an event for the {relation!r} "
+                    "neighbouring relation; the estimators guarantee replace-one (n public) "
+                    "for every mechanism, so nothing is released"
+                )
             thetas.extend(theta.T if multinomial else [theta])
             events.append(res.event)
             diagnostics.append(dict(res.diagnostics))
@@ -253,6 +267,10 @@ class DPLinearModelBase(BaseEstimator):
             self.intercept_ = np.zeros(k)
         self._finish_shapes()
         self.dp_event_ = self._compose_events(events)
+        # the relation the guarantee is stated for: replace-one (D, D′ of the same public
+        # size n differ in one record; docs/neighbouring.md) for every estimator
+        # mechanism; read from the event so that it can never disagree with it
+        self.neighbouring_ = str(getattr(self.dp_event_, "neighbouring", REPLACE_ONE))
         self.epsilon_ = epsilon
         # δ actually spent: pure-ε mechanisms spend none
         self.delta_ = float(sum(dg.get("delta", delta_k) for dg in diagnostics))
@@ -264,6 +282,16 @@ class DPLinearModelBase(BaseEstimator):
                 for dg in diagnostics
             ]
         )
+        if getattr(self, "_classes_from_data", False):
+            warnings.warn(
+                f"{type(self).__name__}: classes=None, so the label set classes_ was read "
+                "off the private y; which labels occur is NOT protected by the privacy "
+                "guarantee (a record with a rare label changes classes_, the shape of "
+                "coef_ and the budget split). Pass the public label set, e.g. "
+                "classes=[0, 1] or classes=range(10).",
+                PrivacyLeakWarning,
+                stacklevel=2,
+            )
         return self
 
     def _multinomial(self, n_problems: int) -> bool:
@@ -302,6 +330,17 @@ class DPLinearModelBase(BaseEstimator):
         scores = np.asarray(X @ np.atleast_2d(self.coef_).T) + np.atleast_1d(self.intercept_)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
+    def privacy_statement(self) -> str:
+        """A plain-language statement of the fitted model's privacy guarantee.
+
+        What is protected (one record, under which neighbouring relation), ε
+        and δ, the mechanism and its theorem or accountant, the public bounds
+        assumed, and what is not covered; see :func:`dperm.io.privacy_statement`.
+        """
+        from ..io import privacy_statement
+
+        return privacy_statement(self)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
@@ -321,7 +360,8 @@ class DPLinearClassifierBase(DPLinearModelBase):
         public = getattr(self, "classes", None)
         if public is None:
             # read off the data, as scikit-learn does: which labels occur is then
-            # not protected (pass ``classes`` to make the label set public)
+            # not protected (one record with a rare label changes classes_, the shape
+            # of coef_ and the budget split); fit warns every time
             self.classes_ = np.unique(y)
         else:
             self.classes_ = np.unique(np.asarray(public))
@@ -337,6 +377,8 @@ class DPLinearClassifierBase(DPLinearModelBase):
                 f"{type(self).__name__} needs samples of at least 2 classes in the data, "
                 f"got 1 class: {self.classes_.tolist()}"
             )
+        # warned by fit once the model exists (not before a bad-parameter error)
+        self._classes_from_data = public is None
         if k == 2:
             return [np.where(y == self.classes_[1], 1.0, -1.0)]
         return [np.where(y == c, 1.0, -1.0) for c in self.classes_]

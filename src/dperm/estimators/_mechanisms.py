@@ -259,8 +259,9 @@ def _gradient_common(estimator) -> dict:
 
 
 def _dp_gd_adapter(estimator, loss, X, y, epsilon, delta, rng):
-    """DP-GD (:mod:`dperm.algorithms.dp_gd`); ``epochs`` = number of full-batch
-    steps, ``accountant`` ∈ {"rdp", "pld", "advanced"} the calibration."""
+    """DP-GD (:mod:`dperm.algorithms.dp_gd`), replace-one (n public, like every
+    estimator); ``epochs`` = number of full-batch steps, ``accountant`` ∈
+    {"pld" (default, the tightest), "rdp", "advanced"} the calibration."""
     from ..algorithms import dp_gd
 
     return dp_gd.fit(
@@ -269,36 +270,50 @@ def _dp_gd_adapter(estimator, loss, X, y, epsilon, delta, rng):
         y,
         epsilon=epsilon,
         delta=delta,
+        neighbouring="replace-one",
         steps=getattr(estimator, "epochs", None),
-        calibration=getattr(estimator, "accountant", None) or "rdp",
+        calibration=getattr(estimator, "accountant", None) or "pld",
         random_state=rng,
         **_gradient_common(estimator),
     )
 
 
 def _dp_sgd_adapter(estimator, loss, X, y, epsilon, delta, rng):
-    """Mini-batch DP-SGD with Poisson sampling (:func:`dperm.algorithms.dp_sgd.fit`);
-    ``batch_size`` is the expected batch size.  Multi-class targets are fitted
-    one-vs-rest by the estimator; the multinomial model is
-    ``dp_sgd.fit(Softmax(k), ...)``."""
+    """Mini-batch DP-SGD (:func:`dperm.algorithms.dp_sgd.fit`) under the estimators'
+    guarantee, **replace-one** with n public: per-example clipping at C, so a
+    sampled record moves the clipped sum by up to 2C and the noise std is z·2C.
+
+    * ``accountant=None`` or "pld" (default): Poisson sampling, expected batch
+      size ``batch_size``, accounted by the replace-one PLD (dp-accounting's
+      REPLACE_ONE); ``epsilon_`` is the replace-one ε.
+    * ``accountant="rdp"``: the RDP accountant has no replace-one Poisson bound,
+      so batches of exactly ``batch_size`` records are drawn without replacement
+      and accounted with the bound of Wang, Balle, Kasiviswanathan (2019).
+
+    Multi-class targets are fitted one-vs-rest by the estimator; the
+    multinomial model is ``dp_sgd.fit(Softmax(k), ...)``."""
     from ..algorithms import dp_sgd
 
+    accountant = getattr(estimator, "accountant", None) or "pld"
     return dp_sgd.fit(
         loss,
         X,
         y,
         epsilon=epsilon,
         delta=delta,
+        neighbouring="replace-one",
+        sampling="without_replacement" if accountant == "rdp" else "poisson",
         epochs=getattr(estimator, "epochs", None),
         batch_size=getattr(estimator, "batch_size", None),
-        accountant=getattr(estimator, "accountant", None) or "rdp",
+        accountant=accountant,
         random_state=rng,
         **_gradient_common(estimator),
     )
 
 
 def _dp_sgd_single_adapter(estimator, loss, X, y, epsilon, delta, rng):
-    """Single-sample noisy SGD (:func:`dperm.algorithms.dp_sgd.fit_single_sample`)."""
+    """Single-sample noisy SGD (:func:`dperm.algorithms.dp_sgd.fit_single_sample`),
+    replace-one; accounted by RDP (the only accountant with its event)."""
     from ..algorithms import dp_sgd
 
     return dp_sgd.fit_single_sample(
@@ -307,8 +322,9 @@ def _dp_sgd_single_adapter(estimator, loss, X, y, epsilon, delta, rng):
         y,
         epsilon=epsilon,
         delta=delta,
+        neighbouring="replace-one",
         epochs=getattr(estimator, "epochs", None),
-        accountant=getattr(estimator, "accountant", None) or "rdp",
+        accountant=getattr(estimator, "accountant", None),
         random_state=rng,
         **_gradient_common(estimator),
     )
@@ -417,3 +433,103 @@ def _bolt_on_adapter(estimator, loss, X, y, epsilon, delta, rng):
 register_mechanism("amp", _amp_adapter, default_alpha=lambda n, d, e, r: 0.0)
 register_mechanism("amp-nt", _amp_nt_adapter, default_alpha=lambda n, d, e, r: 0.0)
 register_mechanism("bolt-on", _bolt_on_adapter, default_alpha=lambda n, d, e, r: 0.0)
+
+
+# ------------------------------------------ sufficient-statistics perturbation (#13)
+def _ssp_common(estimator, loss, X, y, epsilon, delta, rng, *, adaptive: bool):
+    """(Ada)SSP (:func:`dperm.algorithms.ssp.fit`) for the squared loss, replace-one:
+    the estimator's Λ becomes the public ridge n·Λ on top of the adaptive one, the
+    intercept column (``intercept_scaling``) is not penalized.  A ``constraint_`` is
+    applied by projecting θ onto it (post-processing of the private θ, free); an ℓ1
+    or elastic-net penalty is refused (the closed form has no ℓ1 term)."""
+    import dataclasses
+
+    from ..algorithms import ssp
+    from ..exceptions import InvalidPrivacyParameter
+    from ..losses import Squared
+
+    name = "adassp" if adaptive else "ssp"
+    if not isinstance(loss, Squared):
+        raise InvalidPrivacyParameter(
+            f"mechanism {name!r} fits least squares only (the squared loss), got {loss!r}"
+        )
+    if estimator.regularizer_ is not None:
+        raise InvalidPrivacyParameter(
+            f"mechanism {name!r} supports penalty 'l2' or 'none', got penalty={estimator.penalty!r}"
+        )
+    res = ssp.fit(
+        X,
+        y,
+        epsilon=epsilon,
+        delta=delta,
+        data_norm=estimator.data_norm_,
+        label_bound=loss.label_bound,
+        adaptive=adaptive,
+        ridge=X.shape[0] * estimator.l2_,
+        intercept_scaling=float(estimator.intercept_scaling) if estimator.fit_intercept else None,
+        random_state=rng,
+    )
+    if estimator.constraint_ is not None:
+        theta = estimator.constraint_.project(res.theta)
+        res = dataclasses.replace(res, theta=theta)
+    return res
+
+
+def _adassp_adapter(estimator, loss, X, y, epsilon, delta, rng):
+    return _ssp_common(estimator, loss, X, y, epsilon, delta, rng, adaptive=True)
+
+
+def _ssp_adapter(estimator, loss, X, y, epsilon, delta, rng):
+    return _ssp_common(estimator, loss, X, y, epsilon, delta, rng, adaptive=False)
+
+
+register_mechanism("adassp", _adassp_adapter, default_alpha=lambda n, d, e, r: 0.0)
+register_mechanism("ssp", _ssp_adapter, default_alpha=lambda n, d, e, r: 0.0)
+
+
+# ----------------------------------------------------------- structured sparsity (#11)
+def _structured_output_adapter(estimator, loss, X, y, epsilon, delta, rng):
+    """Output perturbation with a submodular norm (Kumar & Deisenroth 2019, Thm 1):
+    :func:`dperm.algorithms.structured_output_perturbation.estimator_fit`."""
+    from ..algorithms import structured_output_perturbation
+
+    return structured_output_perturbation.estimator_fit(estimator, loss, X, y, epsilon, delta, rng)
+
+
+def _dual_frank_wolfe_adapter(estimator, loss, X, y, epsilon, delta, rng):
+    """Private Frank-Wolfe on the dual (Kumar & Deisenroth 2019, Algorithm 2):
+    :func:`dperm.algorithms.dual_frank_wolfe.estimator_fit`."""
+    from ..algorithms import dual_frank_wolfe
+
+    return dual_frank_wolfe.estimator_fit(estimator, loss, X, y, epsilon, delta, rng)
+
+
+register_mechanism("structured-output", _structured_output_adapter, default_alpha=output_alpha_rule)
+register_mechanism("dual-frank-wolfe", _dual_frank_wolfe_adapter, default_alpha=output_alpha_rule)
+
+
+def _dp_gd_avg_adapter(estimator, loss, X, y, epsilon, delta, rng):
+    """DP-GD returning the *averaged* iterate (:func:`dperm.algorithms.dp_gd.fit`
+    with ``averaging="uniform"``), replace-one, for non-smooth Lipschitz losses
+    (pinball): projected subgradient descent converges for the average, not the
+    last iterate (Shamir & Zhang 2013; Bassily, Smith, Thakurta 2014, Alg. 1).
+    The privacy proof is DP-GD's (averaging is post-processing); ``accountant``
+    defaults to "rdp" (fast at every ε)."""
+    from ..algorithms import dp_gd
+
+    return dp_gd.fit(
+        loss,
+        X,
+        y,
+        epsilon=epsilon,
+        delta=delta,
+        neighbouring="replace-one",
+        steps=getattr(estimator, "epochs", None),
+        calibration=getattr(estimator, "accountant", None) or "rdp",
+        averaging="uniform",
+        random_state=rng,
+        **_gradient_common(estimator),
+    )
+
+
+register_mechanism("dp-gd-avg", _dp_gd_avg_adapter, default_alpha=lambda n, d, e, r: 0.0)

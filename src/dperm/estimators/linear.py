@@ -5,27 +5,76 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from .._validation import check_positive
-from ..exceptions import LabelError
+from .._validation import check_positive, float_labels
+from ..constraints import get_constraint
+from ..exceptions import InvalidPrivacyParameter, LabelError
 from ..losses import Squared
 from ._base import DPLinearModelBase
 from .logistic import COMMON_PARAMETERS_DOC
 
-__all__ = ["DPLinearRegression"]
+__all__ = ["DPLinearRegression", "default_constraint_radius"]
+
+#: mechanisms whose privacy proof needs a Lipschitz constant, hence (for the
+#: squared loss) a bounded domain: they get the default ℓ2 ball when none is given
+_NEEDS_RADIUS = ("objective", "output", "amp", "amp-nt", "bolt-on")
+
+
+def default_constraint_radius(label_bound: float, data_norm: float, n_features: int) -> float:
+    """Public, data-independent radius r = d·B/R of the default ℓ2 constraint.
+
+    A linear predictor explaining targets of scale B with d coordinates of
+    typical size R/√d needs coefficients of order B√d/R each, so
+    ‖θ‖ ≲ d·B/R; r allows predictions up to ±d·B on rows at the norm bound.
+    It uses only public quantities (the label bound B, the row bound R of the
+    design including the intercept column, its width d).  It does not bind
+    on California housing (‖θ_OLS‖ = 31 < r = 40 with the public schema); it
+    binds on ill-conditioned designs such as CASP (‖θ_OLS‖ ≈ 1.8·10⁴, from
+    nearly collinear columns).  The former rule 4·B/R sat below ‖θ_OLS‖ on
+    California.
+
+    Parameters
+    ----------
+    label_bound, data_norm : float > 0
+    n_features : int ≥ 1
+        Columns of the design, intercept column included.
+
+    Returns
+    -------
+    float
+    """
+    B = check_positive(label_bound, "label_bound")
+    R = check_positive(data_norm, "data_norm")
+    return float(n_features) * B / R
+
+
+def _design_norm(est) -> float:
+    """The public row bound of an estimator's design, intercept column included."""
+    R = check_positive(est.data_norm, "data_norm")
+    if est.fit_intercept:
+        s = check_positive(est.intercept_scaling, "intercept_scaling")
+        return (R * R + s * s) ** 0.5
+    return R
 
 
 class DPLinearRegression(RegressorMixin, DPLinearModelBase):
-    """Differentially private ridge-regularized least squares (full docstring below)."""
+    """Differentially private least squares (full docstring below)."""
 
     # the full docstring shares the parameter list of every dperm estimator
-    __doc__ = f"""Differentially private ridge-regularized least squares.
+    __doc__ = f"""Differentially private least squares.
 
-    Minimizes (1/n)Σ (⟨θ, xᵢ⟩ − yᵢ)²/2 + (Λ/2)‖θ‖² over a bounded convex set C
-    privately.  The squared loss is Lipschitz only on a bounded domain, so
-    "objective" and "output" need ``constraint_radius`` (an ℓ2 ball by
-    default): L = R(R·radius + label_bound).  Targets must satisfy
+    The default ``mechanism="adassp"`` is adaptive sufficient-statistics
+    perturbation (Wang 2018, Algorithm 2; :mod:`dperm.algorithms.ssp`): noisy
+    XᵀX, Xᵀy and λ_min, an adaptive ridge, a PSD-safe solve, the intercept
+    unpenalized; it needs only the public bounds ``data_norm`` and
+    ``label_bound`` (``alpha`` adds a public ridge nΛ; "auto" = 0).  "ssp" is
+    the non-adaptive variant.  The ERM mechanisms ("objective", "output", …)
+    minimize (1/n)Σ (⟨θ, xᵢ⟩ − yᵢ)²/2 + (Λ/2)‖θ‖² over a bounded convex set C;
+    the squared loss is Lipschitz only on a bounded domain
+    (L = R(R·radius + label_bound)), so without ``constraint`` /
+    ``constraint_radius`` they use the ℓ2 ball of the public radius
+    :func:`default_constraint_radius` (d·label_bound/R).  Targets must satisfy
     |y| ≤ ``label_bound`` (a public bound; LabelError otherwise — clip them to
-    the bound first).  Neighbouring relation: replace-one.
+    the bound first).  Neighbouring relation: replace-one (n public).
 
     Parameters
     ----------
@@ -35,8 +84,12 @@ class DPLinearRegression(RegressorMixin, DPLinearModelBase):
     ----------
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
-    epsilon_, delta_, dp_event_, n_clipped_, n_features_in_, alpha_, data_norm_, diagnostics_
-        As for :class:`~dperm.estimators.DPLogisticRegression`.
+    epsilon_, delta_, neighbouring_, dp_event_, n_features_in_
+        As for :class:`~dperm.estimators.DPLogisticRegression` (``neighbouring_``
+        is "replace-one").
+    n_clipped_, alpha_, data_norm_, diagnostics_
+        As for :class:`~dperm.estimators.DPLogisticRegression` (``n_clipped_`` and
+        the data-dependent diagnostics are outside the privacy guarantee).
     """
 
     def __init__(
@@ -45,7 +98,7 @@ class DPLinearRegression(RegressorMixin, DPLinearModelBase):
         label_bound=1.0,
         epsilon=1.0,
         delta=None,
-        mechanism="objective",
+        mechanism="adassp",
         data_norm=1.0,
         alpha="auto",
         fit_intercept=True,
@@ -93,8 +146,22 @@ class DPLinearRegression(RegressorMixin, DPLinearModelBase):
     def _make_loss(self):
         return Squared(label_bound=check_positive(self.label_bound, "label_bound"))
 
+    def _resolve_constraint(self, d_aug: int):
+        if self.constraint == "none" and self.mechanism in _NEEDS_RADIUS:
+            raise InvalidPrivacyParameter(
+                f"mechanism {self.mechanism!r} needs a bounded domain for the squared loss "
+                "(L = R(R·constraint_radius + label_bound)): constraint='none' is not "
+                "possible; give constraint='l2' with constraint_radius, or leave both None "
+                "for the public default radius, or use mechanism='adassp'"
+            )
+        c = super()._resolve_constraint(d_aug)
+        if c is None and self.constraint is None and self.mechanism in _NEEDS_RADIUS:
+            r = default_constraint_radius(self.label_bound, _design_norm(self), d_aug)
+            return get_constraint("l2", r)
+        return c
+
     def _encode_targets(self, y):
-        y = np.asarray(y, dtype=np.float64)
+        y = float_labels(y)
         bound = check_positive(self.label_bound, "label_bound")
         if y.size and np.max(np.abs(y)) > bound:
             raise LabelError(

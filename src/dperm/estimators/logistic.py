@@ -64,13 +64,16 @@ COMMON_PARAMETERS_DOC = """
         amp, bolt-on); None means the mechanism's own default.  Ignored by
         "objective" and "output".
     classes : array-like of shape (n_classes,) or None, default=None
-        The public label set (classifiers only).  None reads it off ``y`` as
-        scikit-learn does — then *which* labels occur in the private data is
-        not protected: a class present in D but absent from a neighbour D′
-        changes ``classes_``, the shape of ``coef_`` and the budget split.
-        Pass it whenever the label set is public (e.g. ``[-1, 1]``,
-        ``range(10)``); labels outside it raise LabelError.  Ignored by
-        DPLinearRegression.
+        The public label set (classifiers only).  Pass it: e.g. ``[0, 1]``,
+        ``[-1, 1]``, ``range(10)``; labels outside it raise LabelError, and
+        classes absent from the data still get a (private) one-vs-rest model.
+        None reads the set off ``y`` as scikit-learn does, with a
+        :class:`~dperm.exceptions.PrivacyLeakWarning` on every fit: *which*
+        labels occur in the private data is then not protected (a class present
+        in D but absent from a neighbour D′ changes ``classes_``, the shape of
+        ``coef_`` and the budget split) — for two classes and for k > 2 alike.
+        None stays allowed (with the warning) so that scikit-learn tooling that
+        fits on arbitrary labels keeps working.  Ignored by DPLinearRegression.
     verbose : bool, default=False
         Show a progress bar during the iterations of the gradient-perturbation
         mechanisms ("dp-gd", "dp-sgd", "dp-sgd-single").
@@ -82,8 +85,16 @@ COMMON_ATTRIBUTES_DOC = """
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
     classes_ : ndarray of shape (n_classes,)
+        The public ``classes`` when given; otherwise read off ``y`` and then
+        *outside* the privacy guarantee (PrivacyLeakWarning).
     epsilon_, delta_ : float
-        The (ε, δ) certified for the whole fit (δ_ = 0 for pure-ε mechanisms).
+        The (ε, δ) certified for the whole fit (δ_ = 0 for pure-ε mechanisms),
+        for the relation ``neighbouring_``.
+    neighbouring_ : str
+        The neighbouring relation of that guarantee: "replace-one" (D and D′
+        of the same, public size n differ in one record) for every mechanism;
+        read from ``dp_event_`` so it always agrees with what the accountants
+        see.  See ``docs/neighbouring.md``.
     dp_event_ : DpEvent
         What the fit spent, for the accountants / a Ledger (one event per
         one-vs-rest problem, composed).
@@ -96,7 +107,9 @@ COMMON_ATTRIBUTES_DOC = """
     data_norm_ : float
         Effective row bound of the augmented design.
     diagnostics_ : dict or list of dict
-        The mechanism's diagnostics (calibration constants, solver report).
+        The mechanism's diagnostics (calibration constants, solver report);
+        the data-dependent entries (solver iterations and residual,
+        ``n_clipped``, …) are outside the privacy guarantee, as is ``n_iter_``.
 """
 
 
@@ -129,9 +142,10 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(2000, 3)) / 3
     >>> y = (X[:, 0] > 0).astype(int)
-    >>> clf = DPLogisticRegression(epsilon=1.0, data_norm=2.0, random_state=0).fit(X, y)
-    >>> clf.coef_.shape, clf.dp_event_
-    ((1, 3), EpsilonDelta(epsilon=1.0, delta=2.5e-07))
+    >>> clf = DPLogisticRegression(epsilon=1.0, data_norm=2.0, classes=[0, 1], random_state=0)
+    >>> clf = clf.fit(X, y)
+    >>> clf.coef_.shape, clf.dp_event_, clf.neighbouring_
+    ((1, 3), EpsilonDelta(epsilon=1.0, delta=2.5e-07...), 'replace-one')
     """
 
     def __init__(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..exceptions import UnknownNameError
 from .base import GLMLoss
 from .hinge import Hinge
+from .huber import Huber
 from .huber_svm import HuberSVM
 from .logistic import Logistic
 from .quantile import Quantile
@@ -15,6 +16,7 @@ from .squared import Squared
 __all__ = [
     "GLMLoss",
     "Hinge",
+    "Huber",
     "HuberSVM",
     "Logistic",
     "Quantile",
@@ -28,6 +30,7 @@ _LOSSES = {
     "huber_svm": HuberSVM,
     "svm": HuberSVM,
     "hinge": Hinge,
+    "huber": Huber,
     "squared": Squared,
     "quantile": Quantile,
 }
@@ -37,7 +40,7 @@ def get_loss(loss: str | GLMLoss, **params) -> GLMLoss:
     """Return a loss instance from its name (or the instance itself).
 
     Names: ``logistic``, ``huber_svm`` (alias ``svm``), ``hinge``, ``squared``,
-    ``quantile``.  ``params`` go to the constructor (``h``, ``label_bound``,
+    ``quantile``, ``huber``.  ``params`` go to the constructor (``h``, ``label_bound``,
     ``quantile``).
 
     Raises

@@ -1,0 +1,480 @@
+"""Frank-Wolfe on the dual of norm-regularized ERM, non-private and private
+(Kumar & Deisenroth 2019, §4, Algorithms 1 and 2).
+
+Problem (mean form, :mod:`dperm.duality`): min_θ P(θ) = L̂(θ) + λΩ(θ) with
+L̂(θ) = (1/n)Σᵢ φ(⟨θ, xᵢ⟩, yᵢ) + (Λ/2)‖θ‖², Λ > 0, Ω a norm of
+:mod:`dperm.norms`.  Its dual is max_{s ∈ K} D(s), K = λ|P|(F), with
+∇D(s) = θ(s) = argmin_θ L̂(θ) + ⟨s, θ⟩ and the Frank-Wolfe vertex
+argmax_{v ∈ K}⟨v, θ(s)⟩ = λ·(greedy vertex of |P|(F) for θ(s)).
+
+Algorithm 1 (:func:`solve`, non-private).  Away-step Frank-Wolfe (Lacoste-Julien
+& Jaggi 2015) on max_K D with a backtracking step size; D is strongly concave
+(L̂ is smooth, so L̂* is strongly convex) and K a polytope, so the gap decreases
+linearly.  Stops when the duality gap λΩ(θ) − ⟨s, θ⟩ ≤ ``gap_tol``, which
+certifies ‖θ − θ*‖² ≤ 2·gap/Λ.
+
+Algorithm 2 (:func:`fit`, private).  T Frank-Wolfe steps with the public step
+size γ_t = 2/(t+2); the vertex is chosen by the exponential mechanism; the
+final primal point θ(s_T) is released with output perturbation.
+
+Privacy (replace-one, n public) — derived here, not taken from the paper.
+
+* *Score sensitivity.*  At step t the dual point s_t is a function of the
+  previous (private) selections only.  For fixed s, θ_D(s) minimizes a
+  Λ-strongly convex objective whose data part is (1/n)Σ ℓ; with every ℓ(·; z)
+  L-Lipschitz (L = ``loss.lipschitz(data_norm)``; rows clipped to
+  ``data_norm``), the argument of output perturbation ([OUT-1] in
+  :mod:`dperm.algorithms.output_perturbation`; the linear term ⟨s, θ⟩ cancels
+  in the difference of the two objectives) gives ‖θ_D(s) − θ_{D'}(s)‖₂ ≤ 2L/(nΛ).
+  Hence every score u(v) = ⟨v, θ(s)⟩, v ∈ K, changes by at most
+
+      Δ = (2L/(nΛ)) · max_{v ∈ K} ‖v‖₂          (Cauchy–Schwarz)   [DFW-1]
+
+  This needs Λ > 0 (strong convexity of L̂): without it θ(s) is not even
+  unique.  The exact θ(s) is assumed: the solver must certify ``tol``, else
+  :class:`~dperm.exceptions.ConvergenceError`.
+* *One selection* is the exponential mechanism with utility u and sensitivity Δ,
+  ε₀-DP (McSherry & Talwar 2007; Dwork & Roth 2014, Thm 3.10) [DFW-2].  When K
+  is a product K₁ × … × K_B of blocks (ℓ1: boxes; disjoint group ℓ1/ℓ∞: ℓ1
+  balls per group) the score is separable, u(v) = Σ_b u_b(v_b), and the
+  exponential mechanism over the product set — with the sensitivity Δ of the
+  *total* score — factorizes into independent per-block draws with
+  P(v_b) ∝ exp(ε₀ u_b(v_b)/(2Δ)); this is exactly the same distribution, so
+  the same ε₀.  For ℓ∞ (K = λ·ℓ1 ball, 2d vertices) and for a generic
+  SubmodularNorm with d ≤ 6 (enumerated vertices) there is one block.
+  Report-noisy-max with Laplace noise (the paper's other option) is not
+  offered: over a product vertex set (2^d vertices for ℓ1) it does not
+  factorize into per-block draws, and the exponential mechanism is exact here.
+* *T selections* compose adaptively: ε₀ is the largest per-step ε for which the
+  accountant certifies (ε_sel, δ_sel) for ``SelfComposed(PureEpsilon(ε₀), T)``
+  (:func:`dperm.algorithms.frank_wolfe.step_epsilon`) [DFW-3].
+* *Release.*  θ(s_T) depends on the data beyond the selections, so it is
+  released by output perturbation at the public s_T (sensitivity 2L/(nΛ),
+  :func:`dperm.algorithms.output_perturbation.output_sensitivity`), Gamma-norm
+  noise for δ = 0 or the analytic Gaussian (Balle & Wang 2018) [DFW-4].
+  Budget: ε_rel = ρε (ρ = ``release_fraction``), ε_sel = (1 − ρ)ε; with δ > 0
+  and Gaussian release, δ_sel = δ_rel = δ/2.  Basic composition of the two
+  parts gives (ε, δ); the event is their ``Composed``.
+
+The paper's privacy theorem for Algorithm 2 states the score sensitivity
+without the strong-convexity requirement and without the release step; both
+are needed for the argument above.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_count, check_positive, check_probability
+from ..accounting.events import Composed, Gaussian, PureEpsilon, SelfComposed
+from ..exceptions import InvalidDataError, InvalidPrivacyParameter
+from ..losses.base import GLMLoss
+from ..mechanisms import exponential_mechanism
+from ..mechanisms.gamma_norm import gamma_norm_noise
+from ..mechanisms.gaussian import gaussian_noise
+from ..norms import GroupLinfNorm, L1Norm, LinfNorm, SubmodularNorm
+from .base import Result
+from .frank_wolfe import step_epsilon
+from .objective_perturbation import _prepare
+from .output_perturbation import _gaussian_multiplier, output_sensitivity
+
+__all__ = [
+    "DualFWSolution",
+    "dual_vertex_blocks",
+    "estimator_fit",
+    "fit",
+    "register_audit_runner",
+    "score_sensitivity",
+    "solve",
+]
+
+
+# ----------------------------------------------------------------------------- Algorithm 1
+@dataclasses.dataclass(frozen=True)
+class DualFWSolution:
+    """Output of :func:`solve`: primal ``theta`` = θ(s + shift), dual point ``s``,
+    certified duality ``gap``, ``n_steps`` and the gap history ``gaps``."""
+
+    theta: np.ndarray
+    s: np.ndarray
+    gap: float
+    n_steps: int
+    gaps: tuple
+
+
+def _check_norm(norm, d: int) -> SubmodularNorm:
+    if not isinstance(norm, SubmodularNorm):
+        raise InvalidPrivacyParameter(f"norm must be a dperm.norms.SubmodularNorm, got {norm!r}")
+    if norm.d != d:
+        raise InvalidPrivacyParameter(f"norm has d={norm.d} but X has {d} features")
+    return norm
+
+
+def solve(
+    loss: GLMLoss,
+    X,
+    y,
+    *,
+    norm: SubmodularNorm,
+    lam: float,
+    alpha: float,
+    shift=None,
+    gap_tol: float = 1e-8,
+    max_steps: int = 2000,
+    tol: float = 1e-11,
+) -> DualFWSolution:
+    """Algorithm 1 (non-private): away-step Frank-Wolfe on max_{s∈K} D(s + shift).
+
+    Parameters
+    ----------
+    loss : GLMLoss
+    X : ndarray or csr_matrix of shape (n, d)
+    y : ndarray of shape (n,)
+    norm : SubmodularNorm
+    lam : float > 0
+        λ (K = λ|P|(F)).
+    alpha : float > 0
+        Λ.
+    shift : ndarray of shape (d,), optional
+        b: solve the objective-perturbed primal L̂ + ⟨b, ·⟩ + λΩ (K–D Prop. 2).
+    gap_tol : float > 0
+        Stop when the duality gap is ≤ gap_tol.
+    max_steps : int
+    tol : float
+        Solver tolerance of the primal recovery θ(s).
+
+    Returns
+    -------
+    DualFWSolution
+        ``gap`` is the certified gap at the returned point (it may exceed
+        ``gap_tol`` if ``max_steps`` is reached).
+    """
+    from ..duality import primal_from_dual
+
+    lam = check_positive(lam, "lam")
+    alpha = check_positive(alpha, "alpha")
+    gap_tol = check_positive(gap_tol, "gap_tol")
+    max_steps = check_count(max_steps, "max_steps")
+    d = X.shape[1]
+    norm = _check_norm(norm, d)
+    b = np.zeros(d) if shift is None else np.asarray(shift, dtype=float)
+
+    def D(s, x0):
+        th = primal_from_dual(loss, X, y, s + b, alpha=alpha, tol=tol, x0=x0)
+        val = loss.value(th, X, y) + 0.5 * alpha * float(th @ th) + float((s + b) @ th)
+        return val, th
+
+    s = np.zeros(d)
+    active: dict[tuple, float] = {tuple(s): 1.0}
+    verts: dict[tuple, np.ndarray] = {tuple(s): s.copy()}
+    Ds, theta = D(s, None)
+    M = 0.01 / alpha  # smoothness estimate of D (≤ 1/Λ), adapted by backtracking
+    gaps = []
+    gap = math.inf
+    for t in range(max_steps):
+        v = lam * norm.greedy_vertex(theta)
+        gap = float(v @ theta - s @ theta)  # = λΩ(θ) − ⟨s, θ⟩
+        gaps.append(gap)
+        if gap <= gap_tol:
+            return DualFWSolution(theta, s, gap, t, tuple(gaps))
+        key_a = min(active, key=lambda k: float(verts[k] @ theta))
+        a = verts[key_a]
+        d_fw, d_aw = v - s, s - a
+        if float(d_fw @ theta) >= float(d_aw @ theta) or len(active) == 1:
+            direction, gmax, away = d_fw, 1.0, False
+        else:
+            w = active[key_a]
+            direction, gmax, away = d_aw, w / (1.0 - w), True
+        slope = float(direction @ theta)
+        dn2 = float(direction @ direction)
+        while True:  # backtracking: sufficient increase for an M-smooth concave D
+            g = min(gmax, slope / (M * dn2))
+            s_new = s + g * direction
+            D_new, th_new = D(s_new, theta)
+            if D_new >= Ds + g * slope - 0.5 * M * g * g * dn2 - 1e-13 * abs(Ds):
+                break
+            M *= 2.0
+        M *= 0.9
+        # update the active-set weights
+        if away:
+            for k in active:
+                active[k] *= 1.0 + g
+            active[key_a] -= g
+        else:
+            for k in active:
+                active[k] *= 1.0 - g
+            kv = tuple(np.round(v, 14))
+            verts.setdefault(kv, v)
+            active[kv] = active.get(kv, 0.0) + g
+        active = {k: w for k, w in active.items() if w > 1e-14}
+        s, Ds, theta = s_new, D_new, th_new
+    v = lam * norm.greedy_vertex(theta)
+    gap = float(v @ theta - s @ theta)
+    return DualFWSolution(theta, s, gap, max_steps, tuple(gaps))
+
+
+# ----------------------------------------------------------------------------- vertices
+def dual_vertex_blocks(norm: SubmodularNorm) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The vertices of |P|(F) as a product of blocks: a list of (indices, V_b)
+    with V_b of shape (m_b, |indices|); the vertex set is the Cartesian product.
+
+    ℓ1: d blocks {−1, +1}; disjoint group ℓ1/ℓ∞: one block ±e_j per group;
+    ℓ∞: one block ±e_j; any other SubmodularNorm: one block of enumerated
+    vertices (d ≤ 6).
+
+    Raises
+    ------
+    InvalidDataError
+        When no tractable vertex set is known (overlapping groups or a generic
+        F with d > 6).
+    """
+    d = norm.d
+    if isinstance(norm, L1Norm):
+        return [(np.array([j]), np.array([[1.0], [-1.0]])) for j in range(d)]
+    if isinstance(norm, LinfNorm):
+        eye = np.eye(d)
+        return [(np.arange(d), np.vstack([eye, -eye]))]
+    if isinstance(norm, GroupLinfNorm) and norm.disjoint:
+        out = []
+        for g in norm.membership:
+            idx = np.flatnonzero(g)
+            eye = np.eye(idx.size)
+            out.append((idx, np.vstack([eye, -eye])))
+        return out
+    if d <= 6:
+        return [(np.arange(d), norm.dual_ball_vertices())]
+    raise InvalidDataError(
+        f"private dual Frank-Wolfe needs an enumerable vertex set of |P|(F); {norm!r} "
+        "(overlapping groups or generic F with d > 6) has none here"
+    )
+
+
+def _max_vertex_norm(blocks, lam: float) -> float:
+    return lam * math.sqrt(sum(float(np.max(np.sum(V * V, axis=1))) for _, V in blocks))
+
+
+def score_sensitivity(
+    n: int, lipschitz: float, alpha: float, norm: SubmodularNorm, lam: float
+) -> float:
+    """Replace-one sensitivity Δ = (2L/(nΛ))·max_{v∈K}‖v‖₂ of the scores
+    ⟨v, θ(s)⟩ (module docstring, [DFW-1]).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+    """
+    lam = check_positive(lam, "lam")
+    return output_sensitivity(n, lipschitz, alpha) * _max_vertex_norm(dual_vertex_blocks(norm), lam)
+
+
+def _select(blocks, theta, lam, eps0, sens, rng) -> np.ndarray:
+    """One exponential-mechanism draw over the product vertex set ([DFW-2])."""
+    v = np.zeros(theta.size)
+    for idx, V in blocks:
+        j = exponential_mechanism(lam * (V @ theta[idx]), epsilon=eps0, sensitivity=sens, rng=rng)
+        v[idx] = lam * V[j]
+    return v
+
+
+# ----------------------------------------------------------------------------- Algorithm 2
+def fit(
+    loss: GLMLoss,
+    X,
+    y,
+    *,
+    norm: SubmodularNorm,
+    epsilon: float,
+    delta: float = 0.0,
+    data_norm: float,
+    alpha: float,
+    lam: float,
+    n_steps: int = 10,
+    release_fraction: float = 0.8,
+    accountant: str = "optimal",
+    noise: str = "auto",
+    tol: float = 1e-10,
+    max_iter: int = 10_000,
+    random_state=None,
+) -> Result:
+    """Private Frank-Wolfe on the dual (Kumar & Deisenroth 2019, Algorithm 2, with
+    the sensitivity and release derived in the module docstring).
+
+    Neighbouring relation: replace-one.  Assumptions: rows ‖x‖₂ ≤ ``data_norm``
+    (clipped, counted), smooth L-Lipschitz GLM loss, Λ = ``alpha`` > 0.
+
+    Parameters
+    ----------
+    loss : GLMLoss
+    X : ndarray or csr_matrix of shape (n, d)
+    y : ndarray of shape (n,)
+    norm : SubmodularNorm
+        With a tractable vertex set (:func:`dual_vertex_blocks`).
+    epsilon : float > 0
+    delta : float in [0, 1), default 0
+    data_norm : float > 0
+    alpha : float > 0
+        Λ.
+    lam : float > 0
+        λ (mean form: P = L̂ + λΩ).
+    n_steps : int, default 10
+        T.
+    release_fraction : float in (0, 1), default 0.8
+        ρ: share of ε spent on releasing θ(s_T) (δ is split in halves).  0.8 beat
+        0.5 on the synthetic benchmark of ``benchmarks/bench_structured_sparsity.py``
+        (ε = 1, n = 20000: test accuracy 0.77 vs 0.74, group F1 1.0 vs 0.6).
+    accountant : str, default "optimal"
+        Calibrates ε₀ (see :func:`dperm.algorithms.frank_wolfe.step_epsilon`).
+    noise : {"auto", "gamma", "gaussian"}
+        Release noise (auto: Gamma for δ = 0, Gaussian otherwise).
+    tol, max_iter : solver settings of θ(s) (ConvergenceError if not met).
+    random_state : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    Result
+        ``event`` = Composed([SelfComposed(PureEpsilon(ε₀), T), release event]);
+        ``diagnostics`` with ``score_sensitivity``, ``epsilon_step``, ``n_steps``,
+        ``sensitivity`` (release), ``noise_scale``, ``dual_point``, ``n_clipped``.
+
+    Raises
+    ------
+    InvalidPrivacyParameter, InvalidDataError, UnknownNameError, ConvergenceError
+    """
+    from ..duality import primal_from_dual
+
+    algorithm = "dual Frank-Wolfe"
+    p = _prepare(loss, X, y, epsilon, data_norm, alpha, None, None, algorithm)
+    loss, X, y, epsilon = p.loss, p.X, p.y, p.epsilon
+    if p.alpha <= 0:
+        raise InvalidPrivacyParameter(
+            f"{algorithm} needs alpha (Λ) > 0 for the score sensitivity, got alpha={alpha!r}"
+        )
+    lam = check_positive(lam, "lam")
+    n_steps = check_count(n_steps, "n_steps")
+    rho = check_probability(release_fraction, "release_fraction")
+    if rho >= 1.0:
+        raise InvalidPrivacyParameter(f"release_fraction must be < 1, got {release_fraction!r}")
+    p.check_run(noise, delta, tol, max_iter, random_state)
+    n, d = X.shape
+    norm = _check_norm(norm, d)
+    blocks = dual_vertex_blocks(norm)
+    lip, Lam, rng = p.lipschitz, p.alpha, p.rng
+    kind = p.noise
+    delta_total = p.delta
+    delta_rel = delta_total / 2.0 if kind == "gaussian" else 0.0
+    delta_sel = delta_total - delta_rel
+    eps_rel = rho * epsilon
+    eps_sel = epsilon - eps_rel
+    sens = score_sensitivity(n, lip, Lam, norm, lam)  # [DFW-1]
+    eps0 = step_epsilon(eps_sel, delta_sel, n_steps, accountant=accountant)  # [DFW-3]
+
+    s = np.zeros(d)
+    theta = None
+    for t in range(n_steps):
+        theta = primal_from_dual(loss, X, y, s, alpha=Lam, tol=p.tol, max_iter=p.max_iter, x0=theta)
+        v = _select(blocks, theta, lam, eps0, sens, rng)  # [DFW-2]
+        gamma = 2.0 / (t + 2.0)  # public step size
+        s = (1.0 - gamma) * s + gamma * v
+    theta = primal_from_dual(loss, X, y, s, alpha=Lam, tol=p.tol, max_iter=p.max_iter, x0=theta)
+    rel_sens = output_sensitivity(n, lip, Lam)  # [DFW-4]
+    diagnostics: dict[str, Any] = p.diagnostics(
+        "dual_frank_wolfe",
+        sensitivity=rel_sens,
+        score_sensitivity=sens,
+        epsilon_step=eps0,
+        n_steps=n_steps,
+        lam=lam,
+        norm=repr(norm),
+        release_fraction=rho,
+        dual_point=s.copy(),
+        theorem="Kumar & Deisenroth 2019, Algorithm 2 (sensitivity re-derived, "
+        "module docstring [DFW-1..4])",
+    )
+    if kind == "gamma":
+        b = gamma_norm_noise(d, eps_rel, rel_sens, rng)
+        rel_event: PureEpsilon | Gaussian = PureEpsilon(epsilon=eps_rel)
+        diagnostics["noise_scale"] = rel_sens / eps_rel
+    else:
+        mult = _gaussian_multiplier(eps_rel, delta_rel)
+        b = gaussian_noise(d, mult * rel_sens, rng)
+        rel_event = Gaussian(noise_multiplier=mult)
+        diagnostics.update(noise_multiplier=mult, noise_scale=mult * rel_sens)
+    event = Composed((SelfComposed(PureEpsilon(eps0), n_steps), rel_event))
+    return Result(theta=theta + b, event=event, diagnostics=diagnostics)
+
+
+# ----------------------------------------------------------------------------- audit
+#: settings of the audit runner: Huber-SVM, Λ = 0.5, λ = 0.1, T = 3, ℓ1 norm
+_AUDIT = {"alpha": 0.5, "lam": 0.1, "n_steps": 3}
+
+
+def _audit_run(X, y, epsilon, delta, rng):
+    """θ of the audit configuration (module-level so that it pickles)."""
+    from ..losses import HuberSVM
+
+    return fit(
+        HuberSVM(0.5),
+        X,
+        y,
+        norm=L1Norm(X.shape[1]),
+        epsilon=epsilon,
+        delta=delta,
+        data_norm=1.0,
+        random_state=rng,
+        **_AUDIT,
+    ).theta
+
+
+def register_audit_runner(*, overwrite: bool = False):
+    """Register the audit runner ``"dual-frank-wolfe"`` through the public
+    :func:`dperm.audit.runners.register_runner` (replace-one, n = 30, d = 3).
+
+    Returns the :class:`~dperm.audit.runners.Runner`.
+    """
+    from ..audit.runners import register_runner
+
+    return register_runner(
+        "dual-frank-wolfe",
+        _audit_run,
+        neighbouring="replace-one",
+        module="dperm.algorithms.dual_frank_wolfe",
+        n=30,
+        d=3,
+        default_runs=300,
+        description="private dual Frank-Wolfe (K–D Algorithm 2), Huber SVM, ℓ1 norm, "
+        f"Λ = {_AUDIT['alpha']}, λ = {_AUDIT['lam']}, T = {_AUDIT['n_steps']}",
+        overwrite=overwrite,
+    )
+
+
+def estimator_fit(estimator, loss, X, y, epsilon, delta, rng) -> Result:
+    """The estimators' adapter (``mechanism="dual-frank-wolfe"``): Λ = ``l2_``
+    (> 0: penalty "l2" or "elasticnet"), Ω and the mean-form λ from
+    :func:`dperm.algorithms.structured_output_perturbation.estimator_norm`
+    (divided by n), T = ``estimator.n_steps`` if set else 10, ``accountant``
+    (default "optimal"), noise/tol/max_iter from the estimator."""
+    from .structured_output_perturbation import estimator_norm
+
+    n, d = X.shape
+    norm, lam = estimator_norm(estimator, loss, n, d)
+    return fit(
+        loss,
+        X,
+        y,
+        norm=norm,
+        epsilon=epsilon,
+        delta=delta,
+        data_norm=estimator.data_norm_,
+        alpha=estimator.l2_,
+        lam=lam / n,
+        n_steps=getattr(estimator, "n_steps", None) or 10,
+        accountant=getattr(estimator, "accountant", None) or "optimal",
+        noise=estimator.noise,
+        tol=estimator.tol,
+        max_iter=estimator.max_iter,
+        random_state=rng,
+    )

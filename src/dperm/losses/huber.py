@@ -1,0 +1,65 @@
+"""Huber loss for robust regression (Huber 1964), with threshold ``epsilon_h``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_positive, float_labels
+from .base import GLMLoss, _check_data_norm
+
+__all__ = ["Huber"]
+
+
+class Huber(GLMLoss):
+    """Huber regression loss on the residual r = z − y with threshold h > 0.
+
+    * φ = r²/2            if |r| ≤ h,
+    * φ = h|r| − h²/2     otherwise.
+
+    ∂φ/∂z = clip(r, −h, h), so |φ'| ≤ h for *every* label and
+    0 ≤ ∂²φ/∂z² ≤ 1: over rows with ‖x‖ ≤ R, L = h·R and β = R² (c = 1),
+    with no label bound and no constraint set needed (unlike the squared
+    loss).  The threshold is a public hyperparameter in the units of y
+    (scikit-learn's ``HuberRegressor`` calls it ``epsilon`` and scales it by
+    a jointly fitted σ, which needs the data; here h is fixed).
+
+    Parameters
+    ----------
+    h : float > 0, default=1.0
+    """
+
+    name = "huber"
+    smooth = True
+    classification = False
+
+    def __init__(self, h: float = 1.0):
+        self.h = check_positive(h, "h")
+
+    def __repr__(self) -> str:
+        return f"Huber(h={self.h!r})"
+
+    def pointwise(self, z, y):
+        r = np.abs(np.asarray(z, dtype=float) - y)
+        h = self.h
+        return np.where(r <= h, 0.5 * r * r, h * r - 0.5 * h * h)
+
+    def derivative(self, z, y):
+        return np.clip(np.asarray(z, dtype=float) - y, -self.h, self.h)
+
+    def second_derivative(self, z, y):
+        return (np.abs(np.asarray(z, dtype=float) - y) <= self.h).astype(float)
+
+    def check_labels(self, y):
+        return float_labels(y)
+
+    @property
+    def curvature(self) -> float:
+        return 1.0
+
+    def lipschitz(self, data_norm, **bounds):
+        """L = h · data_norm (any label, any θ)."""
+        return self.h * _check_data_norm(data_norm)
+
+    def smoothness(self, data_norm, **bounds):
+        """β = data_norm²."""
+        return _check_data_norm(data_norm) ** 2
