@@ -685,3 +685,24 @@ def test_public_exports_resolve():
     for name in dperm.__all__:
         out = _call(getattr, dperm, name)
         assert not isinstance(out, DpermError), name
+
+
+@pytest.mark.parametrize("mechanism", ["objective", "output", "amp", "dp-sgd", "bolt-on"])
+def test_tiny_epsilon_raises_a_dperm_error_or_fits_finitely(mechanism):
+    """ε = 1e-300 (issue #13): the noise overflows float64 or the perturbed objective
+    cannot be minimized — a specific dperm error, never a bare numpy/scipy ValueError
+    and never an inf/NaN model."""
+    from dperm import DPLogisticRegression
+
+    X, y = _data()
+    est = DPLogisticRegression(epsilon=1e-300, mechanism=mechanism, classes=[-1.0, 1.0])
+    out = _call(est.fit, X, y)
+    if not isinstance(out, DpermError):
+        assert np.all(np.isfinite(est.coef_)) and np.all(np.isfinite(est.intercept_))
+
+
+def test_gamma_and_gaussian_noise_overflow_is_refused():
+    from dperm.mechanisms import gamma_norm_noise, gaussian_noise
+
+    _must_raise(InvalidPrivacyParameter, gamma_norm_noise, 3, 1e-308, 1e10, 0)
+    _must_raise(InvalidPrivacyParameter, gaussian_noise, (1000,), 1.7e308, 0)  # some |z| > 1.06

@@ -16,6 +16,7 @@ from dperm.accounting import epsilon_spent
 from dperm.accounting.events import EpsilonDelta, PureEpsilon, SelfComposed
 from dperm.algorithms.base import Result
 from dperm.estimators import _mechanisms, available_mechanisms, register_mechanism
+from dperm.estimators._base import sklearn_expected_failed_checks
 from dperm.estimators._mechanisms import objective_alpha_rule, output_alpha_rule
 from dperm.exceptions import (
     ClippingWarning,
@@ -47,7 +48,8 @@ YES_NO = ["no", "yes"]  # the public label set of the `blobs` data
             constraint_radius=1e3,
             random_state=0,
         ),
-    ]
+    ],
+    expected_failed_checks=sklearn_expected_failed_checks,
 )
 @pytest.mark.filterwarnings("ignore::dperm.exceptions.ClippingWarning")
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")

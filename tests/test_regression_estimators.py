@@ -20,6 +20,7 @@ from dperm import (
 )
 from dperm.accounting import epsilon_spent
 from dperm.constraints import L1Ball
+from dperm.estimators._base import sklearn_expected_failed_checks
 from dperm.exceptions import InvalidPrivacyParameter, LabelError
 from dperm.losses import Huber, get_loss
 
@@ -56,7 +57,8 @@ from dperm.losses import Huber, get_loss
         ),
         DPQuantileRegressor(epsilon=1e9, label_scale=1e2, data_norm=10.0, random_state=0),
         DPHuberRegressor(epsilon=1e15, threshold=10.0, data_norm=10.0, random_state=0),
-    ]
+    ],
+    expected_failed_checks=sklearn_expected_failed_checks,
 )
 @pytest.mark.filterwarnings("ignore::dperm.exceptions.ClippingWarning")
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")

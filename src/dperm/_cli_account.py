@@ -69,6 +69,7 @@ def account_command(
     sampling: str = "poisson",
     json_output: bool = False,
     population_size: int | None = None,
+    plot: str | None = None,
 ) -> dict[str, Any]:
     """ε spent by ``steps`` (subsampled) Gaussian releases.
 
@@ -92,6 +93,10 @@ def account_command(
     population_size : int, optional
         For ``"without_replacement"``: n, with q·n an integer.  When omitted,
         q is used as the exact fraction m/n (the bound depends on m/n only).
+    plot : str, optional
+        Write the privacy profile δ(ε) and the privacy-loss distribution of the
+        composed event to this PNG file (:func:`dperm.privacy_profile.plot_privacy_profile`,
+        PLD accountant); the path is returned as ``plot``.
 
     Returns
     -------
@@ -131,6 +136,10 @@ def account_command(
     else:
         out["epsilon"] = acc.get_epsilon(delta)
     out["seconds"] = time.perf_counter() - t0
+    if plot is not None:
+        from .privacy_profile import plot_privacy_profile
+
+        out["plot"] = plot_privacy_profile(event, plot, delta=delta)
     return out
 
 

@@ -10,7 +10,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from .exceptions import InvalidPrivacyParameter
+from .exceptions import InvalidDataError, InvalidPrivacyParameter
 
 __all__ = ["bench_command", "parse_floats", "parse_list"]
 
@@ -42,6 +42,24 @@ def parse_floats(value: str, name: str = "epsilons") -> list[float]:
     if not out:
         raise InvalidPrivacyParameter(f"{name} must not be empty, got {value!r}")
     return out
+
+
+def _check_out_dir(out: Path) -> None:
+    """Create ``out`` (and its parents) and check it is a writable folder.
+
+    Raises
+    ------
+    InvalidDataError
+        When ``out`` or a parent is a file, or the folder cannot be written.
+    """
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".dperm-write-test"
+        probe.write_text("", encoding="utf-8")
+        probe.unlink()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise InvalidDataError(f"--out {str(out)!r} is not a writable folder: {reason}") from None
 
 
 def bench_command(
@@ -76,8 +94,10 @@ def bench_command(
     Raises
     ------
     DpermError
-        Bad options (unknown dataset/algorithm/protocol, bad ε or repeats).
+        Bad options (unknown dataset/algorithm/protocol, bad ε or repeats, an
+        ``out`` that is not a writable folder).
     """
+    _check_out_dir(Path(out))  # before hours of fitting, not after
     from .bench import run_bench
 
     command = "dperm bench " + " ".join(shlex.quote(a) for a in sys.argv[2:])

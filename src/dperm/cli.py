@@ -4,7 +4,10 @@ Examples (shell)::
 
     dperm fit                                   # breast-cancer, logistic, objective, ε = 1
     dperm fit --dataset adult --data-home ../shared/data --epsilon 1 --json
-    dperm fit --csv data.csv --target label --model svm --mechanism output --delta 0
+    dperm fit --csv data.csv --target label --model svm --mechanism output --delta 0 \
+        --bounds age=17:90 --bounds hours=1:99 --categories colour=red,green,blue
+    dperm fit --csv data.csv --target y --task regression --bounds schema.json \
+        --label-bound 5 --ledger spent.json --ledger-epsilon 3 --ledger-delta 1e-5
     dperm account --noise-multiplier 1.1 --sampling-rate 0.004 --steps 15000 --delta 1e-5
     dperm calibrate --epsilon 2 --delta 1e-5 --sampling-rate 0.004 --steps 15000
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import sys
 import time
 import warnings
 from collections.abc import Iterator
@@ -96,7 +100,9 @@ def _one_line_errors() -> Iterator[None]:
     line and exit status 2 (:func:`_fail`) — the error handling of every command."""
     try:
         yield
-    except DpermError as exc:
+    except (DpermError, OSError, ValueError, ArithmeticError) as exc:
+        # OSError: unwritable/missing paths; ValueError/ArithmeticError: a value the
+        # numerics cannot use (e.g. ε = 1e-300) — bad input, not a crash
         raise _fail(exc) from None
 
 
@@ -129,12 +135,11 @@ def _make_model(model: str, task: str, params: dict[str, Any], label_bound, cons
             raise InvalidPrivacyParameter(
                 "regression needs a public label bound; the dataset has none"
             )
-        if constraint_radius is None:
-            # public rule: predictions up to ±4·label_bound on rows at the norm bound
-            constraint_radius = 4.0 * label_bound / params["data_norm"]
-        return DPLinearRegression(
-            label_bound=label_bound, constraint_radius=constraint_radius, **params
-        )
+        # the estimator's own defaults (AdaSSP; default_constraint_radius when a
+        # mechanism needs a radius) apply unless --constraint-radius is given
+        extra = {} if constraint_radius is None else {"constraint_radius": constraint_radius}
+        params = {k: v for k, v in params.items() if k not in ("classes", "multi_class")}
+        return DPLinearRegression(label_bound=label_bound, **extra, **params)
     if model == "linear":
         raise InvalidPrivacyParameter(
             f"the dataset is a {task} classification task; use --model logistic or svm"
@@ -152,8 +157,8 @@ def run_fit(
     csv: str | Path | None = None,
     target: str | None = None,
     allow_data_bounds: bool = False,
-    model: str = "logistic",
-    mechanism: str = "objective",
+    model: str | None = None,
+    mechanism: str | None = None,
     epsilon: float = 1.0,
     delta: float | None = None,
     data_norm: float | None = None,
@@ -165,6 +170,19 @@ def run_fit(
     progress: bool = False,
     save: str | Path | None = None,
     tune: bool = False,
+    bounds: list[str] | dict | None = None,
+    categories: list[str] | dict | None = None,
+    label_bound: float | None = None,
+    task: str | None = None,
+    multi_class: str | None = None,
+    batch_size: int | None = None,
+    epochs: int | None = None,
+    learning_rate: float | None = None,
+    ledger: str | Path | None = None,
+    ledger_epsilon: float | None = None,
+    ledger_delta: float | None = None,
+    reference: bool = True,
+    notes: bool = False,
 ) -> dict[str, Any]:
     """Load data, fit a private model and measure it; the work behind ``dperm fit``.
 
@@ -173,14 +191,29 @@ def run_fit(
     ``tuned`` key (the selected parameters, released by the search).
 
     ``progress`` shows a progress bar (on stderr) during the iterations of the
-    gradient-perturbation mechanisms.  ``save`` writes the fitted model with
+    gradient-perturbation mechanisms, and a note on stderr for every step
+    slower than a second.  ``save`` writes the fitted model with
     :func:`dperm.io.save` and its privacy statement to ``<save>.privacy.txt``.
+
+    ``bounds`` / ``categories`` (``col=lo:hi`` / ``col=a,b,c`` items or schema
+    files, or dicts), ``label_bound`` and ``task`` are the public schema of a
+    ``csv`` file (CSV, or Parquet by suffix ``.parquet``).  ``ledger`` names a
+    JSON :class:`~dperm.accounting.Ledger` spent across invocations (created
+    with budget ``ledger_epsilon``, ``ledger_delta``): a fit the ledger cannot
+    afford is refused before fitting (``BudgetExceededError``), the ledger is
+    saved after a successful fit.  ``reference=False`` skips the non-private
+    reference fit (its keys are then None); otherwise it minimizes the private
+    fit's own regularized objective with the estimator's ``tol``/``max_iter``.
 
     Returns
     -------
     dict
         The keys of ``dperm fit --json`` (see :data:`_FIT_KEYS`) plus
-        ``metric`` ("accuracy" or "r2" for regression), ``delta_default``,
+        ``metric`` ("accuracy" or "r2" for regression: the keys ``test_r2``,
+        ``test_rmse``, ``train_r2``, ``nonprivate_test_r2`` then replace the
+        ``*_accuracy`` ones), ``bounds_from_data`` (True when a bound or
+        category list was read from the data: no end-to-end guarantee),
+        ``delta_default``,
         ``dp_event``, ``alpha``, ``neighbouring`` (the relation ε and δ are
         stated for: "replace-one") and ``outside_guarantee`` (the keys of
         :data:`NON_PRIVATE_KEYS`: diagnostics computed from the training data
@@ -192,22 +225,54 @@ def run_fit(
         Any validation error (unknown dataset or model, missing file, bad ε, …).
     """
     from . import datasets
-    from .utility import excess_empirical_risk, nonprivate_fit
+    from ._cli_fit import check_ledger, open_ledger, parse_bounds, parse_categories, step
+    from .exceptions import PrivacyLeakWarning
 
+    # step timings are for a person at a terminal; piped/captured stderr keeps one line per error
+    verbose_steps = (progress or notes) and sys.stderr.isatty()
+    from ._validation import check_delta, check_epsilon
+
+    check_epsilon(epsilon)  # fail fast, before loading any data
+    if delta is not None:
+        check_delta(delta, allow_zero=True)
     if save is not None and not Path(save).parent.is_dir():  # fail before fitting
         from .io import ModelFileError
 
         raise ModelFileError(f"--save: folder {str(Path(save).parent)!r} does not exist")
+    ledger_path = None if ledger is None else Path(ledger)
+    book = None if ledger_path is None else open_ledger(ledger_path, ledger_epsilon, ledger_delta)
+    bounds_from_data = False
     if csv is not None:
         if dataset is not None:
             raise InvalidPrivacyParameter("give either --dataset or --csv, not both")
         if target is None:
             raise InvalidPrivacyParameter("--csv needs --target COLUMN (the label column)")
-        ds = datasets.load_csv(csv, target, allow_data_bounds=allow_data_bounds)
+        bounds_map = bounds if isinstance(bounds, dict) else parse_bounds(bounds)
+        cats_map = categories if isinstance(categories, dict) else parse_categories(categories)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ds = datasets.load_csv(
+                csv,
+                target,
+                bounds=bounds_map,
+                categories=cats_map,
+                categorical=list(cats_map) or None,
+                task=task,
+                label_bound=label_bound,
+                allow_data_bounds=allow_data_bounds,
+            )
+        for w in caught:  # re-emit; a leak warning at load time means data bounds
+            bounds_from_data |= issubclass(w.category, PrivacyLeakWarning)
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     else:
-        if target is not None:
-            raise InvalidPrivacyParameter("--target is only used with --csv")
-        ds = datasets.load(dataset or datasets.DEFAULT_DATASET, data_home)
+        if target is not None or bounds or categories or task is not None:
+            raise InvalidPrivacyParameter(
+                "--target, --bounds, --categories and --task are only used with --csv"
+            )
+        with step(f"loading {dataset or datasets.DEFAULT_DATASET}", verbose_steps):
+            ds = datasets.load(dataset or datasets.DEFAULT_DATASET, data_home)
+        if label_bound is not None:
+            raise InvalidPrivacyParameter("--label-bound is only used with --csv")
     if data_norm is None:
         data_norm = ds.row_norm_bound
         if not math.isfinite(data_norm):
@@ -215,10 +280,11 @@ def run_fit(
                 f"dataset {ds.name!r} has no public row-norm bound; pass --data-norm"
             )
     n = ds.n_train
+    if book is not None:  # refuse an overspend before any work on the data
+        check_ledger(book, epsilon, 1.0 / n**2 if delta is None else delta)
     params = {
         "epsilon": epsilon,
         "delta": delta,  # None → 1/n² inside the estimator
-        "mechanism": mechanism,
         "data_norm": data_norm,
         "random_state": seed,
         "verbose": progress,
@@ -230,51 +296,133 @@ def run_fit(
         # encoding), 0..9 for MNIST; never read off y (a CSV's multi-class label set
         # is, and the estimator then warns that it is not protected)
         params["classes"] = list(ds.classes)
-    for key, val in (("constraint", constraint), ("penalty", penalty), ("alpha", alpha)):
+    for key, val in (
+        ("mechanism", mechanism),  # None: the estimator's default (AdaSSP for regression)
+        ("constraint", constraint),
+        ("penalty", penalty),
+        ("alpha", alpha),
+        ("multi_class", multi_class),
+        ("batch_size", batch_size),
+        ("epochs", epochs),
+        ("learning_rate", learning_rate),
+    ):
         if val is not None:
             params[key] = val
+    if multi_class is not None and ds.task == "regression":
+        raise InvalidPrivacyParameter("--multi-class is only used by classifiers")
+    if model is None:  # the task's natural model
+        model = "linear" if ds.task == "regression" else "logistic"
     est = _make_model(model, ds.task, params, ds.label_bound, constraint_radius)
+    mechanism = est.mechanism
     t0 = time.perf_counter()
     tuned = None
-    if tune:  # private search; its dp_event_ covers every run (docs/model_selection.md)
-        from .model_selection import tuning_search
+    with step(f"private fit ({mechanism})", verbose_steps):
+        if tune:  # private search; its dp_event_ covers every run (docs/model_selection.md)
+            from .model_selection import tuning_search
 
-        search = tuning_search(est).fit(ds.X_train, ds.y_train)
-        est, tuned = search.best_estimator_, search.best_params_
-    else:
-        est.fit(ds.X_train, ds.y_train)
+            search = tuning_search(est).fit(ds.X_train, ds.y_train)
+            est, tuned = search.best_estimator_, search.best_params_
+        else:
+            try:
+                est.fit(ds.X_train, ds.y_train)
+            except DpermError:
+                raise
+            except (ValueError, ArithmeticError) as exc:  # e.g. ε = 1e-300: noise overflows
+                raise InvalidPrivacyParameter(
+                    f"the {mechanism} fit failed numerically at epsilon={epsilon:g}, "
+                    f"delta={delta}: {exc}"
+                ) from None
     fit_seconds = time.perf_counter() - t0
-    reference = nonprivate_fit(est, ds.X_train, ds.y_train)
+    if book is not None:  # record the spend (refused → BudgetExceededError, exit 2)
+        book.spend(est.dp_event_, label=f"dperm fit {ds.name} {model} {mechanism}")
+    out = _measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose_steps)
+    out["bounds_from_data"] = bounds_from_data
+    if tuned is not None:
+        out["tuned"] = tuned
+    if save is not None:
+        out.update(_save_model(est, Path(save), bool(out.get("bounds_from_data"))))
+    if book is not None:
+        book.save(ledger_path)
+        out["ledger"] = str(ledger_path)
+        out["ledger_spent_epsilon"] = float(book.spent()[0])
+    return out
+
+
+def _measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose) -> dict:
+    """The measured keys of :func:`run_fit`: utility, privacy spent, diagnostics."""
+    import numpy as np
+
+    from ._cli_fit import step
+    from .utility import excess_empirical_risk, nonprivate_fit
+
+    ref = None
+    if reference and getattr(est, "multi_class", "ovr") == "multinomial":
+        # dperm.utility.nonprivate_fit solves the binary / one-vs-rest problems only
+        warnings.warn(
+            "no non-private reference for --multi-class multinomial (not implemented); "
+            "its rows are left empty",
+            UserWarning,
+            stacklevel=2,
+        )
+        reference = False
+    if reference:
+        # the private fit's own regularized objective (l2_, regularizer_,
+        # constraint_), its tol and its iteration cap.  A gradient-perturbation
+        # fit has no tol (it runs `steps` noisy steps at sampling rate q, i.e.
+        # steps·q passes): its reference gets as many full-gradient iterations as
+        # the fit made passes (at least 100) and a gradient residual of 1e-4, far
+        # below the fit's own noise.  Without regularization (DP-SGD's default
+        # alpha = 0) the minimum may not exist and the solver would otherwise run
+        # to max_iter (issue #12 §3: 21 min on KDD Cup 99)
+        tol = float(getattr(est, "tol", 1e-10))
+        max_iter = int(getattr(est, "max_iter", 10_000))
+        diag = est.diagnostics_ if isinstance(est.diagnostics_, dict) else est.diagnostics_[0]
+        if diag.get("steps") is not None:
+            passes = float(diag["steps"]) * float(diag.get("sampling_rate") or 1.0)
+            max_iter = min(max_iter, max(100, math.ceil(passes)))
+            tol = max(tol, 1e-4)
+        with step("non-private reference fit (skip with --no-reference)", verbose):
+            ref = nonprivate_fit(est, ds.X_train, ds.y_train, tol=tol, max_iter=max_iter)
     has_test = ds.X_test is not None and ds.n_test > 0
+    regression = ds.task == "regression"
+    metric = "r2" if regression else "accuracy"
     out: dict[str, Any] = {
         "dataset": ds.name,
-        "n_train": n,
+        "n_train": ds.n_train,
         "n_test": ds.n_test,
         "n_features": ds.n_features,
         "model": model,
         "mechanism": mechanism,
         "epsilon": float(est.epsilon_),
         "delta": float(est.delta_),
-        "test_accuracy": float(est.score(ds.X_test, ds.y_test)) if has_test else None,
-        "train_accuracy": float(est.score(ds.X_train, ds.y_train)),
-        "excess_empirical_risk": excess_empirical_risk(
-            est, ds.X_train, ds.y_train, reference=reference
-        ),
-        "nonprivate_test_accuracy": (
-            float(reference.score(ds.X_test, ds.y_test)) if has_test else None
-        ),
-        "n_clipped": int(est.n_clipped_),
-        "fit_seconds": fit_seconds,
-        "metric": "r2" if ds.task == "regression" else "accuracy",
-        "delta_default": delta is None,
-        "alpha": float(est.alpha_),
-        "dp_event": est.dp_event_.to_dict(),
-        # the relation ε and δ are stated for (docs/neighbouring.md)
-        "neighbouring": est.neighbouring_,
-        # computed from the private training data without noise: for the data
-        # owner, outside the (ε, δ) guarantee (don't publish them)
-        "outside_guarantee": list(NON_PRIVATE_KEYS),
+        f"test_{metric}": float(est.score(ds.X_test, ds.y_test)) if has_test else None,
     }
+    if regression:
+        out["test_rmse"] = (
+            float(np.sqrt(np.mean((est.predict(ds.X_test) - ds.y_test) ** 2))) if has_test else None
+        )
+    out[f"train_{metric}"] = float(est.score(ds.X_train, ds.y_train))
+    out["excess_empirical_risk"] = (
+        None if ref is None else excess_empirical_risk(est, ds.X_train, ds.y_train, reference=ref)
+    )
+    out[f"nonprivate_test_{metric}"] = (
+        float(ref.score(ds.X_test, ds.y_test)) if (has_test and ref is not None) else None
+    )
+    out.update(
+        {
+            "n_clipped": int(est.n_clipped_),
+            "fit_seconds": fit_seconds,
+            "metric": metric,
+            "delta_default": delta is None,
+            "alpha": float(est.alpha_),
+            "dp_event": est.dp_event_.to_dict(),
+            # the relation ε and δ are stated for (docs/neighbouring.md)
+            "neighbouring": est.neighbouring_,
+            # computed from the private training data without noise: for the data
+            # owner, outside the (ε, δ) guarantee (don't publish them)
+            "outside_guarantee": [k.replace("accuracy", metric) for k in NON_PRIVATE_KEYS],
+        }
+    )
     # what a gradient-perturbation fit ran with (issue #4): from the first
     # class's diagnostics (one-vs-rest fits share the schedule and the noise)
     diag = est.diagnostics_ if isinstance(est.diagnostics_, dict) else est.diagnostics_[0]
@@ -284,13 +432,9 @@ def run_fit(
     # the theory next to the measurement (issue #5): dperm.theory.bound_for_estimator
     from .theory import bound_for_estimator
 
-    bound = bound_for_estimator(est, n)
+    bound = bound_for_estimator(est, ds.n_train)
     out["theoretical_bound"] = None if bound is None else float(bound.value)
     out["theoretical_bound_detail"] = None if bound is None else bound.to_dict()
-    if tuned is not None:
-        out["tuned"] = tuned
-    if save is not None:
-        out.update(_save_model(est, Path(save), bool(out.get("bounds_from_data"))))
     return out
 
 
@@ -317,7 +461,8 @@ def _print_fit_table(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    metric = "R²" if result["metric"] == "r2" else "accuracy"
+    key = result["metric"]  # "accuracy" or "r2": the suffix of the utility keys
+    metric = "R²" if key == "r2" else "accuracy"
 
     def fmt(v, spec=".4f"):
         return "—" if v is None else format(v, spec)
@@ -337,8 +482,19 @@ def _print_fit_table(result: dict[str, Any]) -> None:
         ("ε spent", fmt(result["epsilon"], ".6g")),
         ("δ spent", fmt(result["delta"], ".3g") + delta_note),
         ("neighbouring", result.get("neighbouring", "replace-one")),
-        (f"test {metric}", fmt(result["test_accuracy"])),
-        (f"train {metric}{np_note}", fmt(result["train_accuracy"])),
+        *(
+            (("ledger ε spent (all fits)", fmt(result["ledger_spent_epsilon"], ".6g")),)
+            if "ledger" in result
+            else ()
+        ),
+        *(
+            (("WARNING", "bounds read from the data: NO end-to-end DP guarantee"),)
+            if result.get("bounds_from_data")
+            else ()
+        ),
+        (f"test {metric}", fmt(result[f"test_{key}"])),
+        *((("test RMSE", fmt(result.get("test_rmse"), ".4g")),) if key == "r2" else ()),
+        (f"train {metric}{np_note}", fmt(result[f"train_{key}"])),
         (f"excess empirical risk{np_note}", fmt(result["excess_empirical_risk"], ".4g")),
         (
             "theoretical bound"
@@ -349,7 +505,7 @@ def _print_fit_table(result: dict[str, Any]) -> None:
             ),
             fmt(result.get("theoretical_bound"), ".4g"),
         ),
-        (f"non-private test {metric}{np_note}", fmt(result["nonprivate_test_accuracy"])),
+        (f"non-private test {metric}{np_note}", fmt(result[f"nonprivate_test_{key}"])),
         *(
             (label, fmt(result.get(key), ".4g") if key != "accountant" else result[key])
             for key, label in (
@@ -380,16 +536,26 @@ def fit_command(
         Path | None,
         typer.Option("--data-home", help="Folder with the data files (default $DPERM_DATA_HOME)."),
     ] = None,
-    csv: Annotated[Path | None, typer.Option("--csv", help="Fit on a CSV file instead.")] = None,
+    csv: Annotated[
+        Path | None, typer.Option("--csv", help="Fit on a CSV (or .parquet) file instead.")
+    ] = None,
     target: Annotated[str | None, typer.Option("--target", help="Label column of --csv.")] = None,
     allow_data_bounds: Annotated[
         bool,
         typer.Option("--allow-data-bounds", help="CSV: read missing bounds from the data (LEAKS)."),
     ] = False,
-    model: Annotated[str, typer.Option("--model", help="logistic | svm | linear")] = "logistic",
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="logistic | svm | linear (default: linear for regression)"),
+    ] = None,
     mechanism: Annotated[
-        str, typer.Option("--mechanism", help="objective | output | any registered mechanism")
-    ] = "objective",
+        str | None,
+        typer.Option(
+            "--mechanism",
+            help="objective | output | dp-sgd | any registered mechanism "
+            "(default: the estimator's: objective; adassp for regression)",
+        ),
+    ] = None,
     epsilon: Annotated[float, typer.Option("--epsilon", help="Privacy budget ε.")] = 1.0,
     delta: Annotated[
         float | None,
@@ -403,7 +569,7 @@ def fit_command(
         float | None,
         typer.Option(
             "--constraint-radius",
-            help="Radius of the constraint set (--model linear: default 4·label_bound/data_norm).",
+            help="Radius of the constraint set (default: the estimator's public rule).",
         ),
     ] = None,
     constraint: Annotated[
@@ -427,12 +593,56 @@ def fit_command(
         bool,
         typer.Option("--tune", help="Select Λ privately; ε, δ cover the whole search."),
     ] = False,
+    bounds: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--bounds", help="Public bounds: a JSON file {col: [lo, hi]} or col=lo:hi (repeat)."
+        ),
+    ] = None,
+    categories: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--categories", help="Public categories: a JSON file {col: [...]} or col=a,b,c."
+        ),
+    ] = None,
+    label_bound: Annotated[
+        float | None,
+        typer.Option("--label-bound", help="CSV regression: public bound B on |y|."),
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option("--task", help="CSV: binary | multiclass | regression (default: inferred)."),
+    ] = None,
+    multi_class: Annotated[
+        str | None, typer.Option("--multi-class", help="ovr | multinomial (dp-sgd).")
+    ] = None,
+    batch_size: Annotated[
+        int | None, typer.Option("--batch-size", help="DP-SGD expected batch size.")
+    ] = None,
+    epochs: Annotated[int | None, typer.Option("--epochs", help="DP-SGD/DP-GD epochs.")] = None,
+    learning_rate: Annotated[
+        float | None, typer.Option("--learning-rate", help="DP-SGD/DP-GD step size.")
+    ] = None,
+    ledger: Annotated[
+        Path | None,
+        typer.Option("--ledger", help="JSON ledger spent across runs; refuses overspend."),
+    ] = None,
+    ledger_epsilon: Annotated[
+        float | None, typer.Option("--ledger-epsilon", help="Budget ε of a new --ledger.")
+    ] = None,
+    ledger_delta: Annotated[
+        float | None, typer.Option("--ledger-delta", help="Budget δ of a new --ledger (1e-5).")
+    ] = None,
+    no_reference: Annotated[
+        bool,
+        typer.Option("--no-reference", help="Skip the non-private reference fit."),
+    ] = False,
 ) -> None:
     """Fit a private model and report privacy spent and utility."""
-    with _one_line_errors(), warnings.catch_warnings():
-        # warnings (e.g. rows clipped) become one stderr line each, never stdout
+    with _one_line_errors(), warnings.catch_warnings(record=True) as caught:
+        # warnings (e.g. rows clipped) become one stderr line each, never stdout,
+        # printed after a successful fit only: a failed one prints its error alone
         warnings.simplefilter("always")
-        warnings.showwarning = _show_warning_one_line
         result = run_fit(
             dataset=dataset,
             data_home=data_home,
@@ -452,7 +662,22 @@ def fit_command(
             progress=not json_output,
             save=save,
             tune=tune,
+            bounds=bounds,
+            categories=categories,
+            label_bound=label_bound,
+            task=task,
+            multi_class=multi_class,
+            batch_size=batch_size,
+            epochs=epochs,
+            learning_rate=learning_rate,
+            ledger=ledger,
+            ledger_epsilon=ledger_epsilon,
+            ledger_delta=ledger_delta,
+            reference=not no_reference,
+            notes=True,
         )
+    for w in caught:
+        _show_warning_one_line(w.message, w.category, w.filename, w.lineno)
     if json_output:
         typer.echo(json.dumps({k: _json_safe(v) for k, v in result.items()}))
     else:
@@ -476,6 +701,10 @@ def account_cmd(
     accountant: _AccountantOption = "rdp",
     sampling: _SamplingOption = "poisson",
     json_output: _JsonOption = False,
+    plot: Annotated[
+        str | None,
+        typer.Option("--plot", help="Write the privacy profile δ(ε) and the PLD to this PNG."),
+    ] = None,
 ) -> None:
     """ε spent by `steps` (subsampled) Gaussian releases."""
     with _one_line_errors():
@@ -489,6 +718,7 @@ def account_cmd(
             accountant=accountant,
             sampling=sampling,
             json_output=json_output,
+            plot=plot,
         )
     typer.echo(render(result, json_output=json_output))
 

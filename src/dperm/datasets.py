@@ -1461,6 +1461,9 @@ def load_csv(
 ) -> Dataset:
     """Load a CSV file (with a header row) with a schema from the caller.
 
+    A path ending in ``.parquet`` or ``.pq`` is read as Parquet (needs a pandas
+    Parquet engine, e.g. pyarrow) under the same schema rules.
+
     Numeric columns are scaled with **user-passed public bounds** only; a numeric
     column without a bound is an error unless ``allow_data_bounds=True``, which
     takes the bound from the data's min/max and emits
@@ -1529,7 +1532,17 @@ def load_csv(
     if not path.is_file():
         raise DataFileNotFoundError(f"CSV file not found: expected {path}")
     test_size = _check_test_size(test_size)
-    header = pd.read_csv(path, nrows=0).columns.tolist()
+    parquet = path.suffix.lower() in (".parquet", ".pq")
+    try:
+        if parquet:  # same schema rules; needs a Parquet engine (pyarrow)
+            whole = pd.read_parquet(path)
+            header = [str(c) for c in whole.columns]
+        else:
+            header = pd.read_csv(path, nrows=0).columns.tolist()
+    except pd.errors.EmptyDataError:
+        raise InvalidDataError(f"{path}: the file is empty (no header row)") from None
+    except ImportError as exc:
+        raise InvalidDataError(f"{path}: cannot read Parquet ({exc})") from None
     categorical = None if categorical is None else list(categorical)
 
     def require(names, what):
@@ -1541,7 +1554,10 @@ def load_csv(
     if categorical is not None:
         require(categorical, "categorical")
     dtypes = {c: "str" for c in (categorical or [])}
-    frame = pd.read_csv(path, dtype=dtypes or None, engine="c")
+    if parquet:
+        frame = whole.astype(dtypes) if dtypes else whole
+    else:
+        frame = pd.read_csv(path, dtype=dtypes or None, engine="c")
     n_raw = len(frame)
     frame = frame.dropna().reset_index(drop=True)
     if len(frame) == 0:

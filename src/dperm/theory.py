@@ -56,6 +56,8 @@ __all__ = [
     "ALGORITHMS",
     "TheoryBound",
     "bound_for_estimator",
+    "dual_frank_wolfe_bound",
+    "exponential_sampling_bound",
     "structured_output_bound",
     "theoretical_bound",
 ]
@@ -530,6 +532,8 @@ def bound_for_estimator(estimator, n_samples: int) -> TheoryBound | None:
     mechanism = getattr(estimator, "mechanism", None)
     if mechanism == "structured-output":
         return _structured_for_estimator(estimator, n_samples)
+    if mechanism == "dual-frank-wolfe":
+        return _dual_fw_for_estimator(estimator, n_samples)
     if mechanism not in ALGORITHMS:
         return None
     dg = estimator.diagnostics_
@@ -654,6 +658,202 @@ def _structured_for_estimator(estimator, n_samples: int) -> TheoryBound | None:
             lipschitz=float(dg["lipschitz"]),
             strong_convexity=float(dg["strong_convexity"]),
             lam=float(dg["lam"]),
+            gaussian_width=width,
+            smoothness=float(beta) if beta is not None and math.isfinite(beta) else None,
+        )
+    except (InvalidPrivacyParameter, KeyError):
+        return None
+
+
+def exponential_sampling_bound(
+    *,
+    n: int,
+    d: int,
+    epsilon: float,
+    lipschitz: float,
+    radius: float,
+    sensitivity: float | None = None,
+    beta: float = 0.05,
+) -> float:
+    """High-probability excess empirical risk of exponential sampling over an ℓ2 ball.
+
+    For θ̂ drawn with density ∝ exp(−ε F(θ)/(2Δ)) on C = {‖θ‖₂ ≤ R}, where
+    F = Σᵢ ℓ(·; xᵢ, yᵢ) is convex and nL-Lipschitz on C, with probability ≥ 1 − β
+    (β ≤ 1/e)
+
+        L(θ̂) − min_C L ≤ (4Δ / (nε)) · ( d · ln max(1, εG/(2Δ)) + ln(1/β) ),
+        G = 2nLR (≥ max_C F − min_C F),  L = F/n the mean loss,
+
+    so with the default Δ = 2LR it is (8LR/(nε))(d ln max(1, nε/2) + ln(1/β)).
+    Derivation (the standard level-set argument for the exponential mechanism
+    on a convex set, as used by Bassily–Smith–Thakurta, FOCS 2014, §3; written
+    out here with our own constants — neither the paper's theorem nor the
+    lecture's could be retrieved to compare): with a = ε/(2Δ) and
+    S_t = {F ≤ F* + t}, convexity gives S_t ⊇ θ* + (t/G)(C − θ*), so vol(C)/vol(S_t) ≤ (G/t)^d and
+    P(F(θ̂) ≥ F* + 2t) ≤ (G/t)^d e^{−at}; t₀ = (d ln max(1, aG) + ln(1/β))/a
+    makes the right side ≤ β (t₀ ≥ 1/a because ln(1/β) ≥ 1), and the gap is 2t₀.
+
+    Parameters
+    ----------
+    n, d : int ≥ 1
+    epsilon : float > 0
+    lipschitz : float > 0
+        L, a bound on ‖∇ℓ(θ; x, y)‖₂ over C.
+    radius : float > 0
+        R of the ball C.
+    sensitivity : float > 0, optional
+        Δ of the sampler; default 2LR.
+    beta : float in (0, 1/e]
+
+    Returns
+    -------
+    float
+        The bound in mean-loss units.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+    """
+    n = check_count(n, "n")
+    d = check_count(d, "d")
+    epsilon = check_epsilon(epsilon)
+    lip = check_positive(lipschitz, "lipschitz")
+    R = check_positive(radius, "radius")
+    beta = float(beta)
+    if not (0.0 < beta <= math.exp(-1.0)):
+        raise InvalidPrivacyParameter(f"beta must be in (0, 1/e], got {beta!r}")
+    sens = 2.0 * lip * R if sensitivity is None else check_positive(sensitivity, "sensitivity")
+    a = epsilon / (2.0 * sens)
+    G = 2.0 * n * lip * R
+    t0 = (d * math.log(max(1.0, a * G)) + math.log(1.0 / beta)) / a
+    return 2.0 * min(t0, G / 2.0) / n
+
+
+# ----------------------------------------------------------- dual Frank-Wolfe (#11, K–D Thm 4)
+def dual_frank_wolfe_bound(
+    *,
+    n: int,
+    d: int,
+    epsilon_step: float,
+    n_steps: int,
+    log_n_vertices: float,
+    vertex_radius: float,
+    lipschitz: float,
+    strong_convexity: float,
+    lam: float,
+    epsilon_release: float,
+    delta_release: float = 0.0,
+    gaussian_width: float,
+    smoothness: float | None = None,
+) -> TheoryBound:
+    """Expected excess of P = (1/n)Σℓ + (Λ/2)‖θ‖² + λΩ(θ) (mean form) for the
+    private dual Frank-Wolfe of :mod:`dperm.algorithms.dual_frank_wolfe`
+    (Kumar & Deisenroth 2019, Algorithm 2).
+
+    **Derived here, not K–D's Theorem 4**: the paper's statement of Theorem 4
+    could not be retrieved, so dperm states and proves a bound for the
+    algorithm it implements (exponential-mechanism vertex selection with
+    ε₀ = ``epsilon_step``, T = ``n_steps`` steps γ_t = 2/(t+2), then output
+    perturbation of θ(s_T) with ``epsilon_release``/``delta_release``).  Like
+    K–D's bound it depends on the Gaussian width w = E Ω(g) of the dual-norm
+    unit ball |P|(F) (``gaussian_width``).  Notation: K = λ|P|(F),
+    ρ = max_{v∈|P|(F)}‖v‖₂ (``vertex_radius``), N = number of vertices of the
+    product set the selection samples from (``log_n_vertices`` = ln N),
+    Δ = 2Lλρ/(nΛ) the score sensitivity, M = L + λρ.
+
+    Proof.  (a) θ(s) = argmin L̂ + ⟨s, ·⟩ = ∇D(s) is (1/Λ)-Lipschitz in s, so
+    −D is (1/Λ)-smooth and the Frank-Wolfe curvature constant over K is
+    C ≤ diam(K)²/Λ ≤ 4λ²ρ²/Λ.  (b) The exponential mechanism picks v_t with
+    E[max_v⟨v, θ_t⟩ − ⟨v_t, θ_t⟩] ≤ η = (2Δ/ε₀)(ln N + 1) (Dwork & Roth 2014,
+    Thm 3.11, integrated over its tail).  (c) With h_t = D* − D(s_t),
+    concavity and (a) give E h_{t+1} ≤ (1 − γ_t)E h_t + γ_t η + γ_t² C/2, and
+    induction on h_t − η with γ_t = 2/(t+2) gives
+    E h_T ≤ η + 2C/(T+2) (Jaggi 2013, Thm 1 with an additive oracle error).
+    (d) Since ⟨s, θ*⟩ ≤ λΩ(θ*) for s ∈ K and L̂ + ⟨s, ·⟩ is Λ-strongly convex,
+    (Λ/2)‖θ(s) − θ*‖² ≤ D* − D(s); by Jensen E‖θ(s_T) − θ*‖ ≤ √(2 E h_T/Λ).
+    (e) ‖θ(s)‖, ‖θ*‖ ≤ M/Λ (first-order conditions, subgradients of λΩ lie in
+    K) and Ω(u) ≤ ρ‖u‖₂, so P is 2M-Lipschitz between them:
+    P(θ(s_T)) − P* ≤ 2M‖θ(s_T) − θ*‖.  (f) The release noise κ (sensitivity
+    2L/(nΛ), rotation invariant, independent, zero mean) costs fact (ii) of
+    the module docstring on the smooth part plus λ E Ω(κ) = λ E‖κ‖·w/E‖g‖.
+    Altogether
+
+        E[P(θ(s_T) + κ)] − P* ≤ 2M·√((2/Λ)(8λ²ρ²/(Λ(T+2)) + (2Δ/ε₀)(ln N + 1)))
+                                 + cost(κ) + λ·E‖κ‖·w/E‖g‖.
+
+    Assumes θ(s) is computed exactly (the algorithm certifies ``tol``).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+    """
+    n = check_count(n, "n")
+    d = check_count(d, "d")
+    eps0 = check_epsilon(epsilon_step)
+    T = check_count(n_steps, "n_steps")
+    log_n = check_nonnegative(log_n_vertices, "log_n_vertices")
+    rho = check_positive(vertex_radius, "vertex_radius")
+    lip = check_positive(lipschitz, "lipschitz")
+    lam_sc = check_positive(strong_convexity, "strong_convexity")
+    lam = check_positive(lam, "lam")
+    eps_rel = check_epsilon(epsilon_release)
+    delta_rel = check_delta(delta_release)
+    width = check_positive(gaussian_width, "gaussian_width")
+    beta = None if smoothness is None else check_positive(smoothness, "smoothness")
+    score_sens = 2.0 * lip * lam * rho / (n * lam_sc)
+    h_T = 8.0 * (lam * rho) ** 2 / (lam_sc * (T + 2)) + 2.0 * score_sens / eps0 * (log_n + 1.0)
+    M = lip + lam * rho
+    m1, m2 = _noise_moments(d, eps_rel, delta_rel, 2.0 * lip / (n * lam_sc))
+    e_norm_g = math.sqrt(2.0) * math.exp(math.lgamma((d + 1) / 2.0) - math.lgamma(d / 2.0))
+    value = (
+        2.0 * M * math.sqrt(2.0 * h_T / lam_sc)
+        + _output_noise_cost(m1, m2, lip, beta, lam_sc)
+        + lam * m1 * width / e_norm_g
+    )
+    return TheoryBound(
+        value,
+        "2M√((2/Λ)(8λ²ρ²/(Λ(T+2)) + (2Δ/ε₀)(ln N + 1))) + cost(κ) + λ·E‖κ‖·w/E‖g‖",
+        True,
+        "private dual Frank-Wolfe (Kumar & Deisenroth 2019, Alg. 2): bound derived in "
+        "dperm.theory.dual_frank_wolfe_bound (noisy Frank-Wolfe: Jaggi 2013, Thm 1; "
+        "exponential mechanism: Dwork & Roth 2014, Thm 3.11), not K–D's Theorem 4",
+        "E[P(θ)] − min P,  P = (1/n)Σℓ + (Λ/2)‖θ‖² + λΩ(θ)",
+    )
+
+
+def _dual_fw_for_estimator(estimator, n_samples: int) -> TheoryBound | None:
+    """:func:`dual_frank_wolfe_bound` of an estimator fitted with
+    ``mechanism="dual-frank-wolfe"`` (public quantities: the call's diagnostics,
+    the norm the adapter resolved, its vertex blocks and Gaussian width — upper
+    CI end when Monte Carlo)."""
+    from .algorithms.dual_frank_wolfe import dual_vertex_blocks
+    from .algorithms.structured_output_perturbation import estimator_norm
+    from .norms import gaussian_width
+
+    dg = estimator.diagnostics_
+    if isinstance(dg, list):
+        dg = dg[0]
+    d = int(np.atleast_2d(estimator.coef_).shape[1]) + int(bool(estimator.fit_intercept))
+    try:
+        norm, _ = estimator_norm(estimator, estimator.loss_, n_samples, d)
+        blocks = dual_vertex_blocks(norm)
+        width = gaussian_width(norm, ball="dual", n_samples=2000, random_state=0).ci_high
+        beta = dg.get("smoothness")
+        eps = float(dg["epsilon"])
+        delta = float(dg["delta"])
+        rho_rel = float(dg["release_fraction"])
+        return dual_frank_wolfe_bound(
+            n=n_samples,
+            d=d,
+            epsilon_step=float(dg["epsilon_step"]),
+            n_steps=int(dg["n_steps"]),
+            log_n_vertices=sum(math.log(V.shape[0]) for _, V in blocks),
+            vertex_radius=math.sqrt(sum(float(np.max(np.sum(V * V, axis=1))) for _, V in blocks)),
+            lipschitz=float(dg["lipschitz"]),
+            strong_convexity=float(dg["strong_convexity"]),
+            lam=float(dg["lam"]),
+            epsilon_release=rho_rel * eps,
+            delta_release=delta / 2.0 if "noise_multiplier" in dg else 0.0,
             gaussian_width=width,
             smoothness=float(beta) if beta is not None and math.isfinite(beta) else None,
         )

@@ -17,8 +17,6 @@ import math
 from collections.abc import Callable
 from fractions import Fraction
 
-from scipy.optimize import brentq
-
 from .._validation import (
     check_count,
     check_delta,
@@ -185,6 +183,8 @@ def calibrate_noise(
 
     lo, hi = bracket["lo"], bracket["hi"]
     if hi / lo > 1.0 + rtol:
+        from scipy.optimize import brentq  # lazy: keeps `import dperm.accounting` light
+
         try:
             brentq(g, math.log(lo), math.log(hi), xtol=rtol / 8.0, rtol=1e-15, maxiter=100)
         except (ValueError, RuntimeError):  # pragma: no cover - bracket is valid

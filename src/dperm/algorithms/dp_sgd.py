@@ -375,10 +375,8 @@ def fit_single_sample(
     :func:`default_hyperparameters` (1/β for smooth losses, else 1/C²), and the
     uniform average of the iterates (the averaged-SGD form of the analysis).
 
-    Parameters
-    ----------
-    See :func:`fit`; ``sampling_rate``/``batch_size``/``sampling``/
-    ``dataset_size`` do not apply (b = 1, replace-one).
+    The parameters are those of :func:`fit`; ``sampling_rate``/``batch_size``/
+    ``sampling``/``dataset_size`` do not apply (b = 1, replace-one).
 
     Returns
     -------

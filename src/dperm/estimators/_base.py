@@ -12,7 +12,28 @@ coefficient times s is ``intercept_``.  The augmented rows satisfy
 ‖(x, s)‖ ≤ √(data_norm² + s²) — a public bound, used as the effective
 ``data_norm_`` of the mechanism — so no row is clipped because of the
 intercept, and the intercept is regularized like every other coefficient
-(the privacy proofs need the strong convexity in every direction).
+(the privacy proofs need the strong convexity in every direction).  A
+:class:`~dperm.norms.Norm` given as ``penalty=`` is the exception: it is defined on
+the d features and acts on the first d coordinates only (value, prox, LMO,
+greedy vertex; :func:`feature_norm`), so the intercept is not sparsified; the
+privacy proofs only need the (Λ/2)‖θ‖² term to be strongly convex, which it
+still is in every direction.
+
+Sample weights.  ``fit(X, y, sample_weight=w)`` with public bound wᵢ ∈ [0, 1]
+minimizes (1/n)Σ wᵢ ℓ(θ; xᵢ, yᵢ) + penalty.  Privacy argument (replace-one, n
+public): the weight is part of the record, zᵢ = (xᵢ, yᵢ, wᵢ), and the per-record
+loss ℓ_w(θ; z) = w·φ(⟨θ, x⟩, y) with 0 ≤ w ≤ 1 is convex, L-Lipschitz,
+β-smooth and of curvature ≤ c whenever φ(⟨θ, ·⟩, y) is (every constant is
+multiplied by w ≤ 1).  Every mechanism in :data:`_SAMPLE_WEIGHT_MECHANISMS`
+uses the loss only through these constants and its per-record values and
+derivatives, so its privacy proof applies verbatim to ℓ_w with the *same*
+calibration (noise scale unchanged); the weights scale the per-record
+derivatives inside the loss (:class:`_WeightedLoss`), X is never copied.  For
+DP-GD the clipped per-record gradient is clip_C(wᵢ sᵢ xᵢ): each record still
+moves the clipped sum by at most C (2C under replace-one), so the calibration
+is unchanged (when C < L it is the weighted gradient that is clipped).
+Mechanisms that read X or y outside the loss (SSP's XᵀX, Xᵀy), that sample
+rows (DP-SGD) or that rely on other properties are refused.
 """
 
 from __future__ import annotations
@@ -38,7 +59,9 @@ from ..exceptions import (
     PrivacyLeakWarning,
     UnknownNameError,
 )
+from ..losses.base import GLMLoss
 from ..losses.softmax import Softmax
+from ..norms import GroupLinfNorm, L1Norm, Norm, SubmodularNorm
 from ..regularizers import L1
 from ._mechanisms import auto_alpha, get_mechanism
 
@@ -50,11 +73,29 @@ except ImportError:  # pragma: no cover - older scikit-learn
         return estimator._validate_data(X, y, reset=reset, **kw)
 
 
-__all__ = ["DPLinearClassifierBase", "DPLinearModelBase"]
+__all__ = [
+    "DPLinearClassifierBase",
+    "DPLinearModelBase",
+    "feature_norm",
+    "sklearn_expected_failed_checks",
+]
 
 _PENALTIES = ("l2", "l1", "elasticnet", "none")
 #: mechanisms that fit the multinomial (softmax) model as one problem
 _MULTINOMIAL_MECHANISMS = ("dp-sgd", "dp-gd", "dp-sgd-single")
+
+#: mechanisms whose privacy proof covers per-record weights in [0, 1] (module docstring):
+#: they touch the data only through the loss's values/derivatives of full-batch
+#: evaluations and its public constants L, β, c
+_SAMPLE_WEIGHT_MECHANISMS = (
+    "objective",
+    "output",
+    "structured-output",
+    "dual-frank-wolfe",
+    "frank-wolfe",
+    "dp-gd",
+    "dp-gd-avg",
+)
 
 #: relative slack added to the augmented row bound so that floating-point
 #: rounding of √(‖x‖² + s²) never exceeds it (a larger public bound is always valid)
@@ -91,6 +132,212 @@ def _append_intercept(X, scaling: float):
     return np.hstack([X, col])
 
 
+class _WeightedLoss(GLMLoss):
+    """ℓ_w(θ; xᵢ, yᵢ) = wᵢ·φ(⟨θ, xᵢ⟩, yᵢ) with public-bounded weights wᵢ ∈ [0, 1]
+    (module docstring): values and derivatives are those of ``base`` times w;
+    ``lipschitz``, ``smoothness`` and ``curvature`` are ``base``'s (valid upper
+    bounds since w ≤ 1).  Evaluations must be on all n rows in order (a
+    subsample would misalign w): a shape mismatch raises, it never
+    silently reweights."""
+
+    def __init__(self, base: GLMLoss, weight: np.ndarray):
+        self.base = base
+        self.weight = weight
+        self.name = base.name
+        self.smooth = base.smooth
+        self.classification = base.classification
+
+    def __getattr__(self, item):  # public bounds of the base loss (label_bound, …)
+        if item in ("base", "weight"):
+            raise AttributeError(item)
+        return getattr(self.base, item)
+
+    def _w(self, z) -> np.ndarray:
+        if np.shape(z)[0] != self.weight.shape[0]:
+            raise InvalidDataError(
+                f"sample_weight has {self.weight.shape[0]} entries but the mechanism "
+                f"evaluated the loss on {np.shape(z)[0]} rows"
+            )
+        return self.weight
+
+    def pointwise(self, z, y):
+        return self._w(z) * self.base.pointwise(z, y)
+
+    def derivative(self, z, y):
+        return self._w(z) * self.base.derivative(z, y)
+
+    def second_derivative(self, z, y):
+        return self._w(z) * self.base.second_derivative(z, y)
+
+    def check_labels(self, y):
+        return self.base.check_labels(y)
+
+    def lipschitz(self, data_norm, **bounds):
+        return self.base.lipschitz(data_norm, **bounds)
+
+    def smoothness(self, data_norm, **bounds):
+        return self.base.smoothness(data_norm, **bounds)
+
+    @property
+    def curvature(self):
+        return self.base.curvature
+
+    def __repr__(self) -> str:
+        return f"Weighted({self.base!r})"
+
+    def __eq__(self, other) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+def _check_sample_weight(sample_weight, n: int, mechanism) -> np.ndarray | None:
+    """``sample_weight`` as a float array of shape (n,) in [0, 1], or None."""
+    if sample_weight is None:
+        return None
+    if mechanism not in _SAMPLE_WEIGHT_MECHANISMS:
+        raise InvalidDataError(
+            f"sample_weight is not supported with mechanism={mechanism!r} (its privacy "
+            f"proof is not shown to cover weighted records); supported: "
+            f"{list(_SAMPLE_WEIGHT_MECHANISMS)}"
+        )
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidDataError(
+            f"sample_weight must be numeric, got {type(sample_weight).__name__}"
+        ) from None
+    if w.ndim == 0:  # scikit-learn accepts a scalar weight
+        w = np.full(n, float(w))
+    if w.shape != (n,):
+        raise InvalidDataError(f"sample_weight must have shape ({n},), got {w.shape}")
+    bad = ~np.isfinite(w) | (w < 0) | (w > 1)
+    if bad.any():
+        raise InvalidDataError(
+            "sample_weight must be finite and in [0, 1] (a public bound: a weight > 1 "
+            f"would raise one record's sensitivity); {int(bad.sum())} weight(s) are not "
+            "(their values are not echoed: they are part of the private records)"
+        )
+    return w
+
+
+def sklearn_expected_failed_checks(estimator) -> dict[str, str]:
+    """The scikit-learn estimator checks a dperm estimator fails by design, for
+    ``parametrize_with_checks(..., expected_failed_checks=...)``: weights are
+    refused outside the public bound [0, 1] (the checks fit with weights 2 or 3,
+    or all zero — an error there would itself depend on the private weights),
+    and mechanisms without a weighted privacy proof refuse ``sample_weight``."""
+    names = [
+        "check_sample_weights_list",
+        "check_sample_weights_not_overwritten",
+        "check_sample_weight_equivalence_on_dense_data",
+        "check_sample_weight_equivalence_on_sparse_data",
+        "check_all_zero_sample_weights_error",
+    ]
+    if estimator.mechanism not in _SAMPLE_WEIGHT_MECHANISMS:
+        names += [
+            "check_sample_weights_pandas_series",
+            "check_sample_weights_not_an_array",
+            "check_sample_weights_shape",
+        ]
+    reason = "sample_weight is bounded to [0, 1] (public bound) or refused by the mechanism"
+    return dict.fromkeys(names, reason)
+
+
+# ----------------------------------------------------------------- norm on the features
+class _FeatureNormMixin:
+    """Ω'(θ) = Ω(θ[:d]) on R^{d+1}: the norm ``inner`` on the d features, the
+    last (intercept) coordinate unpenalized.  A semi-norm: its unit ball is
+    unbounded along the intercept, its dual set is {s : s_{d} = 0, Ω*(s[:d]) ≤ 1}."""
+
+    inner: Norm
+
+    def _pad(self, v, last: float = 0.0) -> np.ndarray:
+        return np.append(v, last)
+
+    def __repr__(self) -> str:
+        return f"FeatureNorm({self.inner!r}, alpha={self.alpha!r})"
+
+    def norm(self, theta) -> float:
+        return float(self.inner.norm(self._vec(theta)[:-1]))
+
+    def dual_norm(self, s) -> float:
+        s = self._vec(s)
+        return float(self.inner.dual_norm(s[:-1])) if s[-1] == 0 else math.inf
+
+    def lmo(self, g, radius: float = 1.0) -> np.ndarray:
+        g = self._vec(g)
+        if g[-1] != 0:
+            raise InvalidDataError(
+                "the unit ball of a norm that leaves the intercept unpenalized is "
+                "unbounded along the intercept: no linear minimizer for g[-1] ≠ 0"
+            )
+        return self._pad(self.inner.lmo(g[:-1], radius))
+
+    def prox(self, v, step: float) -> np.ndarray:
+        v = self._vec(v)
+        return self._pad(self.inner.scaled(self.alpha).prox(v[:-1], step), v[-1])
+
+    def greedy_vertex(self, c) -> np.ndarray:
+        return self._pad(self.inner.greedy_vertex(self._vec(c)[:-1]))
+
+    def dual_ball_vertices(self) -> np.ndarray:
+        V = self.inner.dual_ball_vertices()
+        return np.hstack([V, np.zeros((V.shape[0], 1))])
+
+    def unit_ball_l2_radius(self) -> float:
+        return math.inf
+
+
+class _FeatureNorm(_FeatureNormMixin, Norm):
+    pass
+
+
+class _FeatureSubmodularNorm(_FeatureNormMixin, SubmodularNorm):
+    pass
+
+
+class _FeatureGroupNorm(_FeatureNormMixin, GroupLinfNorm):
+    pass
+
+
+def feature_norm(norm: Norm, d_aug: int) -> Norm:
+    """``norm`` (on d = d_aug − 1 features) extended to R^{d_aug} with the last
+    (intercept) coordinate unpenalized, keeping ``norm.alpha``.
+
+    The extension is a :class:`~dperm.norms.SubmodularNorm` of the set function
+    F'(A) = F(A ∩ {0..d−1}) when ``norm`` is one (so the greedy vertex of the
+    dual set has a 0 intercept entry), and a disjoint
+    :class:`~dperm.norms.GroupLinfNorm` (ℓ1 = singleton groups) whose groups do
+    not cover the intercept when ``norm`` is ℓ1 or disjoint group-ℓ∞ — the
+    product vertex sets the private dual Frank-Wolfe samples from then have no
+    block on the intercept, i.e. the dual constraint s_d = 0 of the unpenalized
+    intercept.
+    """
+    d = norm.d
+    if d_aug != d + 1:
+        raise InvalidDataError(f"feature_norm extends d={d} to d+1, got d_aug={d_aug}")
+    inner = norm.scaled(1.0)
+    if type(norm) is L1Norm or (type(norm) is GroupLinfNorm and norm.disjoint):
+        G = np.eye(d, dtype=bool) if type(norm) is L1Norm else norm.membership
+        out = object.__new__(_FeatureGroupNorm)
+        out.membership = np.hstack([G, np.zeros((G.shape[0], 1), dtype=bool)])
+        out.disjoint = True
+    elif isinstance(norm, SubmodularNorm):
+        out = object.__new__(_FeatureSubmodularNorm)
+    else:
+        out = object.__new__(_FeatureNorm)
+    out.inner = inner
+    out.d = d_aug
+    out.alpha = float(norm.alpha)
+    if isinstance(out, SubmodularNorm):
+        F = inner.F
+        out.F = lambda mask: F(np.asarray(mask)[:-1])
+        out._singles = np.append(inner._singles, 0.0)
+    return out
+
+
 class DPLinearModelBase(BaseEstimator):
     """Shared parameters and fit logic of the DP linear estimators (not public).
 
@@ -118,7 +365,13 @@ class DPLinearModelBase(BaseEstimator):
             delta = check_delta(self.delta)
         data_norm = check_positive(self.data_norm, "data_norm")
         get_mechanism(self.mechanism)  # UnknownNameError listing the registered ones
-        if self.penalty not in _PENALTIES:
+        if isinstance(self.penalty, Norm):
+            if self.penalty.d != d:
+                raise InvalidDataError(
+                    f"penalty {self.penalty!r} is a norm on d={self.penalty.d} coordinates "
+                    f"but X has n_features={d}"
+                )
+        elif not isinstance(self.penalty, str) or self.penalty not in _PENALTIES:
             raise UnknownNameError(
                 f"unknown penalty {self.penalty!r}; choose one of {list(_PENALTIES)}"
             )
@@ -142,20 +395,35 @@ class DPLinearModelBase(BaseEstimator):
             return auto_alpha(self.mechanism, n, d_aug, epsilon_per_call, eff_norm)
         return check_nonnegative(self.alpha, "alpha")
 
+    def _ratio(self, name: str) -> float:
+        ratio = self.l1_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, numbers.Real) or not 0 <= ratio <= 1:
+            raise InvalidPrivacyParameter(
+                f"l1_ratio must be a number in [0, 1] for penalty={name}, got {ratio!r}"
+            )
+        return float(ratio)
+
     def _resolve_penalty(self, alpha: float):
-        """(Λ for the smooth ℓ2 term, non-smooth regularizer or None)."""
+        """(Λ for the smooth ℓ2 term, non-smooth regularizer or None).
+
+        A :class:`~dperm.norms.Norm` penalty Ω is the elastic-net form with ℓ1
+        replaced by Ω: r(θ) = alpha·l1_ratio·Ω(θ) and Λ = alpha·(1 − l1_ratio)
+        (the ℓ2 part some mechanisms need for strong convexity), with the
+        intercept unpenalized by Ω (:func:`feature_norm`)."""
+        if isinstance(self.penalty, Norm):
+            ratio = self._ratio("<Norm>")
+            reg = self.penalty.scaled(alpha * ratio)
+            if self.fit_intercept:
+                reg = feature_norm(reg, reg.d + 1)
+            return alpha * (1.0 - ratio), reg
         if self.penalty == "l2":
             return alpha, None
         if self.penalty == "none":
             return 0.0, None
         if self.penalty == "l1":
             return 0.0, L1(alpha)
-        ratio = self.l1_ratio
-        if isinstance(ratio, bool) or not isinstance(ratio, numbers.Real) or not 0 <= ratio <= 1:
-            raise InvalidPrivacyParameter(
-                f"l1_ratio must be a number in [0, 1] for penalty='elasticnet', got {ratio!r}"
-            )
-        return alpha * (1.0 - float(ratio)), L1(alpha * float(ratio))
+        ratio = self._ratio("'elasticnet'")
+        return alpha * (1.0 - ratio), L1(alpha * ratio)
 
     def _resolve_constraint(self, d_aug: int) -> Constraint | None:
         c = self.constraint
@@ -187,7 +455,7 @@ class DPLinearModelBase(BaseEstimator):
         return X, n_clipped
 
     # ----- fit ---------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the private model.
 
         Parameters
@@ -196,6 +464,13 @@ class DPLinearModelBase(BaseEstimator):
             Rows with ‖x‖₂ > ``data_norm`` are clipped to ``data_norm`` (counted
             in ``n_clipped_``, with a :class:`~dperm.exceptions.ClippingWarning`).
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or None, default None
+            Per-record weights wᵢ ∈ [0, 1] (a public bound; part of the record):
+            the objective becomes (1/n)Σ wᵢ ℓᵢ + penalty with the same noise
+            calibration (module docstring: replace-one, n public).  Supported
+            by the mechanisms "objective", "output", "structured-output",
+            "dual-frank-wolfe", "frank-wolfe", "dp-gd" and "dp-gd-avg"; InvalidDataError
+            otherwise, and for weights outside [0, 1], NaN or of the wrong shape.
 
         Returns
         -------
@@ -219,6 +494,7 @@ class DPLinearModelBase(BaseEstimator):
         X, y = _validate(self, X, y, reset=True, y_numeric=not self._is_classifier)
         n, d = X.shape
         epsilon, delta, _data_norm, _scaling, eff_norm = self._check_params(n, d)
+        weight = _check_sample_weight(sample_weight, n, self.mechanism)
         problems = self._encode_targets(y)  # list of target vectors, one per call
         multinomial = self._multinomial(len(problems))
         if multinomial:  # one softmax model, the whole budget (no one-vs-rest split)
@@ -235,10 +511,11 @@ class DPLinearModelBase(BaseEstimator):
         self.data_norm_ = eff_norm
         self.loss_ = Softmax(len(self.classes_)) if multinomial else self._make_loss()
         adapter = get_mechanism(self.mechanism)
+        fit_loss = self.loss_ if weight is None else _WeightedLoss(self.loss_, weight)
 
         thetas, events, diagnostics = [], [], []
         for target in problems:  # one binary problem per class (one-vs-rest), not rows
-            res = adapter(self, self.loss_, Xd, target, eps_k, delta_k, rng)
+            res = adapter(self, fit_loss, Xd, target, eps_k, delta_k, rng)
             theta = np.asarray(res.theta, dtype=np.float64)
             expected = (d_aug, len(self.classes_)) if multinomial else (d_aug,)
             theta = theta if multinomial else theta.ravel()

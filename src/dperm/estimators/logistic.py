@@ -40,17 +40,24 @@ COMMON_PARAMETERS_DOC = """
     fit_intercept : bool, default=True
         Append a constant feature ``intercept_scaling``; the effective row bound
         becomes √(data_norm² + intercept_scaling²).  The intercept is
-        regularized like the other coefficients.
+        regularized like the other coefficients (by the ℓ2 and ℓ1 terms; a
+        Norm penalty leaves it unpenalized).
     intercept_scaling : float > 0, default=0.5
         Value of the constant feature.
     noise : {"auto", "gamma", "gaussian"}, default="auto"
         Noise family of "objective"/"output": Gamma-norm (pure ε) when δ = 0,
         Gaussian otherwise.
-    penalty : {"l2", "l1", "elasticnet", "none"}, default="l2"
+    penalty : {"l2", "l1", "elasticnet", "none"} or a dperm.norms.Norm, default="l2"
         "l1": r = Λ‖θ‖₁ (no ℓ2 term); "elasticnet": (Λ(1−l1_ratio)/2)‖θ‖² +
         Λ l1_ratio ‖θ‖₁.  Output perturbation needs an ℓ2 part (strong convexity).
+        A :class:`~dperm.norms.Norm` Ω on the n_features coordinates (e.g.
+        ``GroupLinfNorm(groups, d)``, ``SubmodularNorm(F, d)``, ``ChainTVNorm(d)``)
+        is the elastic-net form with ℓ1 replaced by Ω: (Λ(1−l1_ratio)/2)‖θ‖² +
+        Λ l1_ratio Ω(θ), the intercept not penalized by Ω; used by "objective",
+        "output", "structured-output", "dual-frank-wolfe" and the prox of
+        "dp-gd"/"dp-sgd" (InvalidDataError if Ω.d ≠ n_features).
     l1_ratio : float in [0, 1], default=0.5
-        Used with penalty="elasticnet".
+        Used with penalty="elasticnet" or a Norm penalty.
     constraint : None, "l2", "l1", "box" or a Constraint, default=None
         Convex set C for θ (augmented with the intercept coordinate).
     constraint_radius : float > 0 or None, default=None

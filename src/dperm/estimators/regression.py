@@ -136,9 +136,9 @@ class DPLasso(DPLinearRegression):
         self.accountant = accountant
         self.random_state = random_state
 
-    def fit(self, X, y, **fit_params):
+    def fit(self, X, y, sample_weight=None):
         """Fit the private Lasso (see :meth:`DPLinearRegression.fit`)."""
-        super().fit(X, y, **fit_params)
+        super().fit(X, y, sample_weight=sample_weight)
         if "n_steps" in self.diagnostics_:  # Frank-Wolfe reports its steps as n_steps
             self.n_iter_ = np.array([int(self.diagnostics_["n_steps"])])
         return self

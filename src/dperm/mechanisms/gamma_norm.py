@@ -21,11 +21,14 @@ two uses of it:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._rng import RandomState, check_random_state
 from .._validation import check_count, check_epsilon, check_positive
 from ..accounting.events import PureEpsilon
+from ..exceptions import InvalidPrivacyParameter
 from .gaussian import _finite_array
 
 __all__ = ["gamma_norm_event", "gamma_norm_mechanism", "gamma_norm_noise", "uniform_direction"]
@@ -71,14 +74,23 @@ def gamma_norm_noise(d: int, epsilon: float, sensitivity: float, rng: RandomStat
     Raises
     ------
     InvalidPrivacyParameter
-        Bad ``d``, ``epsilon`` or ``sensitivity``.
+        Bad ``d``, ``epsilon`` or ``sensitivity``, or an ε so small that the
+        noise overflows float64.
     """
     d = check_count(d, "d")
     epsilon = check_epsilon(epsilon)
     sensitivity = check_positive(sensitivity, "sensitivity")
     gen = check_random_state(rng)
-    radius = gen.gamma(shape=float(d), scale=sensitivity / epsilon)
-    return radius * uniform_direction(d, gen)
+    scale = sensitivity / epsilon
+    with np.errstate(over="ignore"):
+        b = gen.gamma(shape=float(d), scale=scale) * uniform_direction(d, gen)
+    if not (math.isfinite(scale) and np.all(np.isfinite(b))):
+        # never release an inf/NaN model: ε this small cannot be calibrated in float64
+        raise InvalidPrivacyParameter(
+            f"epsilon={epsilon!r} is too small for sensitivity={sensitivity!r}: the "
+            "Gamma-norm noise overflows float64"
+        )
+    return b
 
 
 def gamma_norm_event(epsilon: float) -> PureEpsilon:

@@ -19,7 +19,7 @@ import numpy as np
 from .._rng import RandomState, check_random_state
 from .._validation import check_nonnegative, check_positive
 from ..accounting.events import Gaussian
-from ..exceptions import InvalidDataError
+from ..exceptions import InvalidDataError, InvalidPrivacyParameter
 
 __all__ = ["gaussian_event", "gaussian_mechanism", "gaussian_noise"]
 
@@ -71,7 +71,14 @@ def gaussian_noise(shape, sigma: float, rng: RandomState) -> np.ndarray:
     sigma = check_nonnegative(sigma, "sigma")
     shape = _check_shape(shape)
     gen = check_random_state(rng)
-    return sigma * gen.standard_normal(shape)
+    with np.errstate(over="ignore"):
+        out = sigma * gen.standard_normal(shape)
+    if not np.all(np.isfinite(out)):
+        raise InvalidPrivacyParameter(
+            f"sigma={sigma!r} is too large: the Gaussian noise overflows float64 "
+            "(ε too small to calibrate)"
+        )
+    return out
 
 
 def gaussian_event(sigma: float, sensitivity: float) -> Gaussian:

@@ -1,0 +1,177 @@
+"""Helpers of ``dperm fit``: public schema options, the ledger file and progress.
+
+``--bounds`` and ``--categories`` take either a schema file (JSON, or YAML when
+PyYAML is installed) or ``col=…`` items; ``--ledger FILE`` spends every fit of
+the command line against one saved :class:`dperm.accounting.Ledger`.  Nothing
+here reads the private data: bounds and category lists come from the user.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from .exceptions import BudgetExceededError, InvalidPrivacyParameter
+
+__all__ = ["check_ledger", "open_ledger", "parse_bounds", "parse_categories", "step"]
+
+
+def _read_schema_file(path: Path, option: str) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:  # pragma: no cover - depends on the environment
+            raise InvalidPrivacyParameter(
+                f"{option}: reading {str(path)!r} needs PyYAML; use a JSON file"
+            ) from None
+        data = yaml.safe_load(text)
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidPrivacyParameter(
+                f"{option}: {str(path)!r} is not valid JSON ({exc.msg}, line {exc.lineno})"
+            ) from None
+    if not isinstance(data, dict):
+        raise InvalidPrivacyParameter(
+            f"{option}: {str(path)!r} must hold an object {{column: value}}"
+        )
+    return data
+
+
+def _items(items: Sequence[str] | None, option: str, parse_value) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items or ():
+        path = Path(item)
+        if "=" not in item or path.is_file():
+            if not path.is_file():
+                raise InvalidPrivacyParameter(
+                    f"{option}: {item!r} is neither an existing schema file nor a col=… item"
+                )
+            data = _read_schema_file(path, option)
+            out.update({str(k): parse_value(str(k), v, option) for k, v in data.items()})
+            continue
+        col, _, value = item.partition("=")
+        if not col.strip():
+            raise InvalidPrivacyParameter(f"{option}: {item!r} has no column name before '='")
+        out[col.strip()] = parse_value(col.strip(), value, option)
+    return out
+
+
+def _bound_value(col: str, value: Any, option: str) -> tuple[float, float]:
+    if isinstance(value, str):
+        parts = value.split(":")
+        if len(parts) != 2:
+            raise InvalidPrivacyParameter(
+                f"{option}: bound of {col!r} must be lo:hi, got {value!r}"
+            )
+        value = parts
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise InvalidPrivacyParameter(f"{option}: bound of {col!r} must be [lo, hi], got {value!r}")
+    try:
+        lo, hi = float(value[0]), float(value[1])
+    except (TypeError, ValueError):
+        raise InvalidPrivacyParameter(
+            f"{option}: bound of {col!r} must be two numbers, got {value!r}"
+        ) from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise InvalidPrivacyParameter(
+            f"{option}: bound of {col!r} must be finite with lo < hi, got {lo}:{hi}"
+        )
+    return lo, hi
+
+
+def _category_value(col: str, value: Any, option: str) -> list[str]:
+    vals = value.split(",") if isinstance(value, str) else value
+    if not isinstance(vals, (list, tuple)) or not vals:
+        raise InvalidPrivacyParameter(
+            f"{option}: categories of {col!r} must be a non-empty list, got {value!r}"
+        )
+    vals = [str(v).strip() for v in vals]
+    if any(not v for v in vals) or len(set(vals)) != len(vals):
+        raise InvalidPrivacyParameter(
+            f"{option}: categories of {col!r} must be distinct and non-empty, got {value!r}"
+        )
+    return vals
+
+
+def parse_bounds(items: Sequence[str] | None) -> dict[str, tuple[float, float]]:
+    """``--bounds``: schema files ``{"col": [lo, hi]}`` and/or ``col=lo:hi`` items.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        On a missing file, bad JSON, or a bound that is not finite with lo < hi.
+    """
+    return _items(items, "--bounds", _bound_value)
+
+
+def parse_categories(items: Sequence[str] | None) -> dict[str, list[str]]:
+    """``--categories``: files ``{"col": ["a", "b"]}`` and/or ``col=a,b,c`` items."""
+    return _items(items, "--categories", _category_value)
+
+
+def open_ledger(path: Path, epsilon: float | None, delta: float | None):
+    """The ledger saved at ``path``, or a new one with budget (``epsilon``, ``delta``).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        When the file does not exist and no ``--ledger-epsilon`` is given.
+    """
+    from .accounting import Ledger
+
+    if path.exists():
+        return Ledger.load(path)
+    if epsilon is None:
+        raise InvalidPrivacyParameter(
+            f"--ledger {str(path)!r} does not exist: pass --ledger-epsilon (and --ledger-delta) "
+            "to create it"
+        )
+    return Ledger(epsilon, 1e-5 if delta is None else delta)
+
+
+def check_ledger(ledger, epsilon: float, delta: float) -> None:
+    """Refuse, before fitting, a fit of (ε, δ) that the ledger cannot afford."""
+    from .accounting.events import EpsilonDelta
+
+    if not ledger.can_spend(EpsilonDelta(epsilon, delta)):
+        raise BudgetExceededError(
+            f"--ledger: a fit at epsilon={epsilon:g}, delta={delta:g} would exceed the budget "
+            f"(epsilon={ledger.epsilon:g}, delta={ledger.delta:g}; "
+            f"remaining epsilon {ledger.remaining_epsilon():.6g})"
+        )
+
+
+@contextmanager
+def step(label: str, enabled: bool = True, threshold: float = 1.0) -> Iterator[None]:
+    """Report a step on stderr when it runs for more than ``threshold`` seconds.
+
+    ``dperm: <label> …`` appears once the step has run ``threshold`` seconds
+    (a timer thread), and ``dperm: <label> done (t s)`` at its end; fast steps
+    print nothing.
+    """
+    if not enabled:
+        yield
+        return
+    t0 = time.perf_counter()
+    timer = threading.Timer(
+        threshold, lambda: print(f"dperm: {label} …", file=sys.stderr, flush=True)
+    )
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+    dt = time.perf_counter() - t0
+    if dt > threshold:
+        print(f"dperm: {label} done ({dt:.1f} s)", file=sys.stderr, flush=True)
