@@ -85,6 +85,20 @@ def test_pure_dp_budget_with_basic_composition():
         ledger.spend(PureEpsilon(1e-9))
 
 
+@pytest.mark.parametrize("accountant", ["basic", "auto"])
+def test_float_rounding_of_a_split_budget_is_not_an_overspend(accountant):
+    # Ten spends of 0.1 are exactly the budget; composed in floating point they can total
+    # 1.0000000000000002 (the basic accountant's running sum does), which must not be refused.
+    ledger = Ledger(1.0, 0.0, accountant=accountant)
+    for _ in range(10):
+        ledger.spend(PureEpsilon(0.1))
+    assert ledger.spent()[0] == pytest.approx(1.0, rel=1e-12)
+    # ...but anything beyond rounding is still refused, and not recorded.
+    with pytest.raises(BudgetExceededError):
+        ledger.spend(PureEpsilon(1e-9))
+    assert len(ledger.entries) == 10
+
+
 def test_json_round_trip(tmp_path):
     acc = RdpAccountant(
         orders=[1.5, 2.0, 4.0, 8.0, 16.0, 32.0], conversion="classic", neighbouring=AR
