@@ -149,3 +149,89 @@ def test_bad_budget_and_accountant():
         Ledger(1.0, 1e-5, accountant="zcdp")
     with pytest.raises(InvalidPrivacyParameter, match="empty"):
         Ledger(1.0, 1e-5, accountant=get_accountant("rdp").compose(Gaussian(3.0)))
+
+
+# ------------------------------------------------------------------ active budgets (#13)
+def _xy(n=300, seed=0):
+    import numpy as np
+
+    X = np.random.default_rng(seed).uniform(-0.5, 0.5, size=(n, 2))
+    return X, np.where(X[:, 0] > 0, 1, -1)
+
+
+def test_budget_counts_every_fit_of_a_grid_search_and_refuses_overspending():
+    """The issue's GridSearchCV spent ε = 110 in 27 fits with no warning.  Inside
+    dperm.budget every fit spends before it runs, n_jobs=2 included (joblib runs them in
+    this process), and the fit that would overspend raises, naming the budget."""
+    from sklearn.model_selection import GridSearchCV
+
+    import dperm
+
+    X, y = _xy()
+    est = dperm.DPLogisticRegression(epsilon=1.0, classes=[-1, 1])
+    grid = GridSearchCV(est, {"alpha": [0.01, 0.1, 1.0]}, cv=3, n_jobs=2, error_score="raise")
+    with pytest.raises(BudgetExceededError, match=r"budget Ledger\(epsilon=3"):
+        with dperm.budget(epsilon=3.0, delta=1e-3) as ledger:
+            grid.fit(X, y)
+    assert len(ledger.entries) == 3  # three fits of ε = 1 fit in ε = 3; the 4th was refused
+    assert all(e.label == "DPLogisticRegression" for e in ledger.entries)
+    assert ledger.spent()[0] <= 3.0
+    # a large enough budget holds the whole search: 9 fits + the refit, all counted
+    with dperm.budget(epsilon=20.0, delta=1e-3) as ledger:
+        grid.fit(X, y)
+    assert len(ledger.entries) == 10
+    # outside a budget nothing is charged and nothing is held by the estimators
+    grid.fit(X, y)
+    assert len(ledger.entries) == 10
+    assert "ledger" not in str(est.get_params()).lower()
+
+
+def test_budget_sees_the_private_scaler_in_a_pipeline_and_nests_all_or_nothing():
+    import numpy as np
+    from sklearn.pipeline import make_pipeline
+
+    import dperm
+    from dperm.preprocessing import DPStandardScaler
+
+    X, y = _xy()
+    pipe = make_pipeline(
+        DPStandardScaler(epsilon=0.5, delta=1e-6, bounds=[(-0.5, 0.5)] * 2, random_state=0),
+        dperm.DPLogisticRegression(epsilon=1.0, classes=[-1, 1], data_norm=3.0, random_state=0),
+    )
+    with dperm.budget(epsilon=10.0, delta=1e-3) as outer:
+        with Ledger(1.2, 1e-3).active() as inner:
+            with pytest.raises(BudgetExceededError, match=r"epsilon=1\.2"):
+                pipe.fit(X, y)  # the scaler (ε = 0.5) fits, the estimator (ε = 1) not
+        assert [e.label for e in inner.entries] == ["DPStandardScaler"]
+        # all or nothing: the refused estimator was recorded in neither ledger
+        assert [e.label for e in outer.entries] == ["DPStandardScaler"]
+        pipe.fit(X, y)
+    assert [e.label for e in outer.entries][-2:] == ["DPStandardScaler", "DPLogisticRegression"]
+    assert dperm.accounting.ledger.active_ledgers() == ()
+    assert np.isfinite(pipe[-1].coef_).all()
+
+
+def test_a_fit_in_a_worker_process_of_an_active_budget_is_refused(monkeypatch):
+    """A worker process inherits the DPERM_ACTIVE_BUDGET mark but not the context: its
+    fits cannot be counted, so they are refused (never silently not counted)."""
+    import dperm
+    from dperm.accounting import ledger as L
+
+    monkeypatch.setenv(L._ENV_MARK, "1")  # "the budget is active in process 1"
+    X, y = _xy()
+    with pytest.raises(BudgetExceededError, match="worker process"):
+        dperm.DPLogisticRegression(epsilon=1.0, classes=[-1, 1]).fit(X, y)
+    monkeypatch.delenv(L._ENV_MARK)
+    dperm.DPLogisticRegression(epsilon=1.0, classes=[-1, 1]).fit(X, y)  # no budget: fine
+
+
+def test_budget_with_delta_zero_explains_why_a_gaussian_fit_does_not_fit():
+    import dperm
+
+    X, y = _xy()
+    with pytest.raises(BudgetExceededError, match="delta=0 holds only pure-epsilon"):
+        with dperm.budget(epsilon=100.0, delta=0.0):
+            dperm.DPLogisticRegression(epsilon=1.0, classes=[-1, 1]).fit(X, y)
+    with pytest.raises(InvalidPrivacyParameter, match="epsilon"):
+        with dperm.budget(epsilon=-1.0, delta=1e-5):
+            pass

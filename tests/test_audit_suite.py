@@ -33,7 +33,27 @@ N_JOBS = 2
 #: Gaussian-noise methods: their ε_LB at these sample sizes is ≤ 0.3 anyway (the
 #: privacy loss of Gaussian noise reaches ε only in far tails), so fewer runs
 _GAUSSIAN_RUNS = 500
-_RUNS_FOR = dict.fromkeys(("amp", "amp-nt", "gaussian", "discrete-gaussian"), _GAUSSIAN_RUNS)
+_RUNS_FOR = dict.fromkeys(
+    (
+        "amp",
+        "amp-nt",
+        "gaussian",
+        "discrete-gaussian",
+        "objective-gaussian",
+        "objective-multinomial",
+        "output-multinomial",
+        # measured ε_LB at 500 runs: 0.10 (ssp), 0.28 (adassp); their mutation tests
+        # are in test_audit_ssp.py
+        "ssp",
+        "adassp",
+    ),
+    _GAUSSIAN_RUNS,
+)
+#: issue #11: the raw K–D releases and the MILP oracle are slower per run; their
+#: honest audits need only show ε_LB ≤ ε (the mutation tests below carry the power)
+_RUNS_FOR.update(
+    dict.fromkeys(("structured-output-raw", "dual-frank-wolfe-raw", "nonconvex-objective"), 300)
+)
 #: the default gradient paths and the estimator are audited, for both relations and
 #: next to their mutants, in test_audit_relations.py
 _AUDITED_ELSEWHERE = {
@@ -237,10 +257,11 @@ def _dp_sgd_linear(X, y, epsilon, delta, rng):
 
 
 def _dp_sgd_linear_no_clipping(X, y, epsilon, delta, rng):
-    """Bug: per-example clipping is skipped (every clip factor is 1)."""
-    from dperm.algorithms import _gradient_loop as gl
+    """Bug: per-example clipping is skipped (every clip factor is 1).  The clipped
+    sums are computed by the data's Design (dperm.design.clip_factors)."""
+    from dperm import design
 
-    with mock.patch.object(gl, "clip_factors", lambda norms, c: np.ones_like(norms)):
+    with mock.patch.object(design, "clip_factors", lambda norms, c: np.ones_like(norms)):
         return _dp_sgd_linear(X, y, epsilon, delta, rng)
 
 
@@ -306,3 +327,138 @@ def test_mutation_accountant_assumes_sampling_the_code_does_not_do_is_caught():
     )
     # measured ε_LB ≈ 2.3 at 1000 runs
     assert res.violated and res.epsilon_lower_bound > 1.5, res.summary()
+
+
+# --- M6: Tukey-depth regression without its propose-test-release check -------------
+def _tukey_test_dropped(X, y, epsilon, delta, rng):
+    """Bug: the release threshold of the test is 0 instead of ln(1/(2δ))/ε_ptr (the
+    restricted exponential mechanism then runs on unsafe data)."""
+    from dperm.algorithms import tukey_regression as tr
+
+    with mock.patch.object(tr, "ptr_threshold", lambda epsilon_ptr, delta: 0.0):
+        return get_runner("tukey-unsafe").fn(X, y, epsilon, delta, rng)
+
+
+def test_mutation_tukey_without_the_test_is_caught():
+    """On the unsafe pair of the "tukey-unsafe" runner (depth regions [−½, 0] on D and
+    [0, ½] on D′) the honest release is ⊥ (ε_LB 0 in the honest audit above); without
+    the test a third of the runs release a point whose sign names the dataset."""
+    base = _require("tukey-unsafe")
+    r = dataclasses.replace(base, name="tukey-unsafe[no-test]", fn=_tukey_test_dropped)
+    pair = base.make_pair()
+    a = _tukey_test_dropped(pair.X_prime, pair.y_prime, EPSILON, 1e-5, np.random.default_rng(0))
+    assert a[0] != 0.0  # the mutation is alive: this seed releases
+    res = audit(r, epsilon=EPSILON, runs=RUNS, random_state=106, n_jobs=N_JOBS)
+    # measured ε_LB ≈ 3.6 at 1000 runs
+    assert res.violated and res.epsilon_lower_bound > 2.0, res.summary()
+
+
+# --- M7: multinomial perturbation with one noise draw shared by every class ---------
+def _tile_over_classes(module):
+    """A noise sampler that draws d values and repeats them for the k = 3 classes: the
+    released logit differences Θ[:, c] − Θ[:, c'] then carry no noise at all."""
+    orig = module.gaussian_noise
+
+    def noise(shape, sigma, g):
+        n = int(np.prod(shape))
+        return np.tile(orig(n // 3, sigma, g), 3)
+
+    return noise
+
+
+def _objective_multinomial_shared_noise(X, y, epsilon, delta, rng):
+    """Bug: objective perturbation's softmax noise is drawn for one class and reused."""
+    from dperm.algorithms import objective_perturbation as op
+
+    with mock.patch.object(op, "gaussian_noise", _tile_over_classes(op)):
+        return get_runner("objective-multinomial").fn(X, y, epsilon, delta, rng)
+
+
+def _output_multinomial_shared_noise(X, y, epsilon, delta, rng):
+    """Bug: output perturbation's softmax noise is drawn for one class and reused."""
+    from dperm.algorithms import output_perturbation as outp
+
+    with mock.patch.object(outp, "gaussian_noise", _tile_over_classes(outp)):
+        return get_runner("output-multinomial").fn(X, y, epsilon, delta, rng)
+
+
+@pytest.mark.parametrize(
+    "name,broken",
+    [
+        ("objective-multinomial", _objective_multinomial_shared_noise),
+        ("output-multinomial", _output_multinomial_shared_noise),
+    ],
+    ids=["objective", "output"],
+)
+def test_mutation_multinomial_noise_shared_by_the_classes_is_caught(name, broken):
+    base = _require(name)
+    r = dataclasses.replace(base, name=f"{name}[shared-noise]", fn=broken)
+    _assert_mutant_is_alive(broken, base.fn, base.make_pair(), 1e-5)
+    res = audit(r, epsilon=EPSILON, runs=_GAUSSIAN_RUNS, random_state=107, n_jobs=N_JOBS)
+    # measured at 1000 runs: assumption-free ε_LB ≈ 4.2 (objective) and 4.9 (output)
+    assert res.violated_assumption_free and res.epsilon_lower_bound > 2.0, res.summary()
+
+
+# --- M7–M9: the textbook systems of issue #11 ------------------------------------------
+def _exponential_sampling_range_without_radius(X, y, epsilon, delta, rng):
+    """Bug: the public loss range is taken over |⟨θ, x⟩| ≤ data_norm instead of
+    data_norm·R (the radius forgotten): Δ = 1 instead of min(R, 2LR) = 5 for the
+    logistic loss on the ball of radius 5, so the density is 5× too sharp."""
+    from dperm.algorithms import exponential_sampling as es
+
+    orig = es.loss_interval
+    with mock.patch.object(es, "loss_interval", lambda loss, z, lb=None: orig(loss, 1.0, lb)):
+        return get_runner("exponential-sampling").fn(X, y, epsilon, delta, rng)
+
+
+def _zero_one_sensitivity_of_the_mean(X, y, epsilon, delta, rng):
+    """Bug: the exponential mechanism over the net is given the sensitivity of the
+    *mean* 0-1 loss (1/n) while its utility is the *sum* (sensitivity 1)."""
+    from dperm.algorithms import exponential_erm as ee
+
+    orig = ee.exponential_mechanism
+    n = X.shape[0]
+
+    def mean_sensitivity(u, *, epsilon, sensitivity, rng):
+        return orig(u, epsilon=epsilon, sensitivity=sensitivity / n, rng=rng)
+
+    with mock.patch.object(ee, "exponential_mechanism", mean_sensitivity):
+        return get_runner("zero-one-net").fn(X, y, epsilon, delta, rng)
+
+
+def _nonconvex_noise_without_factor(X, y, epsilon, delta, rng):
+    """Bug: the Laplace scale of objective perturbation over the grid is Δ/ε instead
+    of 2Δm/ε (the replace-one factor 2 and the encoding length m = 3 dropped)."""
+    from dperm.algorithms import nonconvex_objective_perturbation as nc
+
+    with mock.patch.object(nc, "noise_scale", lambda eps, loss_range, m: loss_range / eps):
+        return get_runner("nonconvex-objective").fn(X, y, epsilon, delta, rng)
+
+
+@pytest.mark.parametrize(
+    "name,broken,runs,floor",
+    [
+        # measured ε_LB ≈ 1.5 at 1000 runs, 1.8 at 2000 (honest: 0)
+        ("exponential-sampling", _exponential_sampling_range_without_radius, 2000, 1.3),
+        # measured ε_LB ≈ 4.9 at 1000 runs (honest: 0.24)
+        ("zero-one-net", _zero_one_sensitivity_of_the_mean, 1000, 2.0),
+        # measured ε_LB ≈ 1.5 at 1000 runs (honest: 0.22)
+        ("nonconvex-objective", _nonconvex_noise_without_factor, 1000, 1.2),
+    ],
+    ids=["exponential-sampling-radius", "zero-one-net-mean-sensitivity", "nrvw-noise-scale"],
+)
+def test_mutation_textbook_systems_are_caught(name, broken, runs, floor):
+    base = _require(name)
+    r = dataclasses.replace(base, name=f"{name}[{broken.__name__}]", fn=broken)
+    # outputs on a finite set coincide under one seed by chance: the mutation is alive
+    # if it changes the output for some seed
+    pair = base.make_pair()
+    assert any(
+        not np.allclose(
+            broken(pair.X_prime, pair.y_prime, EPSILON, 0.0, np.random.default_rng(s)),
+            base.fn(pair.X_prime, pair.y_prime, EPSILON, 0.0, np.random.default_rng(s)),
+        )
+        for s in range(50)
+    ), f"mutation {broken.__name__} had no effect: the code path it patches has changed"
+    res = audit(r, epsilon=EPSILON, runs=runs, random_state=107, n_jobs=N_JOBS)
+    assert res.violated and res.epsilon_lower_bound > floor, res.summary()

@@ -91,6 +91,27 @@ def test_csv_regression_with_schema_file_saves_a_model(regression_csv, tmp_path)
     assert "label_bound = 5" in statement and "NOT hold" not in statement
 
 
+def test_the_issues_done_when_command_works_literally(regression_csv, tmp_path, monkeypatch):
+    """`dperm fit --csv FILE --target y --task regression --bounds schema.json
+    --label-bound 5 --save m.skops --json` on a CSV no loader knows (numeric columns)."""
+    import pandas as pd
+
+    import dperm
+
+    path, schema = regression_csv
+    pd.read_csv(path).drop(columns="colour").to_csv(tmp_path / "FILE.csv", index=False)
+    (tmp_path / "schema.json").write_text(schema.read_text())
+    monkeypatch.chdir(tmp_path)
+    argv = "fit --csv FILE.csv --target y --task regression --bounds schema.json "
+    argv += "--label-bound 5 --save m.skops --json"
+    out = _json(CliRunner().invoke(app, argv.split()))
+    assert out["saved_model"] == "m.skops" and out["bounds_from_data"] is False
+    assert out["test_r2"] > 0.3 and out["neighbouring"] == "replace-one"
+    model = dperm.load(tmp_path / "m.skops")
+    assert model.privacy_statement() == (tmp_path / "m.skops.privacy.txt").read_text()
+    assert model.epsilon_ == out["epsilon"]
+
+
 def test_bounds_items_equal_the_schema_file(regression_csv):
     path, schema = regression_csv
     base = ["fit", "--csv", str(path), "--target", "y", "--label-bound", "5", "--json"]

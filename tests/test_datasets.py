@@ -23,6 +23,8 @@ from sklearn.linear_model import LogisticRegression
 
 from dperm import datasets as D
 from dperm._validation import row_norms
+from dperm.datasets.adult import _read_adult
+from dperm.datasets.synthetic import _synthetic_second_moment
 from dperm.exceptions import (
     DataFileNotFoundError,
     InvalidPrivacyParameter,
@@ -77,7 +79,7 @@ def _cached(name: str, home: str, normalize_rows: bool = True) -> D.Dataset:
 def test_available_and_default():
     names = D.available_datasets()
     assert D.DEFAULT_DATASET == "breast-cancer"
-    assert set(names) == {
+    assert set(names) >= {  # other modules may register more (e.g. "group-sparse")
         "breast-cancer",
         "adult",
         "kddcup99",
@@ -87,6 +89,7 @@ def test_available_and_default():
         "california-housing",
         "casp",
     }
+    assert len(names) == len(set(names))
 
 
 def test_unknown_name_lists_available():
@@ -409,7 +412,7 @@ def test_synthetic_public_constant_matches_generator():
     """The analytic E‖x‖² behind the public scale agrees with simulation."""
     from sklearn.datasets import make_classification
 
-    m2 = D._synthetic_second_moment(40, 30, 2, 2.0)
+    m2 = _synthetic_second_moment(40, 30, 2, 2.0)
     assert m2 == pytest.approx(30 * (10 + 4) * (1 + 2 / 3) + 8)
     sims = [
         (make_classification(2000, 40, n_informative=30, class_sep=2.0, random_state=s)[0] ** 2)
@@ -492,6 +495,33 @@ def test_csv_public_schema(tmp_path):
     np.testing.assert_array_equal(ds.y_train[order_g], y_expect[order_e])
     # the normalised version has ‖x‖ ≤ 1
     _check_bounded(D.load_csv(p, "label", bounds=BOUNDS, categories=CATS))
+
+
+def test_csv_regression_centers_numeric_columns_at_public_midpoints(tmp_path):
+    """A regression CSV maps numeric columns to [−1, 1] (public midpoint ↦ 0) by default;
+    one-hot columns stay 0/1; classification keeps [0, 1]; center= overrides both."""
+    p = tmp_path / "r.csv"
+    frame = _write_csv(p)
+    frame["y"] = np.linspace(-2.0, 3.0, len(frame)) + 0.25
+    frame.drop(columns="label").to_csv(p, index=False)
+    kw = dict(bounds=BOUNDS, categories=CATS, test_size=0.0, normalize_rows=False)
+    reg = D.load_csv(p, "y", task="regression", label_bound=5.0, **kw)
+    plain = D.load_csv(p, "y", task="regression", label_bound=5.0, center=False, **kw)
+    np.testing.assert_allclose(reg.X_train[:, :2], 2 * plain.X_train[:, :2] - 1, atol=TOL)
+    np.testing.assert_array_equal(reg.X_train[:, 2:], plain.X_train[:, 2:])
+    assert reg.X_train[:, :2].min() < 0 and reg.row_norm_bound == plain.row_norm_bound
+    assert "[−1, 1]" in reg.description
+    _check_bounded(
+        D.load_csv(p, "y", task="regression", label_bound=5.0, bounds=BOUNDS, categories=CATS)
+    )
+    _write_csv(tmp_path / "c.csv")
+    _check_unit_features(D.load_csv(tmp_path / "c.csv", "label", positive_label="yes", **kw))
+    assert (
+        D.load_csv(
+            tmp_path / "c.csv", "label", positive_label="yes", center=True, **kw
+        ).X_train.min()
+        < 0
+    )
 
 
 def test_csv_one_record_changes_one_row(tmp_path):
@@ -674,7 +704,7 @@ def test_adult_counts(shared_data):
 
 def test_adult_scaling_is_per_record(shared_data):
     path = shared_data / "adult" / "adult.data.gz"
-    frame = D._read_adult(path).dropna().reset_index(drop=True)
+    frame = _read_adult(path).dropna().reset_index(drop=True)
     schema = D.public_schema("adult")
     u1, u2 = _perturbation_check(
         schema,
@@ -765,9 +795,43 @@ def test_regression_sets(shared_data, name, n_train, n_test, d, label_bound):
     assert ds.label_bound == label_bound
     assert np.abs(ds.y_train).max() <= label_bound and np.abs(ds.y_test).max() <= label_bound
     assert ds.row_norm_bound == pytest.approx(math.sqrt(d))
-    _check_unit_features(ds)
+    # every column is centered at the midpoint of its public range: features in [−1, 1]
+    assert D.public_schema(name).n_centered == d
+    assert ds.X_train.min() >= -1.0 and ds.X_train.max() <= 1.0
+    assert ds.X_train.min() < 0.0 < ds.X_train.max()
     _check_bounded(ds)
     _check_bounded(D.load(name, shared_data))
+
+
+def test_centered_columns_map_the_public_midpoint_to_zero():
+    """center=True is z ↦ 2z − 1 of the [0, 1] map: lo ↦ −1, midpoint ↦ 0, hi ↦ 1, values
+    outside the bounds clipped; the squashed map likewise (½ ↦ 0); bounds overrides and
+    the row bound keep it; "unit" rows subtract the public midpoints (0 for centered)."""
+    plain = D.NumericColumn("x", 2.0, 6.0)
+    cent = D.NumericColumn("x", 2.0, 6.0, center=True)
+    x = np.array([-1.0, 2.0, 3.0, 4.0, 6.0, 9.0])
+    np.testing.assert_array_equal(cent.transform(x), [-1.0, -1.0, -0.5, 0.0, 1.0, 1.0])
+    np.testing.assert_array_equal(cent.transform(x), 2 * plain.transform(x) - 1)
+    sq = D.SquashedColumn("s", center=True)
+    v = np.array([0.0, math.e - 1.0, np.inf])  # s = 0, ½, 1
+    np.testing.assert_allclose(sq.transform(v), [-1.0, 0.0, 1.0], atol=1e-15)
+    schema = D.Schema((cent, D.NumericColumn("y", 0.0, 1.0)))
+    assert schema.n_centered == 1 and schema.worst_case_norm == math.sqrt(2)
+    np.testing.assert_array_equal(schema.feature_midpoints, [0.0, 0.5])
+    assert schema.with_bounds({"x": (0.0, 1.0)}).columns[0].center
+    assert D.public_schema("california").with_bounds({"MedInc": (0, 20)}).n_centered == 8
+
+
+def test_centered_unit_rows_subtract_the_public_midpoints():
+    from dperm.datasets._prepare import _center_unit_rows
+
+    X = np.array([[0.5, 1.0], [0.3, 0.0], [-0.5, 0.9], [0.0, 0.5]])
+    mid = np.array([0.0, 0.5])
+    Z = _center_unit_rows(X.copy(), mid)
+    W = X[:3] - mid
+    np.testing.assert_allclose(Z[:3], W / np.linalg.norm(W, axis=1, keepdims=True))
+    np.testing.assert_array_equal(Z[3], 0.0)  # the midpoint row stays zero
+    assert row_norms(Z).max() <= 1.0
 
 
 def test_breast_cancer_default_is_a_per_record_map_to_the_unit_sphere():

@@ -163,3 +163,57 @@ def test_audit_runner_registered_and_consistent():
     assert get_runner("dual-frank-wolfe").neighbouring == "replace-one"
     res = audit("dual-frank-wolfe", epsilon=1.0, runs=200, n_jobs=1, random_state=0)
     assert res.epsilon_lower_bound < 1.0
+
+
+def test_release_multiplier_is_calibrated_on_the_composed_event():
+    """[DFW-5]: the PLD accountant certifies the whole event at the target, the
+    multiplier lies between the full-budget single-Gaussian one and the basic
+    split's; a release calibrated as if the selections were free (the likely
+    bug) is *not* certified."""
+    from dperm.accounting import get_accountant
+    from dperm.algorithms.output_perturbation import _gaussian_multiplier
+
+    eps, delta, T, rho = 1.0, 1e-6, 10, 0.8
+    eps0 = step_epsilon((1 - rho) * eps, delta / 2, T)
+    basic = _gaussian_multiplier(rho * eps, delta / 2)
+    m, certifier = dfw.release_multiplier(eps0, T, eps, delta, basic)
+    alone = _gaussian_multiplier(eps, delta)
+    assert alone < m < basic and certifier == "pld"
+
+    def certified(mult):
+        acc = get_accountant("pld", neighbouring="replace-one")
+        acc.compose(Composed((SelfComposed(PureEpsilon(eps0), T), Gaussian(mult))))
+        return acc.get_epsilon(delta)
+
+    assert certified(m) <= eps * (1 + 1e-9)
+    assert certified(alone) > eps
+    X, y = _data()
+    res = dfw.fit(
+        Logistic(), X, y, norm=L1Norm(D), epsilon=eps, delta=delta, data_norm=1.0,
+        alpha=0.1, lam=0.05, n_steps=T, random_state=0,
+    )  # fmt: skip
+    assert res.diagnostics["noise_multiplier"] == pytest.approx(m)
+    assert res.event == Composed((SelfComposed(PureEpsilon(eps0), T), Gaussian(m)))
+    # above ε = 4 the RDP accountant certifies the (larger-ε) joint calibration
+    eps0 = step_epsilon(0.2 * 8.0, delta / 2, T)
+    basic = _gaussian_multiplier(0.8 * 8.0, delta / 2)
+    m8, certifier = dfw.release_multiplier(eps0, T, 8.0, delta, basic)
+    assert certifier in ("rdp", "basic") and m8 <= basic
+    acc = get_accountant("rdp", neighbouring="replace-one")
+    acc.compose(Composed((SelfComposed(PureEpsilon(eps0), T), Gaussian(m8))))
+    assert certifier == "basic" or acc.get_epsilon(delta) <= 8.0 * (1 + 1e-9)
+
+
+def test_denoised_dual_fw_is_post_processing_of_the_raw_release():
+    X, y = _data()
+    norm = GroupLinfNorm([[0, 1, 2], [3, 4, 5]], D)
+    kw = dict(norm=norm, epsilon=2.0, delta=1e-5, data_norm=1.0, alpha=0.1, lam=0.05)
+    raw = dfw.fit(Logistic(), X, y, denoise="none", random_state=3, **kw)
+    hard = dfw.fit(Logistic(), X, y, random_state=3, **kw)
+    soft = dfw.fit(Logistic(), X, y, denoise="soft", random_state=3, **kw)
+    tau = hard.diagnostics["denoise_threshold"]
+    np.testing.assert_allclose(soft.theta, norm.prox(raw.theta, tau), atol=1e-12)
+    np.testing.assert_array_equal(hard.theta, np.where(soft.theta != 0, raw.theta, 0.0))
+    assert raw.event == hard.event
+    with pytest.raises(InvalidPrivacyParameter, match="denoise"):
+        dfw.fit(Logistic(), X, y, denoise=True, random_state=3, **kw)

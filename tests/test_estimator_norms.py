@@ -220,3 +220,25 @@ def test_dp_gd_applies_the_norm_by_its_prox_and_leaves_the_intercept():
     ).fit(X, y)
     assert np.all(est.coef_ == 0)
     assert est.intercept_[0] > 0.1  # pulled towards logit(0.8) ≈ 1.39
+
+
+def test_latent_group_l2_norm_as_penalty(group_data):
+    """The overlapping latent group ℓ1/ℓ2 norm as penalty= with objective and
+    structured output perturbation: the inactive groups stay near 0; the dual
+    Frank-Wolfe refuses it (its dual ball is not a polytope)."""
+    from dperm.norms import LatentGroupL2Norm
+
+    X, y = group_data
+    norm = LatentGroupL2Norm(OVERLAPPING, D)
+    for mechanism, l1_ratio in (("objective", 1.0), ("structured-output", 0.5)):
+        est = DPLogisticRegression(
+            penalty=norm, alpha=0.02, l1_ratio=l1_ratio, mechanism=mechanism, epsilon=100.0,
+            classes=[0, 1], random_state=0,
+        ).fit(X, y)  # fmt: skip
+        c = np.abs(est.coef_.ravel())
+        assert c[:3].min() > 1.0 and c[7:].max() < 0.05 * c[:3].min()
+        assert (est.predict(X) == y).mean() > 0.9
+    with pytest.raises(InvalidPrivacyParameter, match="SubmodularNorm"):
+        DPLogisticRegression(
+            penalty=norm, alpha=0.02, mechanism="dual-frank-wolfe", classes=[0, 1]
+        ).fit(X, y)

@@ -463,3 +463,128 @@ def test_cli_fit_save_table_prints_the_statement(tmp_path, capsys):
     assert "Privacy statement for DPLogisticRegression" in out
     assert dperm.load(path).privacy_statement().splitlines()[2] in out
     assert f"model saved to {path}" in out
+
+
+# ------------------------------------------------------------- pipelines and norms (#13)
+def test_a_pipeline_of_dperm_steps_round_trips_with_its_composed_statement(tmp_path):
+    from sklearn.pipeline import make_pipeline
+
+    from dperm.accounting import Composed
+    from dperm.preprocessing import (
+        DPStandardScaler,
+        PublicMinMaxScaler,
+        PublicOneHotEncoder,
+        RowNormalizer,
+        pipeline_dp_event,
+    )
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(0, 10, 600), rng.uniform(-5, 5, 600)])
+    y = (X[:, 0] - 2 * X[:, 1] > 5).astype(int)
+    pipe = make_pipeline(
+        PublicMinMaxScaler(bounds=[(0, 10), (-5, 5)], feature_range=(-1, 1)),
+        DPStandardScaler(epsilon=0.5, delta=0.0, bounds=(-1, 1), random_state=0),
+        "passthrough",
+        RowNormalizer(norm=1.0),
+        DPLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=0),
+    ).fit(X, y)
+    path = dperm.save(pipe, tmp_path / "pipe.skops")  # the done-when file name is accepted
+    loaded = dperm.load(path)
+    assert [type(s).__name__ for _, s in loaded.steps] == [
+        type(s).__name__ if not isinstance(s, str) else "str" for _, s in pipe.steps
+    ]
+    np.testing.assert_array_equal(loaded.predict(X), pipe.predict(X))
+    np.testing.assert_allclose(loaded.predict_proba(X), pipe.predict_proba(X))
+    event = pipeline_dp_event(pipe)
+    assert isinstance(event, Composed) and pipeline_dp_event(loaded) == event
+    meta = read_metadata(path)
+    assert meta["kind"] == "pipeline" and meta["format_version"] == 2
+    assert meta["privacy"]["event"] == event.to_dict()
+    assert meta["privacy"]["delta"] == pytest.approx(pipe[-1].delta_)
+    # the composed ε: at least the two private steps' ε (0.5 + the model's), certified
+    assert meta["privacy"]["epsilon"] <= 1.5 + 1e-6
+    statement = dperm.privacy_statement(pipe)
+    assert statement == dperm.privacy_statement(loaded)
+    assert "DPStandardScaler" in statement and "spends nothing" in statement
+    with zipfile.ZipFile(path) as zf:
+        assert zf.read("privacy_statement.txt").decode() == statement
+        names = zf.namelist()
+    assert "step1__mean_.npy" in names and not any("n_clipped" in n for n in names)
+    # a one-hot encoder with string categories (a list of arrays) round-trips too
+    cats = make_pipeline(
+        PublicOneHotEncoder(categories=[["a", "b", "c"]]),
+        DPLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=0),
+    )
+    Xc = rng.choice(np.array(["a", "b", "c"], dtype=object), size=(300, 1))
+    yc = (Xc[:, 0] == "a").astype(int)
+    cats.fit(Xc, yc)
+    back = dperm.load(dperm.save(cats, tmp_path / "cats.dperm"))
+    np.testing.assert_array_equal(back.predict(Xc), cats.predict(Xc))
+
+
+def test_a_pipeline_with_a_leaking_step_is_refused(tmp_path):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X = _rows(3, 200, 2)
+    y = (X[:, 0] > 0).astype(int)
+    est = DPLogisticRegression(classes=[0, 1], data_norm=10.0)
+    pipe = make_pipeline(StandardScaler(), est).fit(X, y)
+    with pytest.raises(ModelFileError, match="StandardScaler"):
+        dperm.save(pipe, tmp_path / "p.dperm")
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("which", ["l1", "linf", "group", "chain-tv"])
+def test_a_norm_penalty_round_trips_as_plain_data(which, tmp_path):
+    from dperm import norms
+
+    X = _rows(4, 400, 4)
+    y = (X[:, 0] - X[:, 2] > 0).astype(int)
+    d = 4  # the features (the intercept is not penalized)
+    norm = {
+        "l1": norms.L1Norm(d, alpha=0.02),
+        "linf": norms.LinfNorm(d, alpha=0.02),
+        "group": norms.GroupLinfNorm([[0, 1], [1, 2], [3]], d, alpha=0.02),
+        "chain-tv": norms.ChainTVNorm(d, mu=0.5, alpha=0.02),
+    }[which]
+    est = DPLogisticRegression(
+        epsilon=2.0, mechanism="structured-output", penalty=norm, classes=[0, 1], random_state=0
+    )
+    est.fit(X, y)
+    path = dperm.save(est, tmp_path / f"{which}.dperm")
+    meta = read_metadata(path)
+    assert meta["params"]["penalty"]["__dperm_norm__"] == type(norm).__name__
+    loaded = dperm.load(path)
+    assert type(loaded.penalty) is type(norm) and loaded.penalty.d == d
+    assert loaded.penalty.alpha == norm.alpha
+    if which == "group":
+        np.testing.assert_array_equal(loaded.penalty.membership, norm.membership)
+    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
+    assert loaded.privacy_statement() == est.privacy_statement()
+
+
+def test_a_norm_with_a_python_function_or_a_forged_norm_is_refused(tmp_path):
+    from dperm import norms
+
+    X = _rows(5, 300, 3)
+    y = (X[:, 0] > 0).astype(int)
+    sub = norms.SubmodularNorm(lambda m: float(np.count_nonzero(m)), 3, alpha=0.01)
+    est = DPLogisticRegression(
+        epsilon=2.0, mechanism="structured-output", penalty=sub, classes=[0, 1], random_state=0
+    ).fit(X, y)
+    with pytest.raises(ModelFileError, match="SubmodularNorm"):
+        dperm.save(est, tmp_path / "sub.dperm")
+    good = DPLogisticRegression(classes=[0, 1], random_state=0).fit(X, y)
+    path = dperm.save(good, tmp_path / "good.dperm")
+    with zipfile.ZipFile(path) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    meta = json.loads(members["dperm.json"])
+    meta["params"]["penalty"] = {"__dperm_norm__": "os.system", "d": 3}
+    members["dperm.json"] = json.dumps(meta).encode()
+    forged = tmp_path / "forged.dperm"
+    with zipfile.ZipFile(forged, "w") as zf:
+        for n, b in members.items():
+            zf.writestr(n, b)
+    with pytest.raises(ModelFileError, match="allowed norm"):
+        dperm.load(forged)

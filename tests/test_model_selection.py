@@ -200,6 +200,48 @@ def test_liu_talwar_closed_form():
         liu_talwar_guarantee(0.2, 1e-9, 0.0, 1e-3)
 
 
+def _best_of_capped_geometric(p, order, gamma, cap):
+    """Exact law of the best-scored output of min(K, cap) runs, K ~ Geometric(γ) on
+    {1, 2, …}, for a base mechanism with finite output law ``p`` and scores
+    increasing along ``order``: P(best ≤ j) = E[F(j)^K]."""
+    k = np.arange(1, cap + 1)
+    pk = gamma * (1 - gamma) ** (k - 1)
+    pk[-1] = (1 - gamma) ** (cap - 1)  # the cap takes the tail
+    cdf = np.cumsum(p[order])
+    F = (pk[None, :] * cdf[:, None] ** k[None, :]).sum(axis=1)
+    out = np.empty_like(p)
+    out[order] = np.diff(np.concatenate([[0.0], F]))
+    return out
+
+
+@pytest.mark.parametrize(("eps1", "d1", "gamma"), [(0.3, 1e-6, 0.1), (1.0, 1e-4, 0.3)])
+def test_liu_talwar_guarantee_holds_on_worst_case_base_mechanisms(eps1, d1, gamma):
+    """An independent check of the restated Theorem 3.4: base mechanisms built from
+    the canonical (ε₁, δ₁) pair (every (ε₁, δ₁)-DP pair is a post-processing of it),
+    each atom split in two with random shares and every output scored in a random
+    order; the exact law of the capped random-stopping selection never has a
+    hockey-stick divergence above the claimed δ at the claimed ε."""
+    eps_t, delta_t, cap = liu_talwar_guarantee(eps1, d1, gamma, 1e-3)
+    e = math.exp(eps1)
+    p = np.array([d1, (1 - d1) * e / (1 + e), (1 - d1) / (1 + e), 0.0])
+    q = p[::-1].copy()
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(100):
+        share = rng.uniform(size=4)
+        P, Q = (
+            np.concatenate([p * share, p * (1 - share)]),
+            np.concatenate([q * share, q * (1 - share)]),
+        )
+        order = rng.permutation(8)
+        sp = _best_of_capped_geometric(P, order, gamma, cap)
+        sq = _best_of_capped_geometric(Q, order, gamma, cap)
+        assert sp.sum() == pytest.approx(1.0) and sq.sum() == pytest.approx(1.0)
+        for a, b in ((sp, sq), (sq, sp)):
+            worst = max(worst, float(np.maximum(a - math.exp(eps_t) * b, 0.0).sum()))
+    assert worst <= delta_t
+
+
 @pytest.mark.parametrize(
     ("shape", "rep"),
     [(0.0, "truncated_negative_binomial"), (1.0, "geometric"), (np.inf, "poisson")],
@@ -410,3 +452,38 @@ def test_continuous_distributions_are_sampled_within_their_support():
     alphas = [c["alpha"] for c in s.search_diagnostics_["configs"]]
     assert all(1e-4 <= a <= 1e-1 for a in alphas)
     assert len(set(alphas)) == len(alphas)  # fresh draws, not a grid
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "multi_class", "route"),
+    [
+        ("objective", "multinomial", {"run_delta": 0.0}),
+        ("output", "multinomial", {"run_delta": 0.0}),
+        ("amp", "multinomial", {"repetitions": "geometric", "run_delta": "auto"}),
+        ("dp-sgd", "multinomial", {"repetitions": "geometric", "run_delta": "auto"}),
+        ("dp-sgd", "ovr", {"repetitions": "geometric", "run_delta": "auto"}),
+    ],
+)
+def test_search_works_with_the_multinomial_and_gradient_mechanisms(mechanism, multi_class, route):
+    """Every run's event is certified (pure: its RDP; (ε, δ): basic, PLD for the
+    replace-one Poisson events of DP-SGD, RDP) and the search's ε is the target."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1500, 3))
+    X *= 0.95 / np.linalg.norm(X, axis=1).max()
+    y = np.argmax(X @ rng.normal(size=(3, 3)) * 6, axis=1)
+    space = {"alpha": ["auto"]} if mechanism in ("amp", "objective", "output") else {
+        "epochs": [1, 2]}  # fmt: skip
+    base = DPLogisticRegression(mechanism=mechanism, multi_class=multi_class, classes=[0, 1, 2])
+    s = PrivateRandomSearch(base, space, epsilon=3.0, delta=1e-6, mean_runs=2.0, random_state=0,
+                            **route).fit(X, y)  # fmt: skip
+    assert s.epsilon_ <= 3.0 * (1 + 1e-9) and s.delta_ <= 1e-6 * (1 + 1e-9)
+    assert s.best_estimator_.dp_event_ == s.dp_event_
+    if multi_class == "multinomial":
+        assert s.best_estimator_.coef_.shape == (3, 3)
+
+
+def test_tuning_search_refuses_amp():
+    from dperm.model_selection import tuning_search
+
+    with pytest.raises(InvalidPrivacyParameter, match="nothing to tune"):
+        tuning_search(DPLogisticRegression(mechanism="amp"))

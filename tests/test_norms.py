@@ -243,3 +243,91 @@ def test_chain_tv_norm():
         ChainTVNorm(d, mu=0.0)
     with pytest.raises(InvalidPrivacyParameter):
         ChainTVNorm(1)
+
+
+# ----------------------------------------------------------------------------- latent group ℓ1/ℓ2
+LATENT = [[0, 1, 2, 3], [3, 4, 5], [5, 6, 7, 0]]
+LATENT_W = [1.0, 2.0, 1.5]
+
+
+def test_latent_group_norm_closed_forms_on_disjoint_groups():
+    """Disjoint groups: Ω = Σ w_g‖θ_g‖, prox = group soft-thresholding (GroupL2 for
+    unit weights), Ω* = max ‖s_g‖/w_g, LMO on the best group's disc."""
+    from dperm.norms import LatentGroupL2Norm
+    from dperm.regularizers import GroupL2
+
+    groups, w = [[0, 1], [2, 3, 4], [5, 6, 7]], np.array([1.0, 2.0, 0.5])
+    norm = LatentGroupL2Norm(groups, 8, weights=w)
+    gl = GroupL2(1.0, np.array([0, 0, 1, 1, 1, 2, 2, 2]))
+    unit = LatentGroupL2Norm(groups, 8)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        v = rng.normal(size=8) * 2
+        gn = np.array([np.linalg.norm(v[g]) for g in groups])
+        assert norm.norm(v) == pytest.approx(float(w @ gn), rel=1e-12)
+        assert norm.dual_norm(v) == pytest.approx(float(np.max(gn / w)), rel=1e-12)
+        np.testing.assert_allclose(unit.prox(v, 0.6), gl.prox(v, 0.6), atol=1e-12)
+        t = norm.lmo(v, 2.0)
+        k = int(np.argmax(gn / w))
+        assert norm.norm(t) == pytest.approx(2.0)
+        assert t @ v == pytest.approx(-2.0 * norm.dual_norm(v))
+        assert np.count_nonzero(t) == len(groups[k])
+    assert norm.unit_ball_l2_radius() == 2.0
+
+
+def test_latent_group_norm_with_overlaps_certificates_and_independent_solver():
+    """Overlaps: the value equals the support function of K = {‖s_g‖ ≤ w_g} computed
+    independently (SLSQP); the prox satisfies its optimality certificate
+    Ω*(v − p) ≤ τ and ⟨v − p, p⟩ = τΩ(p); the LMO attains −Ω*(g); Ω(θ) ≥ ⟨s, θ⟩/Ω*(s)."""
+    from dperm.norms import LatentGroupL2Norm
+
+    d = 8
+    norm = LatentGroupL2Norm(LATENT, d, weights=LATENT_W)
+    rng = np.random.default_rng(1)
+    groups = [np.array(g) for g in LATENT]
+    cons = [
+        {"type": "ineq", "fun": lambda s, g=g, wg=wg: wg**2 - s[g] @ s[g]}
+        for g, wg in zip(groups, LATENT_W, strict=True)
+    ]
+    for _ in range(6):
+        theta = rng.normal(size=d)
+        ref = minimize(lambda s, t=theta: -(s @ t), np.zeros(d), constraints=cons,
+                       method="SLSQP", options={"ftol": 1e-14, "maxiter": 500})  # fmt: skip
+        assert norm.norm(theta) == pytest.approx(-ref.fun, rel=1e-6)
+        s = rng.normal(size=d)
+        assert norm.norm(theta) >= s @ theta / norm.dual_norm(s) - 1e-12
+        for tau in (0.1, 0.7, 3.0):
+            p = norm.prox(2 * theta, tau)
+            q = 2 * theta - p
+            assert norm.dual_norm(q) <= tau * (1 + 1e-9)
+            assert q @ p == pytest.approx(tau * norm.norm(p), rel=1e-8, abs=1e-10)
+        g = rng.normal(size=d)
+        assert norm.lmo(g) @ g == pytest.approx(-norm.dual_norm(g))
+    # a point on the shared coordinate 3 splits between groups 0 and 1: w = 1 wins
+    e3 = np.eye(d)[3]
+    assert norm.norm(e3) == pytest.approx(1.0)
+    # a large τ kills everything, τ = 0 is the identity
+    v = rng.normal(size=d)
+    assert not np.any(norm.prox(v, 100.0))
+    np.testing.assert_array_equal(norm.prox(v, 0.0), v)
+
+
+def test_latent_group_norm_ball_width_and_bad_input():
+    from dperm.norms import LatentGroupL2Norm
+
+    norm = LatentGroupL2Norm(LATENT, 8, weights=LATENT_W)
+    ball = NormBall(norm, 2.0)
+    rng = np.random.default_rng(2)
+    v = 5 * rng.normal(size=8)
+    p = ball.project(v)
+    assert norm.norm(p) == pytest.approx(2.0, rel=1e-8)
+    assert ball.contains(ball.lmo(rng.normal(size=8)))
+    assert ball.l2_radius == pytest.approx(2.0)
+    w = gaussian_width(norm, ball="unit", n_samples=400, random_state=0)
+    assert not w.exact and w.ci_low < w.value < w.ci_high
+    with pytest.raises(InvalidDataError, match="belong"):
+        LatentGroupL2Norm([[0, 1]], 3)
+    with pytest.raises(InvalidDataError, match="weights"):
+        LatentGroupL2Norm([[0, 1], [1, 2]], 3, weights=[1.0, 0.0])
+    with pytest.raises(InvalidDataError, match="group 0"):
+        LatentGroupL2Norm([[0, 5]], 3)

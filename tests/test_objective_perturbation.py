@@ -97,8 +97,9 @@ def test_gamma_noise_inside_the_algorithm_has_the_paper_law(data):
     norms = []
     for seed in range(300):
         res = op.fit(
-            loss, X, y, epsilon=2.0, delta=0.0, data_norm=1.0, alpha=0.05, random_state=seed
-        )
+            loss, X, y, epsilon=2.0, delta=0.0, data_norm=1.0, alpha=0.05, random_state=seed,
+            calibration="paper",
+        )  # fmt: skip
         norms.append(np.linalg.norm(_recovered_noise(res, loss, X, y)))
     dg = res.diagnostics
     assert dg["noise"] == "gamma" and dg["extra_l2"] == 0.0
@@ -116,8 +117,9 @@ def test_gaussian_noise_inside_the_algorithm_has_the_theorem_sigma(data):
     coords = []
     for seed in range(150):
         res = op.fit(
-            loss, X, y, epsilon=1.0, delta=1e-5, data_norm=1.0, alpha=0.0, random_state=seed
-        )
+            loss, X, y, epsilon=1.0, delta=1e-5, data_norm=1.0, alpha=0.0, random_state=seed,
+            calibration="paper",
+        )  # fmt: skip
         coords.append(_recovered_noise(res, loss, X, y))
     sigma, extra = op.kifer_calibration(1.0, 1e-5, 120, 0.0, 1.0, 1.0)  # β = 1/(2h) = 1
     assert res.diagnostics["extra_l2"] == pytest.approx(extra)

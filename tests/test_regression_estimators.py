@@ -4,7 +4,6 @@ AdaSSP default of DPLinearRegression on real data."""
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -169,20 +168,21 @@ def test_elasticnet_refuses_frank_wolfe_with_l2_part():
 
 
 # ----------------------------------------------------------------------------- real data
-def test_california_adassp_meets_the_target(shared_data):
-    """Median test R² ≥ 0.40 at ε = 1 (δ = 1/n², replace-one, 3 seeds) with the public
-    schema, features moved to the midpoint of their public range (benchmarks/)."""
+@pytest.mark.parametrize("epsilon, target", [(1.0, 0.40), (10.0, 0.60)])
+def test_california_adassp_meets_the_target_with_the_loaders_features(shared_data, epsilon, target):
+    """The issue's target with the loader's own public schema and the estimator's defaults:
+    median test R² ≥ 0.40 at ε = 1 and ≥ 0.60 at ε = 10 (δ = 1/n², replace-one, 5 seeds;
+    non-private 0.69).  Before the schema centered its features at the public midpoints
+    the medians were 0.28 / 0.59."""
     from dperm import datasets
 
-    t0 = time.perf_counter()
-    ds = datasets.load("california-housing", data_home=shared_data)
-    shift = 1.0 / math.sqrt(ds.n_features)
-    Xtr, Xte = 2 * ds.X_train - shift, 2 * ds.X_test - shift
+    ds = datasets.load("california", data_home=shared_data)
     r2 = [
-        DPLinearRegression(epsilon=1.0, label_bound=ds.label_bound, random_state=s)
-        .fit(Xtr, ds.y_train)
-        .score(Xte, ds.y_test)
-        for s in range(3)
+        DPLinearRegression(
+            epsilon=epsilon, data_norm=ds.row_norm_bound, label_bound=ds.label_bound, random_state=s
+        )
+        .fit(ds.X_train, ds.y_train)
+        .score(ds.X_test, ds.y_test)
+        for s in range(5)
     ]
-    assert np.median(r2) >= 0.40
-    assert time.perf_counter() - t0 < 20
+    assert np.median(r2) >= target

@@ -155,3 +155,28 @@ def test_labels_are_checked_and_inferring_k_warns():
         loss.gradient(np.zeros(2), X, np.zeros(5, dtype=int))
     assert Softmax(3) == Softmax(3) and Softmax(3) != Softmax(4)
     np.testing.assert_array_equal(loss.predict(theta, X), np.argmax(X @ theta, axis=1))
+
+
+def test_flat_softmax_is_the_softmax_loss_on_vec_theta():
+    from dperm.losses.softmax import FlatSoftmax
+    from dperm.solvers import minimize
+
+    rng = np.random.default_rng(7)
+    n, d, k = 200, 4, 3
+    X = rng.normal(size=(n, d)) / 3
+    y = rng.integers(k, size=n)
+    loss, flat = Softmax(k), FlatSoftmax(Softmax(k), k)
+    T, V = rng.normal(size=(d, k)), rng.normal(size=(d, k))
+    assert flat.value(T.ravel(), X, y) == pytest.approx(loss.value(T, X, y))
+    v, g = flat.value_and_gradient(T.ravel(), X, y)
+    assert v == pytest.approx(loss.value(T, X, y))
+    np.testing.assert_allclose(g, loss.gradient(T, X, y).ravel())
+    np.testing.assert_allclose(
+        flat.hessian_vector_product(T.ravel(), X, y, V.ravel()),
+        loss.hessian_vector_product(T, X, y, V).ravel(),
+    )
+    assert flat.curvature == 0.5 and flat.lipschitz(2.0) == pytest.approx(2 * math.sqrt(2))
+    # the vector solver minimizes it: ∇(L + ½λ‖Θ‖²) = 0 at the answer
+    res = minimize(flat, X, y, l2=0.1, tol=1e-10, x0=np.zeros(d * k))
+    grad = loss.gradient(res.theta.reshape(d, k), X, y) + 0.1 * res.theta.reshape(d, k)
+    assert res.converged and np.linalg.norm(grad) <= 1e-10

@@ -64,6 +64,7 @@ def test_release_is_minimizer_plus_gaussian_noise_of_the_right_scale():
                 data_norm=1.0,
                 alpha=alpha,
                 lam=lam,
+                denoise="none",
                 random_state=s,
             ).theta
             for s in range(60)
@@ -258,21 +259,111 @@ def test_chain_tv_norm_is_the_output_perturbation_of_its_objective():
     X, y = _data(200)
     norm = ChainTVNorm(D, mu=0.3)
     kw = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, alpha=0.1, random_state=3)
-    a = sop.fit(Logistic(), X, y, norm=norm, lam=5.0, **kw)
+    a = sop.fit(Logistic(), X, y, norm=norm, lam=5.0, denoise="none", **kw)
     b = outp.fit(Logistic(), X, y, regularizer=norm.scaled(5.0 / 200), **kw)
     np.testing.assert_allclose(a.theta, b.theta, atol=1e-12)
     assert a.event == b.event
 
 
 def test_audit_runner_and_mutation(monkeypatch):
-    """The canary audit (μ-GDP method) stays below the claim, and catches a
-    halved sensitivity (ε = 2, 600 runs per dataset, fixed seed)."""
+    """The canary audit (μ-GDP method) stays below the claim on the raw release and
+    catches a halved sensitivity there (ε = 2, 600 runs per dataset, fixed seed)."""
     from dperm.audit import audit
 
-    sop.register_audit_runner(overwrite=True)
-    ok = audit("structured-output", epsilon=2.0, runs=600, n_jobs=1, random_state=0)
+    sop.register_audit_runner(overwrite=True)  # the default path: tests/test_audit_suite.py
+    ok = audit("structured-output-raw", epsilon=2.0, runs=600, n_jobs=1, random_state=0)
     assert ok.epsilon_lower_bound < 2.0
     orig = outp.output_sensitivity
     monkeypatch.setattr(outp, "output_sensitivity", lambda n, lip, a: 0.5 * orig(n, lip, a))
-    bad = audit("structured-output", epsilon=2.0, runs=600, n_jobs=1, random_state=0)
+    bad = audit("structured-output-raw", epsilon=2.0, runs=600, n_jobs=1, random_state=0)
     assert bad.epsilon_lower_bound > 2.0
+
+
+# ----------------------------------------------------------------------------- denoising
+def test_denoise_threshold_matches_the_closed_form_quantile():
+    """ℓ1 and Gaussian noise: Ω*(b) = ‖b‖∞, P(‖g‖∞ ≤ t) = (2Φ(t) − 1)^d, so the
+    (1 − β)-quantile is t = Φ⁻¹((1 + (1 − β)^{1/d})/2).  The 1000 public Monte Carlo
+    draws estimate it with standard error √(β(1 − β)/1000)/f(t), f the density of
+    ‖g‖∞; the test allows 4 of them."""
+    for d, beta in ((1, 0.1), (20, 0.1), (20, 0.5)):
+        t = stats.norm.ppf((1 + (1 - beta) ** (1 / d)) / 2)
+        f = d * (2 * stats.norm.cdf(t) - 1) ** (d - 1) * 2 * stats.norm.pdf(t)
+        se = math.sqrt(beta * (1 - beta) / 1000) / f
+        tau = sop.denoise_threshold(L1Norm(d), noise="gaussian", scale=2.0, level=beta)
+        assert abs(tau - 2.0 * t) <= 2.0 * 4 * se
+    # Gamma-norm noise: ‖b‖ ~ Gamma(d, s) and ℓ∞ norm (Ω* = ℓ1) against an independent draw
+    d = 5
+    rng = np.random.default_rng(123)
+    g = rng.standard_normal((20000, d))
+    b = g / np.linalg.norm(g, axis=1, keepdims=True) * rng.gamma(d, 0.3, size=(20000, 1))
+    ref = np.quantile(np.abs(b).sum(axis=1), 0.9)
+    got = sop.denoise_threshold(LinfNorm(d), noise="gamma", scale=0.3, level=0.1)
+    assert got == pytest.approx(ref, rel=0.05)
+    assert sop.denoise_threshold(L1Norm(3), noise="gaussian", scale=0.0) == 0.0
+
+
+def test_denoised_releases_are_functions_of_the_raw_release_with_a_public_threshold():
+    X, y = _data(300)
+    norm = GroupLinfNorm([[0, 1, 2], [3, 4, 5]], D)
+    kw = dict(norm=norm, epsilon=2.0, delta=1e-5, data_norm=1.0, alpha=0.05, lam=2.0)
+    raw = sop.fit(Logistic(), X, y, denoise="none", random_state=4, **kw)
+    soft = sop.fit(Logistic(), X, y, denoise="soft", random_state=4, **kw)
+    hard = sop.fit(Logistic(), X, y, random_state=4, **kw)  # default "hard"
+    tau = hard.diagnostics["denoise_threshold"]
+    assert hard.diagnostics["denoise"] == "hard" and "denoise" not in raw.diagnostics
+    np.testing.assert_allclose(soft.theta, norm.prox(raw.theta, tau), atol=1e-12)
+    support = soft.theta != 0
+    np.testing.assert_array_equal(hard.theta, np.where(support, raw.theta, 0.0))
+    assert raw.event == soft.event == hard.event
+    # τ is public: another dataset of the same size gives the same τ
+    X2, y2 = _data(300, seed=9)
+    other = sop.fit(Logistic(), X2, -y2, random_state=0, **kw)
+    assert other.diagnostics["denoise_threshold"] == tau
+    sigma = raw.diagnostics["noise_scale"]
+    assert tau == pytest.approx(
+        sop.denoise_threshold(norm, noise="gaussian", scale=sigma), rel=1e-12
+    )
+
+
+def test_soft_denoising_bound_holds_on_its_event():
+    """‖prox_{τΩ}(θ̂ + b) − θ̂‖² ≤ 4τΩ(θ̂) whenever Ω*(b) ≤ τ, an event of frequency
+    ≈ 1 − β; groups where θ̂ is zero are then returned exactly zero."""
+    from dperm.theory import denoised_release_bound
+
+    d = 12
+    norm = GroupLinfNorm([range(k, k + 3) for k in range(0, d, 3)], d)
+    theta_hat = np.zeros(d)
+    theta_hat[3:6] = [2.0, -1.5, 1.0]
+    sigma, beta = 0.4, 0.1
+    tau = sop.denoise_threshold(norm, noise="gaussian", scale=sigma, level=beta)
+    bound = denoised_release_bound(tau=tau, omega=norm.norm(theta_hat), level=beta).value
+    rng = np.random.default_rng(5)
+    hits = 0
+    for _ in range(400):
+        b = sigma * rng.standard_normal(d)
+        p = sop.denoise(norm, theta_hat + b, tau, "soft")
+        if norm.dual_norm(b) <= tau:
+            hits += 1
+            assert float(np.sum((p - theta_hat) ** 2)) <= bound + 1e-12
+            assert not np.any(p[[0, 1, 2, 6, 7, 8, 9, 10, 11]])
+    # binomial(400, 0.9): 4 sd ≈ 24
+    assert abs(hits - 360) <= 24
+
+
+def test_denoise_bad_input_and_estimator_rule():
+    from dperm import DPLogisticRegression
+
+    X, y = _data(100)
+    kw = dict(norm=L1Norm(D), epsilon=1.0, delta=1e-5, data_norm=1.0, alpha=0.1, lam=1.0)
+    with pytest.raises(InvalidPrivacyParameter, match="denoise"):
+        sop.fit(Logistic(), X, y, denoise="median", **kw)
+    for level in (0.0, 1.0, -0.5):
+        with pytest.raises(InvalidPrivacyParameter, match="denoise_level"):
+            sop.fit(Logistic(), X, y, denoise_level=level, **kw)
+    # the estimators denoise only under a structured-norm penalty (or when told to)
+    norm_pen = DPLogisticRegression(penalty=GroupLinfNorm(GROUPS, D), mechanism="structured-output")
+    assert sop.estimator_denoise(norm_pen) == "hard"
+    assert sop.estimator_denoise(DPLogisticRegression(penalty="elasticnet")) == "none"
+    told = DPLogisticRegression(penalty="l1")
+    told.denoise = "soft"
+    assert sop.estimator_denoise(told) == "soft"

@@ -46,11 +46,12 @@ def test_output_perturbation_closed_form():
 
 
 def test_objective_perturbation_bounds():
-    from dperm.algorithms.objective_perturbation import kifer_calibration
+    from dperm.algorithms.objective_perturbation import tight_calibration
 
     kw = dict(n=500, d=3, epsilon=1.0, lipschitz=1.0, smoothness=0.25)
     b = theoretical_bound("objective", delta=1e-5, strong_convexity=0.05, **kw)
-    sigma, extra = kifer_calibration(1.0, 1e-5, 500, 0.05, 0.25, 1.0)
+    cal = tight_calibration(1.0, 1e-5, 500, 0.05, 0.25, 1.0, n_coords=3, theta_bound=20.0)
+    sigma, extra = cal.noise_scale, cal.extra_l2
     assert extra == 0.0
     assert b.value == pytest.approx(3 * (sigma / 500) ** 2 / (2 * 0.05))
     assert b.constant_known

@@ -97,14 +97,19 @@ def test_bound_decreases_with_the_budget_and_grows_with_the_width():
 
 
 def test_bound_for_estimator_dual_frank_wolfe(problem):
+    """The derived bound is for the raw release θ(s_T) + κ: reported for a raw fit
+    (penalty "elasticnet", or a norm with ``denoise="none"``), None for a denoised one
+    (whose bound needs the private Ω(θ̂))."""
     X, y = problem
-    est = DPLogisticRegression(
-        mechanism="dual-frank-wolfe",
-        penalty=L1Norm(D),
-        alpha=0.1,
-        classes=[-1, 1],
-        random_state=0,
-    ).fit(X, y)
-    b = bound_for_estimator(est, N)
-    assert b is not None and b.constant_known and math.isfinite(b.value) and b.value > 0
-    assert "derived" in b.source
+    kw = dict(mechanism="dual-frank-wolfe", alpha=0.1, classes=[-1, 1], random_state=0)
+    raw = DPLogisticRegression(penalty="elasticnet", **kw).fit(X, y)
+    told = DPLogisticRegression(penalty=L1Norm(D), **kw)
+    told.denoise = "none"
+    told.fit(X, y)
+    for est in (raw, told):
+        b = bound_for_estimator(est, N)
+        assert b is not None and b.constant_known and math.isfinite(b.value) and b.value > 0
+        assert "derived" in b.source
+    denoised = DPLogisticRegression(penalty=L1Norm(D), **kw).fit(X, y)
+    assert denoised.diagnostics_["denoise"] == "hard"
+    assert bound_for_estimator(denoised, N) is None

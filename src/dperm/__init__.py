@@ -6,7 +6,7 @@ Public names (imported lazily, so ``import dperm`` stays light):
   :class:`DPLinearRegression`;
 * losses — :class:`Logistic`, :class:`HuberSVM`, :class:`Hinge`,
   :class:`Squared`, :class:`Quantile`, :func:`get_loss`;
-* accounting — :class:`Ledger`, :func:`get_accountant`, :func:`epsilon_spent`,
+* accounting — :class:`Ledger`, :func:`budget`, :func:`get_accountant`, :func:`epsilon_spent`,
   :func:`delta_spent`, :func:`calibrate_noise`, :func:`calibrate_gaussian`;
 * utility — :func:`excess_empirical_risk`, :func:`accuracy`, :func:`nonprivate_fit`;
 * saved models — :func:`save`, :func:`load`, :func:`privacy_statement`
@@ -67,6 +67,7 @@ _LAZY = {
     "get_loss": "dperm.losses",
     # accounting
     "Ledger": "dperm.accounting",
+    "budget": "dperm.accounting.ledger",
     "get_accountant": "dperm.accounting",
     "epsilon_spent": "dperm.accounting",
     "delta_spent": "dperm.accounting",

@@ -82,8 +82,10 @@ def bench_command(
         synthetic-l, synthetic-h — those whose files are absent are skipped).
     epsilons : str, default "0.1,1"
     algorithms : str, optional
-        Comma-separated names (default: non-private, every registered
-        mechanism, the installed peers).
+        Comma-separated names (default: :data:`dperm.bench.runner.DEFAULT_ALGORITHMS`
+        — the published comparison, objective/output perturbation, DP-GD, the
+        tuned-privately variants ``objective+tuned`` and ``dp-sgd+tuned`` — and the
+        installed peers; any registered mechanism may be named).
     repeats : int, default 3
     protocol : {"honest", "paper"}, default "honest"
     data_home : path, optional

@@ -20,7 +20,15 @@ from typing import Any
 
 from .exceptions import BudgetExceededError, InvalidPrivacyParameter
 
-__all__ = ["check_ledger", "open_ledger", "parse_bounds", "parse_categories", "step"]
+__all__ = [
+    "check_ledger",
+    "dask_scheduler",
+    "load_dask_dataset",
+    "open_ledger",
+    "parse_bounds",
+    "parse_categories",
+    "step",
+]
 
 
 def _read_schema_file(path: Path, option: str) -> dict[str, Any]:
@@ -175,3 +183,80 @@ def step(label: str, enabled: bool = True, threshold: float = 1.0) -> Iterator[N
     dt = time.perf_counter() - t0
     if dt > threshold:
         print(f"dperm: {label} done ({dt:.1f} s)", file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------- Dask path
+@contextmanager
+def dask_scheduler(address: str | None) -> Iterator[Any]:
+    """``--scheduler``: None → Dask's default scheduler (threads, this machine, out of
+    core); ``local`` → a ``distributed.LocalCluster`` on this machine (one worker
+    process per core) for the duration of the command; any other value → the
+    address of a running scheduler (``tcp://host:8786``).  Yields the Client or None.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        The Dask extra is not installed, or the scheduler cannot be reached.
+    """
+    if address is None:
+        yield None
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:
+        raise InvalidPrivacyParameter(
+            f"--scheduler needs dask.distributed (pip install 'dperm[dask]'): {exc}"
+        ) from None
+    cluster = None
+    try:
+        if address == "local":
+            cluster = LocalCluster(threads_per_worker=1, processes=True, dashboard_address=":0")
+            client = Client(cluster)
+        else:
+            client = Client(address, timeout="10s")
+    except OSError as exc:
+        if cluster is not None:
+            cluster.close()
+        raise InvalidPrivacyParameter(f"--scheduler {address}: cannot connect ({exc})") from None
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def load_dask_dataset(
+    path,
+    fmt: str,
+    target: str | None,
+    bounds,
+    categories,
+    task: str | None,
+    label_bound: float | None,
+    positive_label: str | None,
+):
+    """``--parquet`` / ``--csv-dir``: :func:`dperm.datasets.dask_io.read_dask` with the
+    public schema of the command line (bounds and categories from the user only)."""
+    from .datasets.dask_io import read_dask
+
+    option = "--parquet" if fmt == "parquet" else "--csv-dir"
+    if target is None:
+        raise InvalidPrivacyParameter(f"{option} needs --target COLUMN (the label column)")
+    label = positive_label
+    if label is not None:  # a number on the command line means the numeric label
+        try:
+            num = float(label)
+            label = int(num) if num.is_integer() else num
+        except ValueError:
+            pass
+    return read_dask(
+        path,
+        target,
+        bounds=bounds if isinstance(bounds, dict) else parse_bounds(bounds),
+        categories=categories if isinstance(categories, dict) else parse_categories(categories),
+        positive_label=label,
+        task=task,
+        label_bound=label_bound,
+        format=fmt,
+    )

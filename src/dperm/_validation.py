@@ -170,17 +170,28 @@ def check_count(value, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
-def check_X(X, name: str = "X", accept_sparse: bool = True, min_samples: int = 1):
-    """Validate a feature matrix: 2-D, float64, finite, non-empty.
+def check_X(
+    X, name: str = "X", accept_sparse: bool = True, min_samples: int = 1, *, check_finite=True
+):
+    """Validate a feature matrix: 2-D, float, finite, non-empty — without copying it.
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features) or scipy.sparse matrix
-        Sparse input is converted to CSR.
+    X : array-like of shape (n_samples, n_features), scipy.sparse matrix or Design
+        float32 and float64 arrays (C or F order, memmaps) are returned as they are
+        (float32 stays float32: the products of :mod:`dperm.design` accumulate in
+        float64); other dtypes are converted to float64 (a copy).  Sparse input is
+        returned as CSR (converted only if in another format; a copy with summed
+        duplicates if it has duplicate entries).  A :class:`dperm.design.Design` is
+        returned unchanged (it was validated when built), and a Dask collection is
+        wrapped in one (never gathered).
+    check_finite : bool, default True
+        False leaves the NaN/inf check to the caller (:func:`dperm.design.as_design`
+        fuses it with its row-norm pass).
 
     Returns
     -------
-    ndarray of float64 or scipy.sparse.csr_matrix
+    ndarray (float32 or float64), scipy.sparse.csr_matrix, or Design
 
     Raises
     ------
@@ -188,23 +199,42 @@ def check_X(X, name: str = "X", accept_sparse: bool = True, min_samples: int = 1
         If X is not 2-D, is empty, contains NaN/inf or non-numeric values, or
         is sparse while ``accept_sparse`` is False.
     """
+    from .design import Design, _check_finite, _is_dask
+
+    if _is_dask(X):
+        from .design import as_design
+
+        X = as_design(X)
+    if isinstance(X, Design):
+        if X.is_sparse and not accept_sparse:
+            raise InvalidDataError(f"{name} must be dense for this algorithm, got a sparse matrix")
+        if X.shape[0] < min_samples:
+            raise InvalidDataError(
+                f"{name} must have at least {min_samples} sample(s), got shape {X.shape}"
+            )
+        return X
     if sp.issparse(X):
         if not accept_sparse:
             raise InvalidDataError(f"{name} must be dense for this algorithm, got a sparse matrix")
-        X = sp.csr_matrix(X, dtype=np.float64)
-        data = X.data
+        if X.format != "csr" or not isinstance(X, sp.csr_matrix):
+            X = sp.csr_matrix(X)
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        if not X.has_canonical_format:  # duplicates would make Σ data² a wrong norm
+            X = X.copy()
+            X.sum_duplicates()
         shape = X.shape
     else:
-        try:
-            X = np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InvalidDataError(f"{name} must be numeric: {exc}") from None
+        if not isinstance(X, np.ndarray) or X.dtype not in (np.float32, np.float64):
+            try:
+                X = np.asarray(X, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise InvalidDataError(f"{name} must be numeric: {exc}") from None
         if X.ndim != 2:
             raise InvalidDataError(
                 f"{name} must be a 2-D array of shape (n_samples, n_features), "
                 f"got an array with shape {X.shape}"
             )
-        data = X
         shape = X.shape
     if shape[0] < min_samples:
         raise InvalidDataError(
@@ -212,8 +242,12 @@ def check_X(X, name: str = "X", accept_sparse: bool = True, min_samples: int = 1
         )
     if shape[1] < 1:
         raise InvalidDataError(f"{name} must have at least 1 feature, got shape {shape}")
-    if not np.all(np.isfinite(data)):
-        raise InvalidDataError(f"{name} contains NaN or infinite values")
+    if not check_finite:
+        return X
+    try:
+        _check_finite(X)
+    except InvalidDataError:
+        raise InvalidDataError(f"{name} contains NaN or infinite values") from None
     return X
 
 
@@ -232,6 +266,8 @@ def check_X_y(X, y, accept_sparse: bool = True, min_samples: int = 1):
     InvalidDataError
     """
     X = check_X(X, accept_sparse=accept_sparse, min_samples=min_samples)
+    if getattr(X, "is_distributed", False):  # Dask (dperm._dask): y checked on the workers
+        return X, X.check_target(y)
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.ravel()
@@ -255,9 +291,18 @@ def check_X_y(X, y, accept_sparse: bool = True, min_samples: int = 1):
     return X, y
 
 
+def _is_dask_vector(y) -> bool:
+    """True for a Dask collection (the labels of a Dask design stay on the workers)."""
+    return type(y).__module__.split(".")[0] == "dask"
+
+
 def float_labels(y, name: str = "y") -> np.ndarray:
     """``y`` as a float64 array; non-numeric labels (strings, objects) raise
     :class:`~dperm.exceptions.LabelError` instead of numpy's ValueError."""
+    if _is_dask_vector(y):
+        from ._dask import map_labels
+
+        return map_labels(float_labels, y, name)
     try:
         return np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError):
@@ -276,6 +321,10 @@ def check_binary_labels(y, name: str = "y") -> np.ndarray:
     LabelError
         If a label is not in {-1, +1}.
     """
+    if _is_dask_vector(y):  # checked on the workers, partition by partition
+        from ._dask import map_labels
+
+        return map_labels(check_binary_labels, y, name)
     y = float_labels(y, name)
     bad = (y != 1.0) & (y != -1.0)
     if bad.any():
@@ -287,10 +336,21 @@ def check_binary_labels(y, name: str = "y") -> np.ndarray:
 
 
 def row_norms(X) -> np.ndarray:
-    """ℓ2 norm of every row of a dense or CSR matrix, shape (n_samples,)."""
+    """ℓ2 norm of every row of a dense or CSR matrix, shape (n_samples,), float64,
+    computed block by block (no temporary of the size of X; float32 rows are
+    accumulated in float64).  A :class:`dperm.design.Design` gives the norms of its
+    effective rows."""
+    from .design import Design, _sq_norms_csr, _sq_norms_dense
+
+    if isinstance(X, Design):
+        return X.row_norms()
     if sp.issparse(X):
-        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    return np.sqrt(np.einsum("ij,ij->i", X, X))
+        X = sp.csr_matrix(X)
+        if not X.has_canonical_format:  # sorted, no duplicates: an order-free result
+            X = X.copy()
+            X.sum_duplicates()
+        return np.sqrt(_sq_norms_csr(X))
+    return np.sqrt(_sq_norms_dense(np.asarray(X)))
 
 
 def clip_rows(X, data_norm: float, warn: bool = True):

@@ -157,6 +157,9 @@ def run_fit(
     csv: str | Path | None = None,
     target: str | None = None,
     allow_data_bounds: bool = False,
+    parquet: str | Path | None = None,
+    csv_dir: str | Path | None = None,
+    positive_label: str | None = None,
     model: str | None = None,
     mechanism: str | None = None,
     epsilon: float = 1.0,
@@ -242,7 +245,19 @@ def run_fit(
     ledger_path = None if ledger is None else Path(ledger)
     book = None if ledger_path is None else open_ledger(ledger_path, ledger_epsilon, ledger_delta)
     bounds_from_data = False
-    if csv is not None:
+    if parquet is not None or csv_dir is not None:  # Dask (docs/cluster.md): never gathered
+        from ._cli_fit import load_dask_dataset
+
+        if dataset is not None or csv is not None or (parquet and csv_dir) or allow_data_bounds:
+            raise InvalidPrivacyParameter(
+                "give one of --dataset, --csv, --parquet, --csv-dir; --allow-data-bounds is "
+                "not available with --parquet/--csv-dir (bounds must be public)"
+            )
+        fmt = "parquet" if parquet is not None else "csv"
+        ds = load_dask_dataset(
+            parquet or csv_dir, fmt, target, bounds, categories, task, label_bound, positive_label
+        )
+    elif csv is not None:
         if dataset is not None:
             raise InvalidPrivacyParameter("give either --dataset or --csv, not both")
         if target is None:
@@ -544,6 +559,24 @@ def fit_command(
         bool,
         typer.Option("--allow-data-bounds", help="CSV: read missing bounds from the data (LEAKS)."),
     ] = False,
+    parquet: Annotated[
+        Path | None,
+        typer.Option("--parquet", help="Fit with Dask on a Parquet directory (docs/cluster.md)."),
+    ] = None,
+    csv_dir: Annotated[
+        Path | None,
+        typer.Option("--csv-dir", help="Fit with Dask on a directory (or glob) of CSV files."),
+    ] = None,
+    positive_label: Annotated[
+        str | None,
+        typer.Option("--positive-label", help="--parquet/--csv-dir: target value mapped to +1."),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler", help="Dask scheduler: local (a LocalCluster) or ADDRESS (tcp://…)."
+        ),
+    ] = None,
     model: Annotated[
         str | None,
         typer.Option("--model", help="logistic | svm | linear (default: linear for regression)"),
@@ -639,7 +672,13 @@ def fit_command(
     ] = False,
 ) -> None:
     """Fit a private model and report privacy spent and utility."""
-    with _one_line_errors(), warnings.catch_warnings(record=True) as caught:
+    from ._cli_fit import dask_scheduler
+
+    with (
+        _one_line_errors(),
+        warnings.catch_warnings(record=True) as caught,
+        dask_scheduler(scheduler),
+    ):
         # warnings (e.g. rows clipped) become one stderr line each, never stdout,
         # printed after a successful fit only: a failed one prints its error alone
         warnings.simplefilter("always")
@@ -649,6 +688,9 @@ def fit_command(
             csv=csv,
             target=target,
             allow_data_bounds=allow_data_bounds,
+            parquet=parquet,
+            csv_dir=csv_dir,
+            positive_label=positive_label,
             model=model,
             mechanism=mechanism,
             epsilon=epsilon,

@@ -1,7 +1,8 @@
 """Save and load fitted dperm estimators with their privacy metadata — never pickle.
 
-File format (``format_version`` 1).  One zip archive, by convention with the
-suffix ``.dperm``, holding
+File format (``format_version`` 2; version-1 files still load).  One zip archive, by
+convention with the suffix ``.dperm`` (any name is accepted, e.g. ``.skops``: the content
+is dperm's format, not skops'), holding
 
 * ``dperm.json`` — metadata: the estimator class name, its parameters (JSON
   values only), the fitted scalars, the privacy event
@@ -15,8 +16,17 @@ suffix ``.dperm``, holding
   object dtype, so the archive is also a valid ``.npz`` that
   ``numpy.load(path, allow_pickle=False)`` opens.
 
+A **Pipeline** (``kind: "pipeline"``) of :mod:`dperm.preprocessing` steps ending in a
+dperm estimator stores one record per step (class, parameters, allow-listed fitted
+arrays as ``step<i>__<name>.npy``, the step's event) and the composed privacy event of
+the whole pipeline.  A ``penalty=`` norm of :mod:`dperm.norms` (``L1Norm``,
+``LinfNorm``, ``GroupLinfNorm``, ``ChainTVNorm``) is written as plain data
+(``{"__dperm_norm__": class, "d": …, "alpha": …, "groups"/"mu": …}``) and rebuilt from
+the same allow-list.
+
 Loading executes no code from the file: the class is looked up in an
-allow-list (the estimator classes exported by :mod:`dperm.estimators`), the
+allow-list (the estimator classes exported by :mod:`dperm.estimators`, the
+transformers of :mod:`dperm.preprocessing`, the norms above), the
 parameters go through ``set_params`` and every array is read with
 ``allow_pickle=False``.  Anything else is refused with
 :class:`ModelFileError`.
@@ -41,7 +51,7 @@ import os
 import uuid
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -58,9 +68,6 @@ from .accounting.events import (
 )
 from .exceptions import DpermError, InvalidDataError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .estimators._base import DPLinearModelBase
-
 __all__ = [
     "FORMAT_VERSION",
     "ModelFileError",
@@ -70,11 +77,14 @@ __all__ = [
     "save",
 ]
 
-#: version of the file layout written by :func:`save`
-FORMAT_VERSION = 1
+#: version of the file layout written by :func:`save` (2: pipelines and norm penalties;
+#: version-1 files, a single estimator, still load)
+FORMAT_VERSION = 2
 _FORMAT_NAME = "dperm-model"
 _META = "dperm.json"
 _STATEMENT = "privacy_statement.txt"
+#: key of a serialized dperm.norms norm in a parameter
+_NORM_KEY = "__dperm_norm__"
 
 #: the fitted attributes a file carries (an allow-list: a new data-dependent
 #: diagnostic is never written by accident); the events and caveats go to "privacy"
@@ -91,6 +101,32 @@ _SAVED_ATTRIBUTES = (
     "delta_",
     "neighbouring_",
 )
+#: the fitted attributes saved per dperm.preprocessing transformer (n_clipped_ and
+#: n_unknown_ describe the data and are never written)
+_TRANSFORMER_ATTRIBUTES = {
+    "PublicMinMaxScaler": (
+        "lower_",
+        "upper_",
+        "scale_",
+        "min_",
+        "n_features_in_",
+        "feature_names_in_",
+    ),
+    "RowNormalizer": ("n_features_in_", "feature_names_in_"),
+    "PublicOneHotEncoder": ("categories_", "n_features_in_", "feature_names_in_"),
+    "DPStandardScaler": (
+        "mean_",
+        "var_",
+        "scale_",
+        "lower_",
+        "upper_",
+        "row_norm_bound_",
+        "epsilon_",
+        "delta_",
+        "n_features_in_",
+        "feature_names_in_",
+    ),
+}
 #: fitted objects rebuilt on load from the (public) parameters
 _REBUILT = ("loss_", "regularizer_", "constraint_")
 _PRIVACY_ATTRIBUTES = ("dp_event_", "run_dp_event_", "privacy_caveats_")
@@ -152,6 +188,13 @@ _MECHANISMS = {
         "SSP, sufficient-statistics perturbation (Wang 2018, the baseline of Alg. 2; "
         "analytic Gaussian calibration, Balle & Wang 2018)",
     ),
+    "tukey": (
+        None,
+        "Tukey-depth regression: propose-test-release on the approximate Tukey depth of "
+        "least-squares models fitted on disjoint blocks, then a restricted exponential "
+        "mechanism (Amin, Joseph, Ribero, Vassilvitskii, ICLR 2023, Alg. 1; replace-one "
+        "proof in dperm.algorithms.tukey_regression)",
+    ),
     "structured-output": (
         "output perturbation with a structured norm (Kumar & Deisenroth 2019, Thm 1; "
         "Chaudhuri et al. 2011, Thm 6)",
@@ -200,6 +243,72 @@ def _allowed_classes() -> dict[str, type]:
         if isinstance(obj, type) and issubclass(obj, DPLinearModelBase):
             out[name] = obj
     return out
+
+
+def _allowed_transformers() -> dict[str, type]:
+    """The allow-list of pipeline steps: the :mod:`dperm.preprocessing` transformers."""
+    from . import preprocessing
+
+    return {name: getattr(preprocessing, name) for name in _TRANSFORMER_ATTRIBUTES}
+
+
+def _pipeline_privacy(pipe) -> tuple[DpEvent, float, float]:
+    """(composed event, ε, δ) of a fitted pipeline: the steps' events composed
+    (:func:`~dperm.preprocessing.pipeline_dp_event`), δ the sum of the steps' δ, ε the
+    smallest valid bound at that δ (the "auto" accountant)."""
+    from .accounting.registry import epsilon_spent
+    from .preprocessing import pipeline_dp_event
+
+    event = pipeline_dp_event(pipe)
+    delta = 0.0
+    for _, step in pipe.steps:
+        delta += float(getattr(step, "delta_", 0.0) or 0.0)
+    delta = min(delta, 1.0 - 1e-12)
+    return event, float(epsilon_spent(event, delta, "auto")), delta
+
+
+def _pipeline_statement(pipe) -> str:
+    from . import __version__
+
+    event, eps, delta = _pipeline_privacy(pipe)
+    relation = getattr(event, "neighbouring", REPLACE_ONE)
+    final = pipe.steps[-1][1]
+    lines = [
+        f"Privacy statement for a Pipeline of {len(pipe.steps)} steps (dperm {__version__})",
+        "",
+        "Guarantee. Everything the fitted pipeline releases (the private steps' statistics "
+        "and the final model, hence its predictions) is (ε, δ)-differentially private with "
+        f"ε = {_fmt(eps)} and δ = {_fmt(delta)} together, protecting one training record "
+        f"under the neighbouring relation {_relation_text(relation)}: the composition of "
+        "the steps' events, certified by the smallest valid bound of dperm's accountants "
+        "(the 'auto' accountant).",
+        "",
+        "Steps:",
+    ]
+    for name, step in pipe.steps[:-1]:
+        if step is None or (isinstance(step, str) and step == "passthrough"):
+            lines.append(f"- {name}: passthrough (spends nothing).")
+            continue
+        ev = step.dp_event_
+        if isinstance(ev, NoOp):
+            what = "a public per-record map (public parameters only): spends nothing"
+        else:
+            what = (
+                f"private statistics with ε = {_fmt(float(step.epsilon_))}, "
+                f"δ = {_fmt(float(step.delta_))}; event {ev.to_json()}"
+            )
+        lines.append(f"- {name} ({type(step).__name__}): {what}.")
+    lines += [
+        f"- {pipe.steps[-1][0]} ({type(final).__name__}): see its statement below.",
+        "",
+        f"Composed privacy event (for a dperm Ledger): {event.to_json()}",
+        "",
+        "The final estimator's own statement (its guarantee covers its input, the output "
+        "of the steps above):",
+        "",
+        privacy_statement(final),
+    ]
+    return "\n".join(lines)
 
 
 def _json_value(value: Any, name: str) -> Any:
@@ -309,8 +418,9 @@ def _is_pure(event: DpEvent) -> bool:
     return isinstance(event, PureEpsilon | Laplace | NoOp)
 
 
-def privacy_statement(model: DPLinearModelBase) -> str:
-    """A plain-language statement of what a fitted dperm estimator guarantees.
+def privacy_statement(model) -> str:
+    """A plain-language statement of what a fitted dperm estimator (or a Pipeline of
+    :mod:`dperm.preprocessing` steps ending in one) guarantees.
 
     In the spirit of TF Privacy's ``compute_dp_sgd_privacy_statement``: what is
     protected (one record, under which neighbouring relation), ε and δ, the
@@ -319,8 +429,11 @@ def privacy_statement(model: DPLinearModelBase) -> str:
 
     Parameters
     ----------
-    model : fitted dperm estimator
-        E.g. :class:`~dperm.estimators.DPLogisticRegression`.
+    model : fitted dperm estimator or sklearn.pipeline.Pipeline
+        E.g. :class:`~dperm.estimators.DPLogisticRegression`.  For a pipeline the
+        statement gives the composed (ε, δ) of every step (its δ is the sum of the
+        steps' δ, its ε the "auto" accountant's bound at that δ), what each step spends,
+        then the final estimator's statement.
 
     Returns
     -------
@@ -335,6 +448,8 @@ def privacy_statement(model: DPLinearModelBase) -> str:
     sklearn.exceptions.NotFittedError
         If it is not fitted.
     """
+    if _is_pipeline(model):
+        return _pipeline_statement(model)
     _fitted_model(model)
     from . import __version__
 
@@ -419,79 +534,112 @@ def privacy_statement(model: DPLinearModelBase) -> str:
 
 
 # ----------------------------------------------------------------------------- save / load
-def save(model: DPLinearModelBase, path: str | os.PathLike) -> Path:
-    """Write a fitted dperm estimator with its privacy metadata (no pickle).
+def _encode_param(value: Any, name: str) -> Any:
+    """A parameter as plain JSON: a value, or an allow-listed :mod:`dperm.norms` norm."""
+    from .norms import Norm
 
-    Parameters
-    ----------
-    model : fitted dperm estimator
-    path : str or PathLike
-        Destination file (suffix ``.dperm`` by convention); overwritten
-        atomically if it exists.
+    if isinstance(value, Norm):
+        return _encode_norm(value, name)
+    return _json_value(value, name)
 
-    Returns
-    -------
-    Path
-        ``path``.
 
-    Raises
-    ------
-    ModelFileError
-        If ``model`` is not a dperm estimator, or holds a parameter or fitted
-        array that is not plain data (e.g. a Constraint object).
-    sklearn.exceptions.NotFittedError
-        If ``model`` is not fitted.
-    OSError
-        If the file cannot be written.
+def _norm_classes() -> dict[str, type]:
+    from .norms import ChainTVNorm, GroupLinfNorm, L1Norm, LinfNorm
 
-    Examples
-    --------
-    >>> import numpy as np, tempfile, os, dperm
-    >>> X = np.random.default_rng(0).normal(size=(500, 2)) / 3
-    >>> clf = dperm.DPLogisticRegression(classes=[0, 1], data_norm=2.0, random_state=0)
-    >>> clf = clf.fit(X, (X[:, 0] > 0).astype(int))
-    >>> path = dperm.save(clf, os.path.join(tempfile.mkdtemp(), "model.dperm"))
-    >>> loaded = dperm.load(path)
-    >>> bool(np.all(loaded.predict(X) == clf.predict(X)))
-    True
-    """
-    _fitted_model(model)
-    params = {}
-    for key, value in model.get_params(deep=False).items():
-        if key in _NEVER_SAVED_PARAMS:
-            continue
-        params[key] = _json_value(value, key)
-    attributes: dict[str, Any] = {}
+    return {c.__name__: c for c in (L1Norm, LinfNorm, GroupLinfNorm, ChainTVNorm)}
+
+
+def _encode_norm(norm, name: str) -> dict[str, Any]:
+    cls = type(norm).__name__
+    if _norm_classes().get(cls) is not type(norm):
+        raise ModelFileError(
+            f"{name} = {norm!r} ({cls}) cannot be saved without pickle: only the norms "
+            f"{sorted(_norm_classes())} are described by plain data (a SubmodularNorm holds "
+            "a Python function F)"
+        )
+    out: dict[str, Any] = {_NORM_KEY: cls, "d": int(norm.d), "alpha": float(norm.alpha)}
+    if cls == "GroupLinfNorm":
+        out["groups"] = [np.flatnonzero(row).tolist() for row in norm.membership]
+    if cls == "ChainTVNorm":
+        out["mu"] = float(norm.mu)
+    return out
+
+
+def _decode_param(value: Any, name: str) -> Any:
+    """Inverse of :func:`_encode_param`; a dict must describe an allow-listed norm."""
+    if not isinstance(value, dict):
+        return value
+    cls = _norm_classes().get(value.get(_NORM_KEY))
+    extra = set(value) - {_NORM_KEY, "d", "alpha", "groups", "mu"}
+    if cls is None or extra:
+        raise ModelFileError(f"parameter {name!r} is not plain data or an allowed norm: {value!r}")
+    kw = {k: v for k, v in value.items() if k != _NORM_KEY}
+    try:
+        if "groups" in kw:
+            return cls(kw.pop("groups"), **kw)
+        return cls(**kw)
+    except (DpermError, TypeError, ValueError) as exc:
+        raise ModelFileError(f"parameter {name!r}: invalid norm {value!r}: {exc}") from None
+
+
+def _record(obj: Any, saved: tuple[str, ...], prefix: str) -> tuple[dict, dict[str, np.ndarray]]:
+    """(JSON record, arrays keyed by member name) of one fitted estimator or transformer:
+    its class, parameters (``random_state`` never), the allow-listed fitted attributes
+    ``saved`` (scalars in the record, arrays as .npy members, a list of arrays as
+    ``key.0``, ``key.1``, …) and the names of the attributes left out."""
+    params = {
+        key: _encode_param(value, key)
+        for key, value in obj.get_params(deep=False).items()
+        if key not in _NEVER_SAVED_PARAMS
+    }
+    rec: dict[str, Any] = {
+        "class": type(obj).__name__,
+        "params": params,
+        "attributes": {},
+        "arrays": [],
+        "array_lists": {},
+        "object_str_arrays": [],
+        "not_saved": [],
+    }
     arrays: dict[str, np.ndarray] = {}
-    object_str: list[str] = []
-    not_saved: list[str] = []
-    for key, value in vars(model).items():
+
+    def put(key: str, value: np.ndarray) -> None:
+        arr, was_obj = _array_for_file(value, key)
+        arrays[f"{prefix}{key}.npy"] = arr
+        rec["arrays"].append(key)
+        if was_obj:
+            rec["object_str_arrays"].append(key)
+
+    for key, value in vars(obj).items():
         if not key.endswith("_") or key.startswith("_") or key in _PRIVACY_ATTRIBUTES:
             continue
-        if key not in _SAVED_ATTRIBUTES:
+        if key not in saved:
             if key not in _REBUILT:
-                not_saved.append(key)
+                rec["not_saved"].append(key)
             continue
         if isinstance(value, np.ndarray):
-            arr, was_obj = _array_for_file(value, key)
-            arrays[key] = arr
-            if was_obj:
-                object_str.append(key)
+            put(key, value)
+        elif isinstance(value, list) and all(isinstance(v, np.ndarray) for v in value):
+            rec["array_lists"][key] = len(value)
+            for n_, v in enumerate(value):
+                put(f"{key}.{n_}", v)
         else:
-            attributes[key] = _json_value(value, key)
+            rec["attributes"][key] = _json_value(value, key)
+    rec["arrays"].sort()
+    rec["object_str_arrays"].sort()
+    rec["not_saved"].sort()
+    return rec, arrays
+
+
+def _estimator_meta(model, prefix: str = "") -> tuple[dict, dict[str, np.ndarray]]:
+    """The record of a dperm estimator with its privacy block (format 1 keys)."""
+    rec, arrays = _record(model, _SAVED_ATTRIBUTES, prefix)
     event: DpEvent = model.dp_event_
-    statement = privacy_statement(model)
+    params = rec["params"]
     meta = {
-        "format": _FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
-        "dperm_version": _version(),
-        "estimator": type(model).__name__,
-        "params": params,
-        "attributes": attributes,
-        "arrays": sorted(arrays),
-        "object_str_arrays": sorted(object_str),
+        "estimator": rec.pop("class"),
+        **rec,
         "rebuilt_on_load": sorted(k for k in _REBUILT if hasattr(model, k)),
-        "not_saved": sorted(not_saved),
         "multinomial": type(getattr(model, "loss_", None)).__name__ == "Softmax",
         "privacy": {
             "epsilon": float(model.epsilon_),
@@ -509,6 +657,116 @@ def save(model: DPLinearModelBase, path: str | os.PathLike) -> Path:
         meta["privacy"]["run_event"] = run_event.to_dict()
     if _caveats(model):
         meta["privacy"]["caveats"] = _caveats(model)
+    return meta, arrays
+
+
+def _is_pipeline(model: Any) -> bool:
+    from sklearn.pipeline import Pipeline
+
+    return isinstance(model, Pipeline)
+
+
+def _pipeline_meta(pipe) -> tuple[dict, dict[str, np.ndarray], str]:
+    """(metadata, arrays, statement) of a Pipeline of dperm transformers + a dperm
+    estimator (ModelFileError for anything else)."""
+    steps = pipe.steps
+    transformers = _allowed_transformers()
+    records, arrays = [], {}
+    for i, (name, step) in enumerate(steps[:-1]):
+        if step is None or (isinstance(step, str) and step == "passthrough"):
+            records.append({"name": name, "class": "passthrough"})
+            continue
+        cls = type(step).__name__
+        if transformers.get(cls) is not type(step):
+            raise ModelFileError(
+                f"pipeline step {name!r} is a {cls}: only the dperm.preprocessing "
+                f"transformers {sorted(transformers)} can be saved (a fitted scikit-learn "
+                "scaler learned from the data without noise: see docs/pipelines.md)"
+            )
+        check_is_fitted(step)
+        rec, arr = _record(step, _TRANSFORMER_ATTRIBUTES[cls], f"step{i}__")
+        rec["name"] = name
+        rec["event"] = step.dp_event_.to_dict()
+        records.append(rec)
+        arrays.update(arr)
+    final_name, final = steps[-1]
+    _fitted_model(final)
+    est_meta, arr = _estimator_meta(final, f"step{len(steps) - 1}__")
+    est_meta["name"] = final_name
+    arrays.update(arr)
+    statement = privacy_statement(pipe)
+    event, eps, delta = _pipeline_privacy(pipe)
+    meta = {
+        "kind": "pipeline",
+        "steps": records,
+        "final": est_meta,
+        "privacy": {
+            "epsilon": eps,
+            "delta": delta,
+            "neighbouring": getattr(event, "neighbouring", REPLACE_ONE),
+            "event": event.to_dict(),
+        },
+    }
+    return meta, arrays, statement
+
+
+def save(model, path: str | os.PathLike) -> Path:
+    """Write a fitted dperm estimator — or a scikit-learn ``Pipeline`` of
+    :mod:`dperm.preprocessing` steps ending in one — with its privacy metadata (no pickle).
+
+    Parameters
+    ----------
+    model : fitted dperm estimator or sklearn.pipeline.Pipeline
+        A pipeline's steps must be ``PublicMinMaxScaler``, ``RowNormalizer``,
+        ``PublicOneHotEncoder``, ``DPStandardScaler`` or ``"passthrough"``, and its last
+        step a dperm estimator; its privacy event is the composition of the steps' events
+        (:func:`~dperm.preprocessing.pipeline_dp_event`).  A ``penalty=`` norm of
+        :mod:`dperm.norms` (``L1Norm``, ``LinfNorm``, ``GroupLinfNorm``,
+        ``ChainTVNorm``) is saved as plain data.
+    path : str or PathLike
+        Destination file (any name: ``.dperm`` by convention, ``.skops`` accepted —
+        the format is dperm's own zip of JSON + .npy either way); overwritten
+        atomically if it exists.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    ModelFileError
+        If ``model`` is not a dperm estimator or such a pipeline, or holds a parameter
+        or fitted array that is not plain data (e.g. a Constraint object, a
+        SubmodularNorm with a Python function).
+    sklearn.exceptions.NotFittedError
+        If ``model`` is not fitted.
+    OSError
+        If the file cannot be written.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os, dperm
+    >>> X = np.random.default_rng(0).normal(size=(500, 2)) / 3
+    >>> clf = dperm.DPLogisticRegression(classes=[0, 1], data_norm=2.0, random_state=0)
+    >>> clf = clf.fit(X, (X[:, 0] > 0).astype(int))
+    >>> path = dperm.save(clf, os.path.join(tempfile.mkdtemp(), "model.dperm"))
+    >>> loaded = dperm.load(path)
+    >>> bool(np.all(loaded.predict(X) == clf.predict(X)))
+    True
+    """
+    if _is_pipeline(model):
+        body, arrays, statement = _pipeline_meta(model)
+    else:
+        _fitted_model(model)
+        body, arrays = _estimator_meta(model)
+        statement = privacy_statement(model)
+    meta = {
+        "format": _FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "dperm_version": _version(),
+        **body,
+    }
     path = Path(path)
     # write next to the target, then rename: a crash never leaves half a model file
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
@@ -516,10 +774,10 @@ def save(model: DPLinearModelBase, path: str | os.PathLike) -> Path:
         with open(tmp, "xb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
             zf.writestr(_META, json.dumps(meta, indent=2, sort_keys=True, allow_nan=False))
             zf.writestr(_STATEMENT, statement)
-            for key, arr in arrays.items():
+            for member, arr in arrays.items():
                 buf = _io.BytesIO()
                 np.lib.format.write_array(buf, arr, allow_pickle=False)
-                zf.writestr(f"{key}.npy", buf.getvalue())
+                zf.writestr(member, buf.getvalue())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -574,12 +832,13 @@ def _metadata(zf: zipfile.ZipFile) -> dict[str, Any]:
     return meta
 
 
-def load(path: str | os.PathLike) -> DPLinearModelBase:
+def load(path: str | os.PathLike):
     """Read a model written by :func:`save`; no code from the file is executed.
 
-    The estimator class must be on the allow-list (the estimators of
-    :mod:`dperm.estimators`); parameters are set with ``set_params``; arrays
-    are read with ``allow_pickle=False``; the privacy event is rebuilt with
+    The estimator and transformer classes must be on the allow-lists (the estimators of
+    :mod:`dperm.estimators`, the transformers of :mod:`dperm.preprocessing`); parameters
+    are set with ``set_params`` (a norm penalty is rebuilt from its allow-listed class);
+    arrays are read with ``allow_pickle=False``; the privacy events are rebuilt with
     :func:`~dperm.accounting.events.event_from_dict`.
 
     Parameters
@@ -588,11 +847,11 @@ def load(path: str | os.PathLike) -> DPLinearModelBase:
 
     Returns
     -------
-    estimator
-        A fitted estimator that predicts exactly as the saved one, with
-        ``dp_event_``, ``epsilon_``, ``delta_`` and :meth:`privacy_statement`.
-        ``random_state`` is None and ``n_clipped_`` / ``diagnostics_`` are
-        absent (never saved).
+    estimator or sklearn.pipeline.Pipeline
+        A fitted estimator (or pipeline) that predicts exactly as the saved one, with
+        ``dp_event_``, ``epsilon_``, ``delta_`` and :meth:`privacy_statement`
+        (``dperm.privacy_statement(pipeline)`` for a pipeline).  ``random_state`` is
+        None and ``n_clipped_`` / ``diagnostics_`` are absent (never saved).
 
     Raises
     ------
@@ -605,63 +864,138 @@ def load(path: str | os.PathLike) -> DPLinearModelBase:
     """
     with _open(path) as zf:
         meta = _metadata(zf)
-        allowed = _allowed_classes()
-        name = meta.get("estimator")
-        if name not in allowed:
-            raise ModelFileError(
-                f"estimator class {name!r} is not on the allow-list of loadable dperm "
-                f"estimators {sorted(allowed)}; refusing to load"
-            )
-        cls = allowed[name]
-        est = cls()
-        params = meta.get("params")
-        valid = est.get_params(deep=False)
-        if not isinstance(params, dict) or not set(params) <= set(valid):
-            extra = sorted(set(params) - set(valid)) if isinstance(params, dict) else params
-            raise ModelFileError(f"unknown parameters for {name}: {extra!r}")
-        est.set_params(**params)
-        arrays = meta.get("arrays", [])
-        for key, kind in (("arrays", list), ("object_str_arrays", list), ("attributes", dict)):
-            if not isinstance(meta.get(key, kind()), kind):
-                raise ModelFileError(f"{key} must be a {kind.__name__} in {_META}")
-        expected = {_META, _STATEMENT} | {f"{a}.npy" for a in arrays}
-        extra = sorted(set(zf.namelist()) - expected)
-        if extra:
-            raise ModelFileError(f"unexpected members in the model file: {extra}")
-        for key in arrays:
-            _check_attr_name(key)
-            try:
-                with zf.open(f"{key}.npy") as fh:
-                    arr = np.lib.format.read_array(fh, allow_pickle=False)
-            except KeyError:
-                raise ModelFileError(f"array {key!r} listed but missing") from None
-            except ValueError as exc:
-                raise ModelFileError(
-                    f"array {key!r} cannot be read without pickle: {exc}"
-                ) from None
-            if key in meta.get("object_str_arrays", []):
-                arr = arr.astype(object)
-            setattr(est, key, arr)
-        for key, value in meta.get("attributes", {}).items():
-            _check_attr_name(key)
-            if isinstance(value, dict | list):
-                raise ModelFileError(f"attribute {key!r} must be a scalar, got {value!r}")
-            setattr(est, key, value)
+        if meta.get("kind", "estimator") == "pipeline":
+            return _load_pipeline(zf, meta)
+        _check_members(zf, {_META, _STATEMENT} | _members(meta, ""))
+        est = _load_estimator(zf, meta, "")
+    return est
+
+
+def _members(rec: dict, prefix: str) -> set[str]:
+    arrays = rec.get("arrays", [])
+    if not isinstance(arrays, list):
+        raise ModelFileError(f"arrays must be a list in {_META}")
+    return {f"{prefix}{a}.npy" for a in arrays if isinstance(a, str)}
+
+
+def _check_members(zf: zipfile.ZipFile, expected: set[str]) -> None:
+    extra = sorted(set(zf.namelist()) - expected)
+    if extra:
+        raise ModelFileError(f"unexpected members in the model file: {extra}")
+
+
+def _restore(zf, obj, rec: dict, prefix: str, saved: tuple[str, ...]) -> None:
+    """Set the parameters, arrays and scalar attributes of one record on ``obj``."""
+    name = type(obj).__name__
+    params = rec.get("params")
+    valid = obj.get_params(deep=False)
+    if not isinstance(params, dict) or not set(params) <= set(valid):
+        extra = sorted(set(params) - set(valid)) if isinstance(params, dict) else params
+        raise ModelFileError(f"unknown parameters for {name}: {extra!r}")
+    obj.set_params(**{k: _decode_param(v, k) for k, v in params.items()})
+    for key, kind in (
+        ("arrays", list),
+        ("object_str_arrays", list),
+        ("attributes", dict),
+        ("array_lists", dict),
+    ):
+        if not isinstance(rec.get(key, kind()), kind):
+            raise ModelFileError(f"{key} must be a {kind.__name__} in {_META}")
+    lists = rec.get("array_lists", {})
+    loaded: dict[str, np.ndarray] = {}
+    for key in rec.get("arrays", []):
+        base = key.split(".")[0] if isinstance(key, str) else key
+        _check_attr_name(base, saved)
+        if base != key and (base not in lists or not key[len(base) + 1 :].isdigit()):
+            raise ModelFileError(f"invalid array name in the model file: {key!r}")
         try:
-            est.dp_event_ = event_from_dict(meta["privacy"]["event"])
-            if "run_event" in meta["privacy"]:
-                est.run_dp_event_ = event_from_dict(meta["privacy"]["run_event"])
-            if "caveats" in meta["privacy"]:
-                est.privacy_caveats_ = tuple(meta["privacy"]["caveats"])
-                _caveats(est)
-        except (KeyError, TypeError, DpermError) as exc:
-            raise ModelFileError(f"the privacy event of the model file is invalid: {exc}") from None
+            with zf.open(f"{prefix}{key}.npy") as fh:
+                arr = np.lib.format.read_array(fh, allow_pickle=False)
+        except KeyError:
+            raise ModelFileError(f"array {key!r} listed but missing") from None
+        except ValueError as exc:
+            raise ModelFileError(f"array {key!r} cannot be read without pickle: {exc}") from None
+        if key in rec.get("object_str_arrays", []):
+            arr = arr.astype(object)
+        loaded[key] = arr
+    for key, count in lists.items():
+        _check_attr_name(key, saved)
+        if not isinstance(count, int) or any(f"{key}.{i}" not in loaded for i in range(count)):
+            raise ModelFileError(f"array list {key!r} is incomplete in the model file")
+        setattr(obj, key, [loaded.pop(f"{key}.{i}") for i in range(count)])
+    for key, arr in loaded.items():
+        setattr(obj, key, arr)
+    for key, value in rec.get("attributes", {}).items():
+        _check_attr_name(key, saved)
+        if isinstance(value, dict | list):
+            raise ModelFileError(f"attribute {key!r} must be a scalar, got {value!r}")
+        setattr(obj, key, value)
+
+
+def _load_estimator(zf, meta: dict, prefix: str):
+    allowed = _allowed_classes()
+    name = meta.get("estimator")
+    if name not in allowed:
+        raise ModelFileError(
+            f"estimator class {name!r} is not on the allow-list of loadable dperm "
+            f"estimators {sorted(allowed)}; refusing to load"
+        )
+    est = allowed[name]()
+    _restore(zf, est, meta, prefix, _SAVED_ATTRIBUTES)
+    try:
+        est.dp_event_ = event_from_dict(meta["privacy"]["event"])
+        if "run_event" in meta["privacy"]:
+            est.run_dp_event_ = event_from_dict(meta["privacy"]["run_event"])
+        if "caveats" in meta["privacy"]:
+            est.privacy_caveats_ = tuple(meta["privacy"]["caveats"])
+            _caveats(est)
+    except (KeyError, TypeError, DpermError) as exc:
+        raise ModelFileError(f"the privacy event of the model file is invalid: {exc}") from None
     _rebuild(est, meta)
     return est
 
 
-def _check_attr_name(key: Any) -> None:
-    if not isinstance(key, str) or key not in _SAVED_ATTRIBUTES:
+def _load_pipeline(zf, meta: dict):
+    from sklearn.pipeline import Pipeline
+
+    steps_meta, final = meta.get("steps"), meta.get("final")
+    if not isinstance(steps_meta, list) or not isinstance(final, dict):
+        raise ModelFileError(f"a pipeline file needs 'steps' (a list) and 'final' in {_META}")
+    n = len(steps_meta)
+    expected = {_META, _STATEMENT} | _members(final, f"step{n}__")
+    for i, rec in enumerate(steps_meta):
+        if isinstance(rec, dict):
+            expected |= _members(rec, f"step{i}__")
+    _check_members(zf, expected)
+    transformers = _allowed_transformers()
+    steps = []
+    for i, rec in enumerate(steps_meta):
+        if not isinstance(rec, dict) or not isinstance(rec.get("name"), str):
+            raise ModelFileError(f"pipeline step {i} is malformed in {_META}")
+        cls_name = rec.get("class")
+        if cls_name == "passthrough":
+            steps.append((rec["name"], "passthrough"))
+            continue
+        if cls_name not in transformers:
+            raise ModelFileError(
+                f"pipeline step class {cls_name!r} is not on the allow-list "
+                f"{sorted(transformers)}; refusing to load"
+            )
+        step = transformers[cls_name]()
+        _restore(zf, step, rec, f"step{i}__", _TRANSFORMER_ATTRIBUTES[cls_name])
+        try:
+            step.dp_event_ = event_from_dict(rec["event"])
+        except (KeyError, TypeError, DpermError) as exc:
+            raise ModelFileError(f"the privacy event of step {i} is invalid: {exc}") from None
+        steps.append((rec["name"], step))
+    if not isinstance(final.get("name"), str):
+        raise ModelFileError(f"the final step of the pipeline has no name in {_META}")
+    steps.append((final["name"], _load_estimator(zf, final, f"step{n}__")))
+    return Pipeline(steps)
+
+
+def _check_attr_name(key: Any, saved: tuple[str, ...] = _SAVED_ATTRIBUTES) -> None:
+    if not isinstance(key, str) or key not in saved:
         raise ModelFileError(f"invalid fitted-attribute name in the model file: {key!r}")
 
 

@@ -50,6 +50,7 @@ from .accounting.events import (
     SelfComposed,
 )
 from .accounting.gaussian import analytic_gaussian_noise_multiplier
+from .accounting.ledger import charge
 from .exceptions import (
     ClippingWarning,
     InvalidDataError,
@@ -632,6 +633,14 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         n, d = X.shape
         lo, hi = _check_bounds(self.bounds, d)
         rng = check_random_state(self.random_state)
+        if delta == 0.0:
+            event = SelfComposed(
+                Laplace(noise_multiplier=2.0 / epsilon, neighbouring=REPLACE_ONE), 2
+            )
+        else:  # two Gaussian releases of multiplier s ≡ one of s/√2
+            s = math.sqrt(2.0) * analytic_gaussian_noise_multiplier(epsilon, delta)
+            event = SelfComposed(Gaussian(noise_multiplier=s, neighbouring=REPLACE_ONE), 2)
+        charge(event, type(self).__name__)  # an active dperm.budget, before the data is read
 
         self.n_clipped_ = _count_outside(X, lo, hi)
         if self.n_clipped_:
@@ -649,13 +658,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if delta == 0.0:  # Laplace, ε/2 per block, ℓ1 sensitivity d per normalized block
             noise_scale = sens * d / (epsilon / 2.0)
             noise = laplace_noise((2, d), 1.0, rng) * noise_scale
-            leaf = Laplace(noise_multiplier=2.0 / epsilon, neighbouring=REPLACE_ONE)
-            self.dp_event_ = SelfComposed(leaf, 2)
-        else:  # Gaussian: two releases of multiplier s ≡ one of s/√2
-            s = math.sqrt(2.0) * analytic_gaussian_noise_multiplier(epsilon, delta)
+        else:  # Gaussian, multiplier s per block, ℓ2 sensitivity √d per normalized block
             noise_scale = sens * math.sqrt(d) * s
             noise = gaussian_noise((2, d), 1.0, rng) * noise_scale
-            self.dp_event_ = SelfComposed(Gaussian(noise_multiplier=s, neighbouring=REPLACE_ONE), 2)
+        self.dp_event_ = event
         mean_hat, second_hat = mean + noise[0], second + noise[1]
 
         # post-processing of the private release (Dwork & Roth, Prop. 2.1)

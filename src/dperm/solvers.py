@@ -7,7 +7,9 @@ They minimize
 with L the *mean* GLM loss (see :mod:`dperm.losses`), an optional linear term
 (objective perturbation adds ⟨b, θ⟩/n there), an optional non-smooth
 regularizer r with a prox (:mod:`dperm.regularizers`) and an optional convex
-set C (:mod:`dperm.constraints`).  Dense and scipy.sparse X alike.
+set C (:mod:`dperm.constraints`).  Dense and scipy.sparse X alike; X is viewed
+as a :class:`~dperm.design.Design` (never copied): every evaluation of F and ∇F
+is one fused pass over X, every Hessian-vector product another.
 
 They are used (a) inside the perturbation algorithms, whose privacy proofs
 assume the *exact* minimizer or (AMP) a minimizer to a stated gradient-norm
@@ -23,15 +25,17 @@ independently of the optimizer's own stopping rule:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
+import scipy.linalg as sla_dense
 import scipy.optimize as so
-import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
 from ._validation import check_count, check_nonnegative, check_positive
 from .constraints import Box, Constraint
+from .design import Design, as_design
 from .losses.base import GLMLoss
 from .regularizers import Regularizer
 
@@ -73,40 +77,71 @@ def objective_value(loss: GLMLoss, theta, X, y, *, l2=0.0, linear=None, regulari
     return v
 
 
+#: up to this many columns λ_max(XᵀX) comes from the d×d Gram matrix (exact, one
+#: pass); wider designs use a Lanczos estimate of the top singular value
+_GRAM_MAX_COLUMNS = 256
+
+
+def _spectral_norm_sq(X: Design) -> float:
+    """λ_max(XᵀX) of the effective rows, without copying X."""
+    n, d = X.shape
+    if d <= _GRAM_MAX_COLUMNS or min(n, d) == 1:
+        G = X.gram()
+        return float(np.linalg.eigvalsh(G)[-1]) if d > 1 else float(G[0, 0])
+    op = sla.LinearOperator((n, d), matvec=X.matvec, rmatvec=X.rmatvec, dtype=np.float64)
+    s = sla.svds(op, k=1, return_singular_vectors=False, random_state=0, solver="arpack")[0]
+    return float(s) ** 2
+
+
 def smoothness_bound(loss: GLMLoss, X, l2: float = 0.0) -> float:
     """An upper bound on the smoothness of θ ↦ L(θ) + (l2/2)‖θ‖² on this data:
-    c · λ_max(XᵀX/n) + l2 (c = the loss's curvature), via the squared spectral norm.
+    c · λ_max(XᵀX/n) + l2 (c = the loss's curvature).
 
-    Used only as a step size for the (non-private) solver, never in a privacy
+    λ_max comes from the Gram matrix (d ≤ 256 columns, block by block) or a Lanczos
+    estimate of the top singular value (wider designs); X is never copied.  Used
+    only as a step size for the (non-private) solver, never in a privacy
     calibration.
     """
+    X = as_design(X)
     n = X.shape[0]
-    if sp.issparse(X):
-        s = (
-            sp.linalg.svds(X, k=1, return_singular_vectors=False, random_state=0)[0]
-            if min(X.shape) > 1
-            else sp.linalg.norm(X)
-        )
-    else:
-        s = np.linalg.norm(X, 2)
     c = loss.curvature if math.isfinite(loss.curvature) else 1.0
-    return c * float(s) ** 2 / n + l2
+    return c * _spectral_norm_sq(X) / n + l2
 
 
 def _smooth_parts(loss, X, y, l2, linear):
+    last: dict = {}
+
     def fg(theta):
+        # one-entry memo: the solvers re-evaluate the point they stop at (residual check)
+        if "theta" in last and np.array_equal(theta, last["theta"]):
+            return last["v"], last["g"].copy()
         v, g = loss.value_and_gradient(theta, X, y)
         v += 0.5 * l2 * float(theta @ theta)
         g = g + l2 * theta
         if linear is not None:
             v += float(linear @ theta)
             g = g + linear
+        last.update(theta=np.array(theta, copy=True), v=v, g=g.copy())
         return v, g
 
     def hessp(theta, p):
         return loss.hessian_vector_product(theta, X, y, p) + l2 * p
 
     return fg, hessp
+
+
+def _explicit_hessian(loss, X, l2):
+    """θ ↦ ∇²F(θ) as a d×d matrix (one pass over X), for GLM losses on designs of at
+    most :data:`_GRAM_MAX_COLUMNS` columns; None otherwise (Hessian-vector products)."""
+    if not isinstance(loss, GLMLoss) or X.shape[1] > _GRAM_MAX_COLUMNS:
+        return None
+
+    def hess(theta, y):
+        H = loss.hessian(theta, X, y)
+        H[np.diag_indices_from(H)] += l2
+        return H
+
+    return hess
 
 
 def _prox_factory(regularizer: Regularizer | None, constraint: Constraint | None):
@@ -157,7 +192,8 @@ def minimize(
     Parameters
     ----------
     loss : GLMLoss
-    X : ndarray or csr_matrix of shape (n, d)
+    X : ndarray, csr_matrix or Design of shape (n, d)
+        An array is viewed as a Design without clipping (no copy).
     y : ndarray of shape (n,)
     l2 : float ≥ 0
         Coefficient of (l2/2)‖θ‖².
@@ -180,19 +216,23 @@ def minimize(
     l2 = check_nonnegative(l2, "l2")
     tol = check_positive(tol, "tol")
     max_iter = check_count(max_iter, "max_iter")
+    X = as_design(X)
     d = X.shape[1]
     theta0 = np.zeros(d) if x0 is None else np.asarray(x0, dtype=float).copy()
     if linear is not None:
         linear = np.asarray(linear, dtype=float).ravel()
     fg, hessp = _smooth_parts(loss, X, y, l2, linear)
 
+    hess = _explicit_hessian(loss, X, l2)
+    if hess is not None:
+        hess = functools.partial(hess, y=y)
     if regularizer is None and (constraint is None or isinstance(constraint, Box)):
-        return _lbfgs(loss, fg, hessp, theta0, constraint, tol, max_iter, d)
+        return _lbfgs(loss, fg, hessp, theta0, constraint, tol, max_iter, d, hess)
     if regularizer is None and loss.smooth:
         # A smooth objective over a set C: if the unconstrained minimizer lies in C it
         # is the constrained one (its gradient mapping is ≤ ‖∇F‖); this avoids slow
         # FISTA runs on ill-conditioned problems whose constraint is not active.
-        free = _lbfgs(loss, fg, hessp, theta0, None, tol, max_iter, d)
+        free = _lbfgs(loss, fg, hessp, theta0, None, tol, max_iter, d, hess)
         if free.converged and constraint.contains(free.theta, tol=0.0):
             prox = _prox_factory(None, constraint)
             t = 1.0 / smoothness_bound(loss, X, l2)
@@ -203,14 +243,14 @@ def minimize(
     return _fista(fg, loss, X, l2, theta0, regularizer, constraint, tol, max_iter)
 
 
-def _lbfgs(loss, fg, hessp, theta0, constraint, tol, max_iter, d):
+def _lbfgs(loss, fg, hessp, theta0, constraint, tol, max_iter, d, hess=None):
     # far-off trial points (e.g. a gigantic perturbation term) overflow the loss: they
     # are rejected by the line searches and the certified residual, not warned about
     with np.errstate(over="ignore", invalid="ignore"):
-        return _lbfgs_body(loss, fg, hessp, theta0, constraint, tol, max_iter, d)
+        return _lbfgs_body(loss, fg, hessp, theta0, constraint, tol, max_iter, d, hess)
 
 
-def _lbfgs_body(loss, fg, hessp, theta0, constraint, tol, max_iter, d):
+def _lbfgs_body(loss, fg, hessp, theta0, constraint, tol, max_iter, d, hess):
     bounds = constraint.bounds(d) if constraint is not None else None
     if constraint is not None:
         theta0 = constraint.project(theta0)
@@ -239,7 +279,18 @@ def _lbfgs_body(loss, fg, hessp, theta0, constraint, tol, max_iter, d):
     n_iter = int(res.nit)
     opt = residual(theta)
     method = "L-BFGS-B"
-    if opt > tol and constraint is None and loss.smooth:
+    budget = min(50, max_iter - n_iter)
+    if opt > tol and constraint is None and loss.smooth and hess is not None and budget > 0:
+        # Newton with the explicit d×d Hessian (one pass over X each): quadratic
+        # convergence from where L-BFGS-B stops, two passes per step
+        try:
+            theta, opt, extra = _newton_on_residual(fg, hessp, theta, opt, tol, budget, hess)
+        except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+            extra = 0
+        if extra:
+            n_iter += extra
+            method += "+newton"
+    if opt > tol and constraint is None and loss.smooth and hess is None:
         # Newton polish: quadratic convergence close to the optimum
         try:
             res2 = so.minimize(
@@ -260,7 +311,7 @@ def _lbfgs_body(loss, fg, hessp, theta0, constraint, tol, max_iter, d):
             n_iter += int(res2.nit)
             method = "L-BFGS-B+trust-ncg"
     budget = min(50, max_iter - n_iter)
-    if opt > tol and constraint is None and loss.smooth and budget > 0:
+    if opt > tol and constraint is None and loss.smooth and hess is None and budget > 0:
         # Far from the origin F(θ) is large and both line searches above stop on
         # "no representable decrease" before the gradient is small; Newton-CG
         # steps accepted on the gradient norm (the residual we certify) finish it.
@@ -281,16 +332,21 @@ def _lbfgs_body(loss, fg, hessp, theta0, constraint, tol, max_iter, d):
     )
 
 
-def _newton_on_residual(fg, hessp, theta, opt, tol, max_steps=50):
-    """Newton-CG iterations θ ← θ + t·p, H p = −∇F, accepting the largest
+def _newton_on_residual(fg, hessp, theta, opt, tol, max_steps=50, hess=None):
+    """Newton iterations θ ← θ + t·p, H p = −∇F, accepting the largest
     t ∈ {1, 1/2, …} that decreases ‖∇F‖ (not F, whose decrease may not be
-    representable in floating point near the optimum)."""
+    representable in floating point near the optimum).  H p = −∇F is solved
+    exactly with the d×d Hessian ``hess(θ)`` when given, else by conjugate
+    gradients on Hessian-vector products."""
     d = theta.shape[0]
     steps = 0
     for _ in range(max_steps):  # optimizer iterations, not rows
         _, g = fg(theta)
-        H = sla.LinearOperator((d, d), matvec=lambda v, th=theta: hessp(th, v), dtype=float)
-        p, _info = sla.cg(H, -g, rtol=1e-12, atol=0.0, maxiter=10 * d)
+        if hess is not None:
+            p = _solve_psd(hess(theta), -g)
+        else:
+            H = sla.LinearOperator((d, d), matvec=lambda v, th=theta: hessp(th, v), dtype=float)
+            p, _info = sla.cg(H, -g, rtol=1e-12, atol=0.0, maxiter=10 * d)
         t = 1.0
         improved = False
         for _ in range(30):
@@ -304,6 +360,15 @@ def _newton_on_residual(fg, hessp, theta, opt, tol, max_steps=50):
         if not improved or opt <= tol:
             break
     return theta, opt, steps
+
+
+def _solve_psd(H: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """H⁻¹b for a symmetric positive semi-definite H (Cholesky; least squares when
+    H is singular, e.g. an unregularized loss that is flat on some rows)."""
+    try:
+        return sla_dense.cho_solve(sla_dense.cho_factor(H), b)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(H, b, rcond=None)[0]
 
 
 def _fista(fg, loss, X, l2, theta0, regularizer, constraint, tol, max_iter):

@@ -56,6 +56,7 @@ __all__ = [
     "ALGORITHMS",
     "TheoryBound",
     "bound_for_estimator",
+    "denoised_release_bound",
     "dual_frank_wolfe_bound",
     "exponential_sampling_bound",
     "structured_output_bound",
@@ -194,19 +195,31 @@ def _gradient_methods(algorithm, n, d, epsilon, delta, lip, lam, radius, theta_n
 def _objective(n, d, epsilon, delta, lip, beta, lam, radius, theta_norm):
     if lam > 0:
         beta = _need(beta, "smoothness", "objective")
-        from .algorithms.objective_perturbation import chaudhuri_calibration, kifer_calibration
+        from .algorithms.objective_perturbation import MARGIN_BOUND, tight_calibration
 
+        # the default (tight) calibration, with the algorithm's Δ choice: the prior
+        # ‖θ‖ ≤ MARGIN_BOUND/R is MARGIN_BOUND/L for the losses with |φ'| ≤ 1
+        prior = radius if radius is not None else theta_norm
+        cal = tight_calibration(
+            epsilon, delta, n, lam, beta, lip, n_coords=d,
+            theta_bound=prior if prior is not None else MARGIN_BOUND / lip,
+        )  # fmt: skip
+        extra = cal.extra_l2
         if delta == 0.0:
-            eps_noise, extra = chaudhuri_calibration(epsilon, n, lam, beta)
-            scale = 2.0 * lip / (n * eps_noise)  # ‖b/n‖ ~ Gamma(d, 2L/(nε'))
+            scale = cal.noise_scale / n  # ‖b/n‖ ~ Gamma(d, 2L/(nε'))
             m1, m2 = d * scale, d * (d + 1) * scale * scale
-            src = "Chaudhuri, Monteleoni, Sarwate (JMLR 2011), Algorithm 2 / Theorem 9 noise"
+            src = (
+                "Chaudhuri, Monteleoni, Sarwate (JMLR 2011), Algorithm 2 noise, tight "
+                "calibration (docs/objective_perturbation.md)"
+            )
             rate = "≈ d² L² / (Λ n² ε²)"
         else:
-            sigma, extra = kifer_calibration(epsilon, delta, n, lam, beta, lip)
-            s = sigma / n  # b/n ~ N(0, (σ/n)² I)
+            s = cal.noise_scale / n  # b/n ~ N(0, (σ/n)² I)
             m1, m2 = math.sqrt(d) * s, d * s * s
-            src = "Kifer, Smith, Thakurta (COLT 2012), Algorithm 1 / Theorem 2 noise"
+            src = (
+                "Kifer, Smith, Thakurta (COLT 2012), Algorithm 1 noise, tight calibration "
+                "(docs/objective_perturbation.md)"
+            )
             rate = "≈ d L² log(1/δ) / (Λ n² ε²)"
         if extra > 0:
             R = _radius(radius, theta_norm, "objective")
@@ -530,6 +543,15 @@ def bound_for_estimator(estimator, n_samples: int) -> TheoryBound | None:
     from .estimators._mechanisms import MARGIN_BOUND
 
     mechanism = getattr(estimator, "mechanism", None)
+    if mechanism in ("structured-output", "dual-frank-wolfe"):
+        dg0 = estimator.diagnostics_
+        if isinstance(dg0, list):
+            dg0 = dg0[0]
+        if dg0.get("denoise", "none") != "none":
+            # the bounds below are for the raw release θ̂ + κ; the denoised release
+            # has the high-probability distance bound of denoised_release_bound,
+            # whose Ω(θ̂) is not public
+            return None
     if mechanism == "structured-output":
         return _structured_for_estimator(estimator, n_samples)
     if mechanism == "dual-frank-wolfe":
@@ -632,6 +654,49 @@ def structured_output_bound(
         "Gaussian-width term derived in dperm.theory.structured_output_bound "
         "(cf. Kumar & Deisenroth 2019, Thm 1)",
         "E[J(θ)] − min J,  J = (1/n)Σℓ + (λ/n)Ω + (Λ/2)‖θ‖²",
+    )
+
+
+def denoised_release_bound(*, tau: float, omega: float, level: float) -> TheoryBound:
+    """Distance of the soft-denoised release to the exact minimizer:
+    ‖prox_{τΩ}(θ̂ + b) − θ̂‖₂² ≤ 4·τ·Ω(θ̂) with probability ≥ 1 − β
+    (:mod:`dperm.algorithms.structured_output_perturbation`, "Denoising").
+
+    Proof (derived here; the lasso-type denoising argument).  Let p minimize
+    ½‖θ − θ̂ − b‖² + τΩ(θ).  Comparing with θ = θ̂:
+    ½‖p − θ̂‖² − ⟨b, p − θ̂⟩ + ½‖b‖² + τΩ(p) ≤ ½‖b‖² + τΩ(θ̂), so
+    ½‖p − θ̂‖² ≤ Ω*(b)Ω(p − θ̂) + τ(Ω(θ̂) − Ω(p)) (Hölder for a norm and its
+    dual).  On the event Ω*(b) ≤ τ — of probability ≥ 1 − β when τ is the
+    (1 − β)-quantile of Ω*(b) — the triangle inequality
+    Ω(p − θ̂) ≤ Ω(p) + Ω(θ̂) gives ½‖p − θ̂‖² ≤ 2τΩ(θ̂).  Compare E‖b‖² = σ²d for
+    the raw release.
+
+    Parameters
+    ----------
+    tau : float ≥ 0
+        τ (``diagnostics["denoise_threshold"]``).
+    omega : float ≥ 0
+        Ω(θ̂) or any upper bound on it (θ̂ is private: a public bound such as
+        (n/λ)·ℓ(0) from J(θ̂) ≤ J(0) keeps the statement public).
+    level : float in (0, 1)
+        β.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+    """
+    tau = check_nonnegative(tau, "tau")
+    omega = check_nonnegative(omega, "omega")
+    level = float(level)
+    if not 0.0 < level < 1.0:
+        raise InvalidPrivacyParameter(f"level must be in (0, 1), got {level!r}")
+    return TheoryBound(
+        4.0 * tau * omega,
+        "4·τ·Ω(θ̂)",
+        True,
+        "soft-denoised output perturbation: derived in dperm.theory.denoised_release_bound "
+        f"(holds with probability ≥ {1.0 - level:g})",
+        "‖prox_{τΩ}(θ̂ + b) − θ̂‖₂²",
     )
 
 

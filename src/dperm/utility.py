@@ -12,8 +12,8 @@ those are part of the mechanism, not of the task.)
 
 For a fitted dperm estimator everything is taken from the estimator: its loss,
 Λ (``l2_``), regularizer, constraint, the clipping of rows to ``data_norm``
-and the intercept column; for one-vs-rest models the mean over the classes'
-binary problems is returned.
+and the intercept column (its :class:`~dperm.design.Design` of X: no copy of X);
+for one-vs-rest models the mean over the classes' binary problems is returned.
 
 Nothing here is private: these functions read the data in the clear and are
 for evaluation by the data owner.  (Theoretical bounds live in
@@ -25,11 +25,11 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_nonnegative, check_positive, check_X_y, clip_rows
+from ._validation import check_nonnegative, check_positive, check_X_y
 from .accounting.events import NonPrivate
+from .design import as_design
 from .exceptions import InvalidDataError, InvalidPrivacyParameter
 from .losses.base import GLMLoss
 from .solvers import minimize, objective_value
@@ -53,7 +53,8 @@ def objective_problems(model, X, y):
     -------
     list of dict
         One per problem (one for binary / regression, k for one-vs-rest), with
-        keys ``X`` (clipped, intercept-augmented design), ``y`` (±1 labels or
+        keys ``X`` (the clipped, intercept-augmented :class:`~dperm.design.Design`
+        of X, shared by the problems), ``y`` (±1 labels or
         targets), ``theta`` (the released parameter in the augmented space),
         ``loss``, ``l2``, ``regularizer``, ``constraint``.
 
@@ -181,7 +182,8 @@ def excess_empirical_risk(
         X, y = check_X_y(X, y)
         y = loss.check_labels(y)
         if data_norm is not None:
-            X, _ = clip_rows(X, check_positive(data_norm, "data_norm"), warn=False)
+            data_norm = check_positive(data_norm, "data_norm")
+        X = as_design(X, data_norm, warn=False)  # rows clipped by a per-row scale
         theta = np.asarray(model_or_theta, dtype=float).ravel()
         if theta.shape[0] != X.shape[1]:
             raise InvalidDataError(
@@ -266,7 +268,7 @@ def accuracy(model_or_theta, X, y) -> float:
         raise InvalidDataError(
             f"theta has {theta.shape[0]} coordinates but X has {X.shape[1]} features"
         )
-    z = np.asarray(X @ theta).ravel() if sp.issparse(X) else X @ theta
+    z = as_design(X).matvec(theta)  # float32 rows multiplied in float64, no copy
     return float(np.mean(np.where(z > 0, 1.0, -1.0) == y))
 
 
@@ -296,13 +298,14 @@ def _per_example_losses(model_or_theta, X, y, loss, data_norm) -> np.ndarray:
     X, y = check_X_y(X, y)
     y = loss.check_labels(y)
     if data_norm is not None:
-        X, _ = clip_rows(X, check_positive(data_norm, "data_norm"), warn=False)
+        data_norm = check_positive(data_norm, "data_norm")
+    X = as_design(X, data_norm, warn=False)
     theta = np.asarray(model_or_theta, dtype=float).ravel()
     if theta.shape[0] != X.shape[1]:
         raise InvalidDataError(
             f"theta has {theta.shape[0]} coordinates but X has {X.shape[1]} features"
         )
-    return loss.pointwise(np.asarray(X @ theta).ravel(), y)
+    return loss.pointwise(X.matvec(theta), y)
 
 
 def excess_population_risk(

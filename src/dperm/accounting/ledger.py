@@ -15,13 +15,31 @@ A ledger accounts one neighbouring relation (``neighbouring=``, default
 replace-one).  Add/remove events spent into a replace-one ledger are
 converted soundly (:func:`~dperm.accounting.events.to_replace_one`) and the
 entry records it; replace-one events are refused by an add/remove ledger.
+
+**Active budgets.**  ``with ledger.active():`` (or ``with dperm.budget(3, 1e-5) as
+ledger:``) makes every private fit of dperm inside the block — estimators,
+``DPStandardScaler``, the fits of a ``Pipeline``, a ``GridSearchCV`` or
+``cross_val_score`` — spend the (ε, δ) it is calibrated to into the ledger *before* it
+touches the data (:func:`charge`), and raise
+:class:`~dperm.exceptions.BudgetExceededError` naming the budget when it would not fit.
+Nothing is held by the estimators (they stay clone-safe: design principle 3); the
+active ledgers live in a :class:`contextvars.ContextVar`, so they follow the code that
+runs in this context and are invisible to other processes and to threads started
+without a copy of the context.  Inside the block joblib's default backend is therefore
+set to ``"sequential"`` (``joblib.parallel_config``): scikit-learn's ``n_jobs`` then
+runs every fit in this process, where it is counted.  A fit that still runs in a worker
+process started inside the block (an explicit ``backend=`` that overrides the default)
+finds no active ledger but the ``DPERM_ACTIVE_BUDGET`` mark in its environment and is
+refused — never silently not counted.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +55,7 @@ from .base import Accountant
 from .events import DpEvent, check_neighbouring, event_from_dict
 from .registry import accountant_factory, get_accountant
 
-__all__ = ["Ledger", "LedgerEntry"]
+__all__ = ["Ledger", "LedgerEntry", "active_ledgers", "budget", "charge"]
 
 _FORMAT_VERSION = 2  # 2: neighbouring relations; version-1 files still load
 
@@ -255,6 +273,51 @@ class Ledger:
         """
         return max(0.0, self.epsilon - self.spent()[0])
 
+    # ------------------------------------------------------------ active budget
+    @contextlib.contextmanager
+    def active(self) -> Iterator[Ledger]:
+        """Make this ledger the budget of every dperm private fit inside the block.
+
+        Each fit spends the (ε, δ) it is calibrated to, as
+        ``EpsilonDelta(ε, δ, neighbouring="replace-one")``, before it runs
+        (:func:`charge`); a fit that would exceed the budget raises
+        :class:`~dperm.exceptions.BudgetExceededError` and runs nothing.  Blocks nest:
+        a fit spends into every active ledger (and is refused if any is full).
+        joblib's default backend is "sequential" inside the block (module docstring).
+
+        Yields
+        ------
+        Ledger
+            ``self``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dperm import DPLogisticRegression, Ledger
+        >>> X = np.random.default_rng(0).uniform(-0.5, 0.5, size=(200, 2))
+        >>> y = np.where(X[:, 0] > 0, 1, -1)
+        >>> ledger = Ledger(epsilon=1.5, delta=1e-3)
+        >>> with ledger.active():
+        ...     _ = DPLogisticRegression(epsilon=1.0, classes=[-1, 1], random_state=0).fit(X, y)
+        >>> [e.label for e in ledger.entries], ledger.spent()[0] <= 1.0
+        (['DPLogisticRegression'], True)
+        """
+        import joblib
+
+        stack = _ACTIVE.get()
+        token = _ACTIVE.set((*stack, self))
+        mark = os.environ.get(_ENV_MARK)
+        os.environ[_ENV_MARK] = str(os.getpid())
+        try:
+            with joblib.parallel_config(backend="sequential"):
+                yield self
+        finally:
+            _ACTIVE.reset(token)
+            if mark is None:
+                os.environ.pop(_ENV_MARK, None)
+            else:
+                os.environ[_ENV_MARK] = mark
+
     # ------------------------------------------------------------ persistence
     def to_dict(self) -> dict[str, Any]:
         """A JSON-compatible description (budget, relation, accountant, entries)."""
@@ -356,3 +419,117 @@ class Ledger:
             f"accountant={self._acc.name!r}, neighbouring={self.neighbouring!r}): "
             f"{len(self._entries)} spend(s), epsilon spent {eps:.4g}{how}"
         )
+
+
+# ------------------------------------------------------------------ active budgets
+#: the ledgers of the enclosing ``Ledger.active()`` blocks, innermost last
+_ACTIVE: contextvars.ContextVar[tuple[Ledger, ...]] = contextvars.ContextVar(
+    "dperm_active_ledgers", default=()
+)
+#: set (to the pid) while a budget is active, inherited by worker processes
+_ENV_MARK = "DPERM_ACTIVE_BUDGET"
+
+
+def active_ledgers() -> tuple[Ledger, ...]:
+    """The ledgers of the enclosing :meth:`Ledger.active` blocks, outermost first."""
+    return _ACTIVE.get()
+
+
+@contextlib.contextmanager
+def budget(
+    epsilon: float,
+    delta: float,
+    accountant: str | Accountant | Callable[[], Accountant] = "auto",
+) -> Iterator[Ledger]:
+    """``with dperm.budget(epsilon, delta) as ledger:`` — a new :class:`Ledger` made
+    active for the block (:meth:`Ledger.active`).
+
+    Parameters
+    ----------
+    epsilon : float > 0
+        Total ε of every dperm private fit inside the block.
+    delta : float in [0, 1)
+        Total δ; the ledger's accountant reports ε at this δ.  Fits with δ > 0 (the
+        estimators' default δ = 1/n², for instance) need a budget δ > 0: with δ = 0
+        their ε is infinite.
+    accountant : str, Accountant or callable, default "auto"
+
+    Yields
+    ------
+    Ledger
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Bad ``epsilon`` or ``delta``.
+    BudgetExceededError
+        (From a fit inside the block) when its (ε, δ) would exceed the budget.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dperm
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> X = np.random.default_rng(0).uniform(-0.5, 0.5, size=(300, 2))
+    >>> y = np.where(X[:, 0] > 0, 1, -1)
+    >>> grid = GridSearchCV(dperm.DPLogisticRegression(epsilon=1.0, classes=[-1, 1]),
+    ...                     {"alpha": [0.01, 0.1, 1.0]}, cv=3, error_score="raise")
+    >>> with dperm.budget(epsilon=3.0, delta=1e-3) as ledger:
+    ...     grid.fit(X, y)
+    Traceback (most recent call last):
+    ...
+    dperm.exceptions.BudgetExceededError: ...
+    >>> len(ledger.entries)  # the three fits that fitted in the budget
+    3
+    """
+    ledger = Ledger(epsilon, delta, accountant)
+    with ledger.active():
+        yield ledger
+
+
+def charge(event: DpEvent, label: str | None = None) -> None:
+    """Spend ``event`` into every active ledger, or into none (all or nothing).
+
+    Called by every dperm private fit *before* it reads the data (with the
+    ``EpsilonDelta(ε, δ)`` it is calibrated to).  Without an active ledger it does
+    nothing — unless this process runs inside a worker of a process whose budget is
+    active (the ``DPERM_ACTIVE_BUDGET`` mark), where the fit cannot be counted and is
+    refused.
+
+    Raises
+    ------
+    BudgetExceededError
+        If the event does not fit in an active ledger (the message names its budget
+        and what it has spent), or the fit runs in a worker process of an active budget.
+    UnsupportedEventError
+        If an active ledger's accountant cannot account the event.
+    """
+    ledgers = _ACTIVE.get()
+    if not ledgers:
+        owner = os.environ.get(_ENV_MARK)
+        if owner is not None and owner != str(os.getpid()):
+            raise BudgetExceededError(
+                f"{label or 'a private fit'} runs in a worker process (pid {os.getpid()}) "
+                f"while a dperm budget is active in process {owner}; its spend cannot be "
+                "counted there, so it is refused. Run the fits in the budget's process "
+                "(n_jobs=1, or joblib's default backend, which dperm.budget sets to "
+                "'sequential')."
+            )
+        return
+    trials = []
+    for ledger in ledgers:
+        trial, eps = ledger._would_spend(event)
+        if not ledger._within_budget(eps):
+            hint = (
+                " (a budget with delta=0 holds only pure-epsilon fits; give it a delta)"
+                if ledger.delta == 0.0 and eps == float("inf")
+                else ""
+            )
+            raise BudgetExceededError(
+                f"{label or 'a private fit'} would spend {event!r}, bringing the active "
+                f"budget {ledger!r} to epsilon={eps:.6g} at delta={ledger.delta:g}, above "
+                f"its epsilon={ledger.epsilon:g}; nothing was fitted or recorded{hint}"
+            )
+        trials.append(trial)
+    for ledger, trial in zip(ledgers, trials, strict=True):
+        ledger._record(trial, event, label)

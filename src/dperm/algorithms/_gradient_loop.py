@@ -28,21 +28,25 @@ Fast paths.  For GLM losses ∇ℓ(θ; xᵢ, yᵢ) = sᵢ xᵢ, so ‖∇ℓᵢ�
 norms precomputed once) and the clipped sum is ``Xᵀ(s ⊙ c)`` with
 cᵢ = min(1, C/‖∇ℓᵢ‖) — one pass over the batch, dense or CSR.  For the
 multinomial softmax loss ∇ℓᵢ = xᵢ rᵢᵀ with rᵢ = pᵢ − e_{yᵢ}, ‖∇ℓᵢ‖_F = ‖rᵢ‖·‖xᵢ‖
-and the clipped sum is ``Xᵀ(c ⊙ R)``.  A generic path accepts any function
-``per_example_grad(theta, X_batch, y_batch) -> (b, *theta.shape)``.
+and the clipped sum is ``Xᵀ(c ⊙ R)``.  The oracles compute these through the
+data's :class:`~dperm.design.Design` (rows clipped to ``data_norm`` by a per-row
+scale, the intercept implicit, batches gathered from X without copying the
+rest; :meth:`~dperm.design.Design.glm_clipped_sum`), which is also where another
+backend (Dask) plugs in, batches included (:meth:`~dperm.design.Design.batches`).
+A generic path accepts any function
+``per_example_grad(theta, X_batch, y_batch) -> (b, *theta.shape)`` (it gets the
+materialized batch rows).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._validation import check_count, check_nonnegative, check_probability
 from ..accounting.events import (
@@ -57,6 +61,8 @@ from ..accounting.events import (
     SelfComposed,
 )
 from ..accounting.events import check_neighbouring as _canonical_relation
+from ..design import Design, as_design, clip_factors
+from ..design import blas_controller as _blas_controller
 from ..exceptions import (
     InvalidDataError,
     InvalidPrivacyParameter,
@@ -116,22 +122,17 @@ __all__ = [
 
 AVERAGING = ("last", "uniform", "tail")
 
+#: random numbers drawn per call by the samplers and the noise stream (vectorised over
+#: steps): 2¹⁶ values = 512 KiB, a fixed buffer small next to any X it serves
+_RNG_CHUNK = 1 << 16
+
 
 # =====================================================================================
 # Pure transformations
 # =====================================================================================
-def clip_factors(norms: np.ndarray, clipping_norm: float) -> np.ndarray:
-    """cᵢ = min(1, C/‖gᵢ‖) (= 1 for a zero gradient), shape (b,).
-
-    ‖cᵢ gᵢ‖ = min(‖gᵢ‖, C) ≤ C: the per-example clipping of Abadi et al.
-    (CCS 2016, Algorithm 1, "clip gradient").
-    """
-    m = np.maximum(norms, clipping_norm)
-    return np.divide(clipping_norm, m, out=m)
-
-
 def glm_clipped_sum(loss, theta, Xb, yb, xnorms, clipping_norm) -> np.ndarray:
-    """Σᵢ cᵢ sᵢ xᵢ for a GLM loss, without forming per-example gradients.
+    """Σᵢ cᵢ sᵢ xᵢ for a GLM loss on the rows ``Xb``, without forming per-example
+    gradients (:meth:`dperm.design.Design.glm_clipped_sum` on a view of ``Xb``).
 
     Parameters
     ----------
@@ -147,21 +148,15 @@ def glm_clipped_sum(loss, theta, Xb, yb, xnorms, clipping_norm) -> np.ndarray:
     -------
     ndarray of shape (d,)
     """
-    s = np.asarray(loss.derivative(np.asarray(Xb @ theta).ravel(), yb), dtype=np.float64)
-    if not np.isfinite(s).all():  # overflow: drop the example rather than release NaN
-        s = np.where(np.isfinite(s), s, 0.0)
-    a = np.abs(s)
-    a *= xnorms  # ‖∇ℓᵢ‖ = |sᵢ|·‖xᵢ‖
-    s = s * clip_factors(a, clipping_norm)  # not in place: s may alias the loss' input
-    return np.asarray(Xb.T @ s).ravel()
+    view = Design(Xb, xnorms=np.asarray(xnorms, dtype=np.float64))
+    return view.glm_clipped_sum(loss, theta, yb, clipping_norm)
 
 
 def softmax_clipped_sum(loss, theta, Xb, yb, xnorms, clipping_norm) -> np.ndarray:
-    """Σᵢ cᵢ xᵢ rᵢᵀ = Xᵀ(c ⊙ R) for the softmax loss, shape (d, k)."""
-    R = loss.residual_from_scores(np.asarray(Xb @ theta), yb)
-    c = clip_factors(np.sqrt(np.einsum("ij,ij->i", R, R)) * xnorms, clipping_norm)
-    R *= c[:, None]
-    return np.asarray(Xb.T @ R)
+    """Σᵢ cᵢ xᵢ rᵢᵀ = Xᵀ(c ⊙ R) for the softmax loss, shape (d, k)
+    (:meth:`dperm.design.Design.softmax_clipped_sum` on a view of ``Xb``)."""
+    view = Design(Xb, xnorms=np.asarray(xnorms, dtype=np.float64))
+    return view.softmax_clipped_sum(loss, theta, yb, clipping_norm)
 
 
 def generic_clipped_sum(per_example_grad, theta, Xb, yb, clipping_norm) -> np.ndarray:
@@ -243,16 +238,24 @@ def _take(A, idx):
 
 
 class GLMOracle:
-    """Clipped gradient sums of a :class:`~dperm.losses.GLMLoss` (fast path)."""
+    """Clipped gradient sums of a :class:`~dperm.losses.GLMLoss` (fast path) on a
+    :class:`~dperm.design.Design`; a weighted loss's weights go to the Design."""
 
     kind = "glm"
 
-    def __init__(self, loss, X, y, clipping_norm: float, row_norms: np.ndarray):
-        self.loss, self.X, self.y, self.C, self.norms = loss, X, y, clipping_norm, row_norms
+    def __init__(self, loss, X: Design, y, clipping_norm: float):
+        self.X, self.y, self.C = X, y, clipping_norm
+        self.loss = loss
+        terms = getattr(loss, "_design_terms", None)
+        self._base, self._weights = terms() if terms is not None else (loss, None)
+
+    def batches(self, sampler, rng, steps):
+        """The batches of ``sampler`` (drawn by the data's backend, same law)."""
+        return self.X.batches(sampler, rng, steps)
 
     def clipped_sum(self, theta, idx):
-        return glm_clipped_sum(
-            self.loss, theta, _take(self.X, idx), _take(self.y, idx), _take(self.norms, idx), self.C
+        return self.X.glm_clipped_sum(
+            self._base, theta, self.y, self.C, weights=self._weights, rows=idx
         )
 
 
@@ -262,13 +265,12 @@ class SoftmaxOracle(GLMOracle):
     kind = "softmax"
 
     def clipped_sum(self, theta, idx):
-        return softmax_clipped_sum(
-            self.loss, theta, _take(self.X, idx), _take(self.y, idx), _take(self.norms, idx), self.C
-        )
+        return self.X.softmax_clipped_sum(self.loss, theta, self.y, self.C, rows=idx)
 
 
 class CallableOracle:
-    """Clipped gradient sums from a user ``per_example_grad(theta, X_batch, y_batch)``."""
+    """Clipped gradient sums from a user ``per_example_grad(theta, X_batch, y_batch)``
+    (the batch rows are materialized for it: an effective-row array of the batch)."""
 
     kind = "generic"
 
@@ -279,24 +281,26 @@ class CallableOracle:
             )
         self.fn, self.X, self.y, self.C = per_example_grad, X, y, clipping_norm
 
+    def batches(self, sampler, rng, steps):
+        return sampler.batches(rng, steps)
+
     def clipped_sum(self, theta, idx):
-        return generic_clipped_sum(self.fn, theta, _take(self.X, idx), _take(self.y, idx), self.C)
+        Xb = self.X.take(idx).materialize() if isinstance(self.X, Design) else _take(self.X, idx)
+        return generic_clipped_sum(self.fn, theta, Xb, _take(self.y, idx), self.C)
 
 
-def make_oracle(loss, X, y, clipping_norm: float, per_example_grad=None, row_norms=None):
+def make_oracle(loss, X, y, clipping_norm: float, per_example_grad=None):
     """The fastest oracle for ``loss`` (or the generic one for ``per_example_grad``).
 
-    ``row_norms`` (shape (n,)) may be passed when already computed.
+    ``X`` is a :class:`~dperm.design.Design` (an array is wrapped in one, without
+    clipping) whose row norms are computed once.
     """
     if per_example_grad is not None:
         return CallableOracle(per_example_grad, X, y, clipping_norm)
-    if row_norms is None:
-        from .._validation import row_norms as _row_norms
-
-        row_norms = _row_norms(X)
+    X = as_design(X)
     if getattr(loss, "multiclass", False):
-        return SoftmaxOracle(loss, X, y, clipping_norm, row_norms)
-    return GLMOracle(loss, X, y, clipping_norm, row_norms)
+        return SoftmaxOracle(loss, X, y, clipping_norm)
+    return GLMOracle(loss, X, y, clipping_norm)
 
 
 # =====================================================================================
@@ -515,7 +519,7 @@ class PoissonSampler(Sampler):
         # so the law is exact whatever k is.
         m = self.normalizer
         k = max(1, int(m + 6.0 * math.sqrt(m * (1.0 - q)) + 16))
-        for c in _chunks(steps, max(1, (1 << 18) // k)):
+        for c in _chunks(steps, max(1, _RNG_CHUNK // k)):
             pos = np.cumsum(rng.geometric(q, size=(c, k)), axis=1)
             pos -= 1  # 0-based record indices
             for row in pos:
@@ -578,7 +582,7 @@ class WithoutReplacementSampler(Sampler):
         if b == n:
             yield from (None for _ in range(steps))
         elif b == 1:
-            for c in _chunks(steps, 65536):
+            for c in _chunks(steps, _RNG_CHUNK):
                 for i in rng.integers(0, n, size=c):
                     yield slice(int(i), int(i) + 1)
         else:
@@ -804,6 +808,11 @@ def calibrate_noise_multiplier(
     return z
 
 
+# ε(δ) of an event is a deterministic function of (event, δ, accountant): one PLD
+# evaluation (~0.1–0.3 s) serves repeated fits with the same public constants
+_EPSILON_CACHE: dict[tuple, float] = {}
+
+
 def epsilon_of(event: DpEvent, delta: float, accountant: str) -> float:
     """ε spent by ``event`` at ``delta`` according to ``accountant``, for the
     neighbouring relation the event carries."""
@@ -811,7 +820,19 @@ def epsilon_of(event: DpEvent, delta: float, accountant: str) -> float:
         return math.inf
     from ..accounting import epsilon_spent
 
-    return float(epsilon_spent(event, delta, accountant=_factory(accountant, event.neighbouring)))
+    key = (event, float(delta), accountant)
+    try:
+        cached = _EPSILON_CACHE.get(key)
+    except TypeError:  # an unhashable event: not cached
+        key, cached = None, None
+    if cached is not None:
+        return cached
+    eps = float(epsilon_spent(event, delta, accountant=_factory(accountant, event.neighbouring)))
+    if key is not None:
+        if len(_EPSILON_CACHE) >= 256:
+            _EPSILON_CACHE.clear()
+        _EPSILON_CACHE[key] = eps
+    return eps
 
 
 def _exact_gaussian_epsilon(event: DpEvent, delta: float) -> float | None:
@@ -941,19 +962,11 @@ class LoopResult:
 
 def _noise_stream(rng, shape, steps, std) -> Iterator[np.ndarray]:
     size = int(np.prod(shape))
-    chunk = max(1, min(steps, (1 << 20) // max(size, 1)))
+    chunk = max(1, min(steps, _RNG_CHUNK // max(size, 1)))
     for c in _chunks(steps, chunk):
         block = rng.standard_normal((c, *shape))
         block *= std
         yield from block
-
-
-@functools.lru_cache(maxsize=1)
-def _blas_controller():
-    """One ThreadpoolController per process (building one scans the loaded libraries)."""
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
 
 
 def run(
@@ -1022,7 +1035,7 @@ def run(
             stack.enter_context(_blas_controller().limit(limits=1, user_api="blas"))
         sample_rng, noise_rng = rng.spawn(2)
         theta = np.array(theta0, dtype=np.float64, copy=True)
-        batches = sampler.batches(sample_rng, steps)
+        batches = oracle.batches(sampler, sample_rng, steps)
         noises = _noise_stream(noise_rng, theta.shape, steps, noise_std) if noise_std > 0 else None
         inv_m = 1.0 / sampler.normalizer
         const_eta = schedule(1) if schedule.is_constant else None
@@ -1089,29 +1102,23 @@ class rich_progress:
 # Input handling shared by dp_gd and dp_sgd
 # =====================================================================================
 def prepare_data(loss, X, y, data_norm, per_example_grad, n_classes=None):
-    """Validate X, y; clip rows to ``data_norm`` when given; check labels.
+    """Validate X, y; view X as a :class:`~dperm.design.Design` clipped to
+    ``data_norm`` when given (a per-row scale; X is not copied); check labels.
 
     Returns
     -------
-    X : ndarray or csr_matrix
+    X : Design
+        Row norms computed once (one pass, reused by the fast paths).
     y : ndarray
     n_clipped : int
         Rows scaled down to ``data_norm`` (reported, not private).
     n_classes : int or None
         k for a multi-class loss.
-    norms : ndarray of shape (n,)
-        ‖xᵢ‖ of the returned rows (computed once, reused by the fast paths).
     """
-    from .._validation import check_X_y, clip_rows, row_norms
+    from .._validation import check_X_y
 
+    X = as_design(X, data_norm)  # validates X; clipping reads the row norms (one pass)
     X, y = check_X_y(X, y)
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-    n_clipped = 0
-    norms = row_norms(X)
-    if data_norm is not None and np.any(norms > data_norm):
-        X, n_clipped = clip_rows(X, data_norm)
-        norms = row_norms(X)
     k = None
     if per_example_grad is None:
         if getattr(loss, "multiclass", False):
@@ -1119,7 +1126,7 @@ def prepare_data(loss, X, y, data_norm, per_example_grad, n_classes=None):
             y = loss.check_labels(y, k)
         else:
             y = loss.check_labels(y)
-    return X, y, n_clipped, k, norms
+    return X, y, X.n_clipped, k
 
 
 def initial_theta(loss, X, theta0, n_classes, per_example_grad) -> np.ndarray:

@@ -66,12 +66,13 @@ from .._validation import (
     check_positive,
     check_probability,
     check_X_y,
-    clip_rows,
 )
 from ..accounting.events import Composed, EpsilonDelta
 from ..constraints import Constraint, Polytope, constraint_l2_radius
-from ..exceptions import ConvergenceError, InvalidPrivacyParameter
+from ..design import as_design
+from ..exceptions import ConvergenceError, InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import GLMLoss, check_smooth_glm_loss
+from ..losses.softmax import FlatSoftmax, Softmax
 from ..mechanisms.gaussian import gaussian_noise
 from ..solvers import minimize
 from .base import Result
@@ -214,11 +215,12 @@ class AmpCalibration:
     epsilon_noise : float
         ε₃ < ε₁ (the noise term of the objective part; ε₁ − ε₃ goes to the Jacobian).
     hessian_rank : int
-        r = min(d, 2·rank of the per-example Hessian).
+        r = min(d, 2·rank of the per-example Hessian) ("paper"), or the rank ("tight").
     alpha : float
         Strong convexity of J_priv in mean form; Λ = n·alpha.
     alpha_min : float
-        rβ/(n(ε₁ − ε₃)), the smallest ``alpha`` the theorem allows.
+        The smallest ``alpha`` the analysis allows: rβ/(n(ε₁ − ε₃)) ("paper"), or the
+        Λ/n whose one-sided Jacobian bound is ε₁ − ε₃ ("tight").
     sigma_objective : float
         σ₁.
     gamma : float
@@ -250,6 +252,7 @@ class AmpCalibration:
     sigma_output: float
     lipschitz: float
     smoothness: float
+    calibration: str = "paper"
 
     def as_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (for diagnostics and JSON)."""
@@ -311,8 +314,22 @@ def calibrate(
     split=None,
     hessian_rank: int = 1,
     constrained: bool = False,
+    calibration: str = "tight",
+    hessian_trace: float | None = None,
+    n_vertices: int = 4,
 ) -> AmpCalibration:
     """The constants of AMP (Iyengar et al. 2019, Algorithm 1) for public inputs.
+
+    ``calibration="paper"`` is Algorithm 1 as published (Λ ≥ rβ/(ε₁ − ε₃) with
+    r = min(d, 2·rank), σ₁ from the χ²₂ tail, :func:`objective_noise_scale`).
+    ``calibration="tight"`` (default) proves the objective part (ε₁, δ₁)-DP with
+    dperm's tight analysis of objective perturbation
+    (:func:`dperm.algorithms.objective_perturbation.tight_calibration`): the
+    Jacobian term costs ε₁ − ε₃ = ε_J(Λ) with ε_J the one-sided bound
+    :func:`~dperm.algorithms.objective_perturbation.jacobian_epsilon`, so
+    ``alpha_min`` = Λ/n solves ε_J = ε₁ − ε₃ (no ε₁ − ε₃ < 1 needed), and
+    σ₁ = (2L/n)·m with m the analytic Gaussian multiplier at (ε₃, δ₁/N)
+    (:func:`~dperm.algorithms.objective_perturbation.tight_gaussian_delta`).
 
     Parameters
     ----------
@@ -340,6 +357,11 @@ def calibrate(
     constrained : bool
         Whether a constraint set is used (changes Δ₂, see
         :func:`output_sensitivity`).
+    calibration : {"tight", "paper"}, default "tight"
+    hessian_trace : float, optional
+        Trace bound τ of one record's Hessian (tight path; default rank·β).
+    n_vertices : int, default 4
+        N of the tight Gaussian bound (4 for GLMs, k² − 1 for softmax).
 
     Returns
     -------
@@ -360,18 +382,31 @@ def calibrate(
     rank = check_count(hessian_rank, "hessian_rank")
     out_frac, noise_frac, dout_frac = _check_split(split, epsilon)
 
+    if calibration not in ("tight", "paper"):
+        raise UnknownNameError(
+            f"unknown calibration {calibration!r}; choose one of ['tight', 'paper']"
+        )
     eps1, eps2 = _split(epsilon, out_frac)  # [AMP-1] ε = ε₁ + ε₂ (exact)
     eps3 = noise_frac * eps1
     delta1, delta2 = _split(delta, dout_frac)
     gap = eps1 - eps3
-    if not 0.0 < gap < 1.0:
+    tight = calibration == "tight"
+    if not (0.0 < gap and (tight or gap < 1.0)):
         raise InvalidPrivacyParameter(
             "AMP (Iyengar et al. 2019, Algorithm 1) needs 0 < ε₁ − ε₃ < 1; with "
             f"epsilon={epsilon!r} and split={split!r} ε₁ − ε₃ = {gap:.6g}: raise "
             "noise_fraction"
         )
-    r = min(d, 2 * rank)
-    alpha_min = r * beta / (n * gap)  # [AMP-2] Λ ≥ rβ/(ε₁ − ε₃)
+    if tight:
+        from .objective_perturbation import _l2_for_jacobian
+
+        r = rank
+        nv = check_count(n_vertices, "n_vertices")
+        # [AMP-2] the one-sided Jacobian bound ε_J(Λ) = ε₁ − ε₃
+        alpha_min = _l2_for_jacobian(gap, n, beta, rank, hessian_trace)
+    else:
+        r = min(d, 2 * rank)
+        alpha_min = r * beta / (n * gap)  # [AMP-2] Λ ≥ rβ/(ε₁ − ε₃)
     if alpha is None:
         alpha = alpha_min
     else:
@@ -385,7 +420,10 @@ def calibrate(
         gamma = 1.0 / float(n) ** 2
     gamma = check_positive(gamma, "gamma")
 
-    sigma1 = objective_noise_scale(2.0 * lip / n, eps3, delta1)  # [AMP-3]
+    if tight:  # [AMP-3] σ₁ = (2L/n)·m(ε₃, δ₁/N), the tight Gaussian noise term
+        sigma1 = 2.0 * lip / n * _analytic_noise_multiplier(eps3, delta1 / nv)
+    else:
+        sigma1 = objective_noise_scale(2.0 * lip / n, eps3, delta1)  # [AMP-3]
     sens2 = output_sensitivity(gamma, alpha, constrained=constrained)  # [AMP-5] Δ₂
     z2 = _analytic_noise_multiplier(eps2, delta2)  # [AMP-5]
     return AmpCalibration(
@@ -406,11 +444,14 @@ def calibrate(
         sigma_output=z2 * sens2,
         lipschitz=lip,
         smoothness=beta,
+        calibration=calibration,
     )
 
 
 # ----------------------------------------------------------------------------- helpers
-def _check_loss(loss) -> GLMLoss:
+def _check_loss(loss):
+    if isinstance(loss, Softmax):
+        return loss
     return check_smooth_glm_loss(
         loss,
         "AMP needs a smooth loss (finite β); got {loss!r}. Use HuberSVM instead of "
@@ -454,7 +495,7 @@ def _approximate_minimizer(loss, X, y, cal: AmpCalibration, b1, constraint, max_
     the *same* b₁ (at most 3 rounds): any point with residual ≤ γ is covered by
     the proof, however it was found; no fresh noise is ever drawn."""
     gamma = cal.gamma
-    x0 = None
+    x0 = np.zeros(b1.shape[0])  # vec(Θ) for the softmax loss, θ otherwise
     tol = 0.5 * gamma
     residual = math.inf
     for _ in range(3):  # refinement rounds on the same noise, not a retry with new noise
@@ -489,8 +530,25 @@ def _run(
     constraint = _check_constraint(constraint)
     max_iter = check_count(max_iter, "max_iter")
     X, y = check_X_y(X, y)
-    y = loss.check_labels(y)
     n, d = X.shape
+    shape: tuple[int, ...] = (d,)
+    if isinstance(loss, Softmax):  # the multinomial model: Θ (d, k) solved as vec(Θ)
+        if constraint is not None or cal_kwargs.get("calibration") == "paper":
+            raise InvalidPrivacyParameter(
+                "AMP with the softmax loss needs calibration='tight' and no constraint, got "
+                f"calibration={cal_kwargs.get('calibration')!r}, constraint={constraint!r}"
+            )
+        k = loss.resolve_n_classes(y)  # public k (warns when read off the labels)
+        y = loss.check_labels(y, k)
+        loss = FlatSoftmax(Softmax(k), k)
+        shape = (d, k)
+        cal_kwargs.update(
+            hessian_rank=k - 1,
+            hessian_trace=data_norm**2 * (1.0 - 1.0 / k),
+            n_vertices=k * k - 1,
+        )
+    else:
+        y = loss.check_labels(y)
     epsilon = check_epsilon(cal_kwargs.pop("epsilon"))
     delta = cal_kwargs.pop("delta")
     delta_default = delta is None
@@ -498,13 +556,15 @@ def _run(
         delta = 1.0 / float(n) ** 2
     delta = check_delta(delta, allow_zero=False)
     rng = check_random_state(random_state)
-    X, n_clipped = clip_rows(X, data_norm)  # [AMP-0]
+    X = as_design(X, data_norm)  # [AMP-0] ‖x‖ ≤ R by a per-row scale (X not copied)
+    n_clipped = X.n_clipped
     radius = constraint_l2_radius(constraint, d)
     lip = loss.lipschitz(data_norm, radius=radius)
     beta = loss.smoothness(data_norm)
+    n_coords = math.prod(shape)
     cal = calibrate(
         n=n,
-        d=d,
+        d=n_coords,
         epsilon=epsilon,
         delta=delta,
         lipschitz=lip,
@@ -513,10 +573,10 @@ def _run(
         **cal_kwargs,
     )
     # Both noises are drawn before the data is touched, b₁ first, then b₂.
-    b1 = gaussian_noise(d, cal.sigma_objective, rng)  # [AMP-3]
-    b2 = gaussian_noise(d, cal.sigma_output, rng)  # [AMP-5]
+    b1 = gaussian_noise(n_coords, cal.sigma_objective, rng)  # [AMP-3]
+    b2 = gaussian_noise(n_coords, cal.sigma_output, rng)  # [AMP-5]
     theta_approx = _approximate_minimizer(loss, X, y, cal, b1, constraint, max_iter)
-    theta = theta_approx + b2  # [AMP-6]
+    theta = (theta_approx + b2).reshape(shape)  # [AMP-6]
     event = Composed(
         (
             EpsilonDelta(epsilon=cal.epsilon_objective, delta=cal.delta_objective),
@@ -554,6 +614,7 @@ def fit(
     constraint: Constraint | None = None,
     max_iter: int = 10_000,
     hyperparameter_free: bool = False,
+    calibration: str = "tight",
     random_state=None,
 ) -> Result:
     """Approximate Minima Perturbation, (ε, δ)-DP (Iyengar et al. 2019, Algorithm 1, Theorem 1).
@@ -567,8 +628,11 @@ def fit(
 
     Parameters
     ----------
-    loss : GLMLoss
-        A smooth loss (Logistic, HuberSVM; Squared with a ``constraint``).
+    loss : GLMLoss or Softmax
+        A smooth loss (Logistic, HuberSVM; Squared with a ``constraint``), or
+        ``Softmax(k)``: the multinomial model Θ of shape (d, k), one release
+        (tight calibration with the softmax constants of
+        ``docs/objective_perturbation.md``; no constraint).
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     epsilon : float > 0
@@ -598,6 +662,10 @@ def fit(
     hyperparameter_free : bool, default False
         True runs :func:`fit_nt` (AMP-NT); ``alpha``, ``gamma``, ``split`` must
         then be left at their defaults.
+    calibration : {"tight", "paper"}, default "tight"
+        How the objective part is proved (ε₁, δ₁)-DP (see :func:`calibrate`):
+        dperm's tight analysis of objective perturbation, or Algorithm 1 as
+        published.  The softmax loss needs "tight".
     random_state : None, int, SeedSequence or Generator
         Source of b₁ then b₂ (in that order; None = OS entropy).
 
@@ -650,6 +718,7 @@ def fit(
             "gamma": gamma,
             "split": split,
             "hessian_rank": hessian_rank,
+            "calibration": calibration,
         },
         data_norm=data_norm,
         constraint=constraint,
@@ -669,6 +738,7 @@ def fit_nt(
     data_norm: float = 1.0,
     constraint: Constraint | None = None,
     max_iter: int = 10_000,
+    calibration: str = "paper",
     random_state=None,
 ) -> Result:
     """Hyperparameter-free AMP (AMP-NT; Iyengar et al. 2019, Section V).
@@ -691,6 +761,10 @@ def fit_nt(
         Kept as a parameter for interface uniformity; the published setting is 1.
     constraint : Constraint, optional
     max_iter : int, default 10000
+    calibration : {"paper", "tight"}, default "paper"
+        The published setting proves the objective part with Algorithm 1's
+        bounds ("paper"); "tight" keeps the published split, γ and Λ rule
+        and uses dperm's tight analysis (less noise, smaller Λ).
     random_state : None, int, SeedSequence or Generator
 
     Returns
@@ -713,6 +787,7 @@ def fit_nt(
             "gamma": None,
             "split": None,
             "hessian_rank": 1,
+            "calibration": calibration,
         },
         data_norm=data_norm,
         constraint=constraint,

@@ -53,10 +53,10 @@ from .._validation import (
     check_nonnegative,
     check_positive,
     check_X_y,
-    clip_rows,
 )
 from ..accounting.events import Gaussian, PureEpsilon
 from ..constraints import Constraint, L2Ball, Polytope, constraint_l2_radius
+from ..design import as_design
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import GLMLoss, check_smooth_glm_loss
 from ..mechanisms.gamma_norm import gamma_norm_noise
@@ -192,12 +192,14 @@ def permutation_sgd(
     consecutive batches of ``batch_size`` (the last one may be shorter and is
     still divided by ``batch_size``):
     θ ← Π_C(θ − η_t((1/b) Xᵀ_B φ'(X_B θ, y_B) + alpha·θ)), t = 1, 2, … global.
-    The batch gradient is one matrix-vector product per step (dense or CSR).
+    The batch gradient is one pass over the batch's rows, gathered from X
+    (:meth:`dperm.design.Design.glm_gradient_sum`; X itself is never permuted or
+    copied), dense or CSR.
 
     Parameters
     ----------
     loss : GLMLoss
-    X : ndarray or csr_matrix of shape (n, d)
+    X : ndarray, csr_matrix or Design of shape (n, d)
     y : ndarray of shape (n,)
     passes : int ≥ 1
     batch_size : int ≥ 1
@@ -217,6 +219,8 @@ def permutation_sgd(
         The last iterate θ_T.
     """
     k = check_count(passes, "passes")
+    X = as_design(X)
+    base, weights = loss._design_terms()
     n, d = X.shape
     b = min(check_count(batch_size, "batch_size"), n)
     alpha = check_nonnegative(alpha, "alpha")
@@ -235,13 +239,10 @@ def permutation_sgd(
     t = 0
     for _ in range(k):  # passes
         perm = rng.permutation(n)  # [BO-1] data-independent order
-        Xp = X[perm]
-        yp = y[perm]
-        for start in range(0, n, b):  # steps (not rows): one matvec each
+        for start in range(0, n, b):  # steps (not rows): one pass over the batch each
             t += 1
-            Xb = Xp[start : start + b]
-            s = loss.derivative(np.asarray(Xb @ theta).ravel(), yp[start : start + b])
-            grad = np.asarray(Xb.T @ s).ravel() / b
+            rows = perm[start : start + b]
+            grad = X.glm_gradient_sum(base, theta, y, weights=weights, rows=rows) / b
             if alpha:
                 grad = grad + alpha * theta
             theta = theta - eta_of(t) * grad
@@ -368,7 +369,8 @@ def fit(
     )
     batch_size = min(batch_size, n)
     rng = check_random_state(random_state)
-    X, n_clipped = clip_rows(X, data_norm)  # [BO-0]
+    X = as_design(X, data_norm)  # [BO-0] ‖x‖ ≤ R by a per-row scale (X not copied)
+    n_clipped = X.n_clipped
     lip = loss.lipschitz(data_norm, radius=constraint_l2_radius(constraint, d))
     beta = loss.smoothness(data_norm)
     beta_total = beta + alpha

@@ -169,7 +169,9 @@ def fit(
     Parameters
     ----------
     loss : GLMLoss or Softmax, or None with ``per_example_grad``
-    X : ndarray or csr_matrix of shape (n, d)
+    X : ndarray, csr_matrix or Design of shape (n, d)
+        Viewed as a :class:`~dperm.design.Design` (rows clipped to ``data_norm`` by
+        a per-row scale, never copied; float32 kept, products in float64).
     y : ndarray of shape (n,)
         ±1 for classification GLM losses, 0…k−1 for :class:`~dperm.losses.Softmax`.
     epsilon, delta : float, optional
@@ -260,7 +262,7 @@ def fit(
         clipping_norm = check_positive(clipping_norm, "clipping_norm")
     rng = check_random_state(random_state)
 
-    X, y, n_clipped, k, norms = gl.prepare_data(loss, X, y, data_norm, per_example_grad, n_classes)
+    X, y, n_clipped, k = gl.prepare_data(loss, X, y, data_norm, per_example_grad, n_classes)
     n_rows, d = X.shape
     # public size: dataset_size under add/remove (X.shape[0] is private), n under replace-one
     sampler = gl.FullBatchSampler(n_rows, neighbouring=neighbouring, dataset_size=dataset_size)
@@ -310,7 +312,7 @@ def fit(
     sensitivity_sum = sampler.sensitivity_factor * clipping_norm
     noise_std_sum = z * sensitivity_sum
 
-    oracle = gl.make_oracle(loss, X, y, clipping_norm, per_example_grad, norms)
+    oracle = gl.make_oracle(loss, X, y, clipping_norm, per_example_grad)
     theta0 = gl.initial_theta(loss, X, theta0, k, per_example_grad)
     kwargs = dict(
         theta0=theta0,

@@ -192,7 +192,10 @@ def fit(
     Parameters
     ----------
     loss : GLMLoss or Softmax, or None with ``per_example_grad``
-    X : ndarray or csr_matrix of shape (n, d)
+    X : ndarray, csr_matrix or Design of shape (n, d)
+        Viewed as a :class:`~dperm.design.Design`: rows clipped to ``data_norm`` by
+        a per-row scale, batches gathered from X (only the batch is copied), float32
+        kept with products in float64.
     y : ndarray of shape (n,)
     epsilon, delta : float, optional
         Target (ε, δ) for ``neighbouring``; the noise multiplier is then the
@@ -510,7 +513,7 @@ def _fit(
         check_epsilon(epsilon)
     rng = check_random_state(random_state)
 
-    X, y, n_clipped, k, norms = gl.prepare_data(loss, X, y, data_norm, per_example_grad, n_classes)
+    X, y, n_clipped, k = gl.prepare_data(loss, X, y, data_norm, per_example_grad, n_classes)
     n_rows, d = X.shape
     # The size every constant below may use: the caller's public dataset_size under
     # add/remove (X.shape[0] is private there), n = X.shape[0] under replace-one.
@@ -580,7 +583,7 @@ def _fit(
         sched = get_schedule(schedule, learning_rate, strong_convexity=alpha or None)
 
     # ---- the loop -----------------------------------------------------------------
-    oracle = gl.make_oracle(loss, X, y, clipping_norm, per_example_grad, norms)
+    oracle = gl.make_oracle(loss, X, y, clipping_norm, per_example_grad)
     kwargs = dict(
         theta0=theta0,
         steps=steps,

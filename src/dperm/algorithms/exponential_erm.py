@@ -42,9 +42,9 @@ from .._validation import (
     check_positive,
     check_probability,
     check_X_y,
-    clip_rows,
 )
 from ..accounting.events import PureEpsilon
+from ..design import as_design
 from ..exceptions import (
     ClippingWarning,
     InvalidDataError,
@@ -258,7 +258,8 @@ def fit(
             )
     rng = check_random_state(random_state)
 
-    X, n_clipped = clip_rows(X, data_norm)
+    X = as_design(X, data_norm)  # ‖x‖ ≤ R by a per-row scale; margins X θ_j without a copy
+    n_clipped = X.n_clipped
     z_max = data_norm * float(np.max(np.linalg.norm(cands, axis=1)))
     if loss_bounds is None:
         lo, hi = loss_interval(loss, z_max, label_bound)

@@ -44,10 +44,48 @@ rounding in U(θ) − U(c) without distorting the law.
 
 Side channel: the envelope and the number of proposals depend on the data, so
 the *running time* is data-dependent (as for any rejection sampler); only θ is
-released and ``diagnostics`` holds public quantities only.  For d > 2 the cube
-envelope needs exponentially many cells and no log-concave sampler with a
-certified total-variation bound is shipped, so :func:`fit` refuses (a sampler
-within TV γ of p_D would be (ε, γ(1 + e^ε))-DP).
+released and ``diagnostics`` holds public quantities only.
+
+The regularized target (``alpha`` = Λ > 0), any d.  With a public ridge term,
+
+    p_D(θ) ∝ exp(−a·(F_D(θ) + (nΛ/2)‖θ‖²)) on C,     a = ε/(2Δ),
+
+the privacy argument above is unchanged (the extra term does not depend on
+the data, so F_D − F_D′ and Δ are the same): the release is ε-DP,
+replace-one.  This is the *regularized exponential mechanism* (Gopi, Lee, Liu
+2022, "Private convex optimization via exponential mechanism", whose
+Gaussian-DP analysis dperm does not use).  U = a(F + (nΛ/2)‖·‖²) is then
+α-strongly convex with α = a·n·Λ, so for any point c and g = ∇U(c)
+
+    U(θ) ≥ U(c) + ⟨g, θ − c⟩ + (α/2)‖θ − c‖²        for every θ ∈ R^d
+
+(convexity of F plus the exact quadratic), a Gaussian envelope: propose
+θ ~ N(c − g/α, I/α), reject it outside C, accept it with probability
+exp(−a·B_F(θ, c)) ≤ 1, B_F(θ, c) = F(θ) − F(c) − ⟨∇F(c), θ − c⟩ ≥ 0 the
+Bregman divergence (von Neumann's rejection principle: the accepted θ has
+exactly the law p_D, whatever c is).  When the mode lies on the sphere, the
+envelope N(c, I/α) with the constant factor e^{s}, s = R‖g‖ + ⟨g, c⟩ ≥ 0
+(⟨g, θ − c⟩ ≥ −s on C), is used instead — also valid for every c.  dperm
+takes c = the minimizer of U over C (a non-private solver: c only changes the
+acceptance rate).  If U is also β_U-smooth (β_U = a·n·(β_ℓ + Λ), β_ℓ the
+loss's smoothness), the acceptance probability of one proposal is about
+κ^{−d/2} with κ = 1 + β_ℓ/Λ when the mode is inside C (the ratio of the two
+Gaussian integrals that sandwich e^{−U}); :func:`fit` refuses when this public
+estimate exceeds ``MAX_EXPECTED_PROPOSALS`` (10⁶), naming it, and a run that
+exceeds ``max_proposals`` raises ConvergenceError (an event that depends on
+the data, outside the guarantee, like every solver failure in dperm).  This is
+exact sampling, not MCMC: no total-variation error enters the guarantee.
+
+Without the ridge term (Λ = 0) and d > 2 no sampler is shipped.  A log-concave
+MCMC sampler within total variation η of p_D would give
+(ε, (1 + e^ε)·η)-DP (for every event S, P(M(D) ∈ S) ≤ P_D(S) + η ≤
+e^ε P_D′(S) + η ≤ e^ε (P(M(D′) ∈ S) + η) + η), but the mixing bounds that
+hold for a merely log-concave target on a ball (ball walk, hit-and-run,
+projected Langevin: Lovász & Vempala 2006; Bubeck, Eldan, Lehec 2018) need
+polynomially many steps of high degree in d and 1/η, far from practical at
+η ≤ δ ≈ 10⁻⁶; the sharp bounds (MALA, proximal samplers) need strong
+log-concavity — exactly the ridge term, and with it the exact sampler above
+is simpler and loses nothing.
 
 Utility: :func:`dperm.theory.exponential_sampling_bound` (for convex ℓ).
 """
@@ -65,11 +103,12 @@ from .._validation import (
     check_count,
     check_delta,
     check_epsilon,
+    check_nonnegative,
     check_positive,
     check_X_y,
-    clip_rows,
 )
 from ..accounting.events import PureEpsilon
+from ..design import as_design
 from ..exceptions import (
     ConvergenceError,
     InvalidPrivacyParameter,
@@ -82,10 +121,28 @@ from ..theory import exponential_sampling_bound
 from .base import Result
 from .exponential_erm import loss_interval
 
-__all__ = ["MAX_EXACT_DIM", "fit", "sample_ball"]
+__all__ = [
+    "MAX_EXACT_DIM",
+    "MAX_EXPECTED_PROPOSALS",
+    "MAX_WORK",
+    "TARGET_PROPOSALS",
+    "default_alpha",
+    "estimator_fit",
+    "expected_proposals",
+    "fit",
+    "sample_ball",
+    "sample_strongly_log_concave",
+]
 
-#: largest dimension sampled exactly (cube-envelope rejection)
+#: largest dimension sampled exactly without a ridge term (cube-envelope rejection)
 MAX_EXACT_DIM = 2
+#: fit refuses a regularized target whose public estimate κ^{d/2} of the proposals
+#: per accepted draw exceeds this
+MAX_EXPECTED_PROPOSALS = 1_000_000
+#: ... or whose public work estimate n·d·κ^{d/2} (multiply-adds) exceeds this
+MAX_WORK = 1e10
+#: proposals per draw targeted by the estimators' default Λ (:func:`default_alpha`)
+TARGET_PROPOSALS = 10_000
 _SLACK = 1e-9  # constant log-factor absorbing rounding in U(θ) − U(c)
 _CHUNK_ENTRIES = 2_000_000
 # losses known to be convex in θ everywhere: only these get the tangent-plane envelope
@@ -268,6 +325,94 @@ def sample_ball(
     )
 
 
+def sample_strongly_log_concave(
+    F: Callable[[np.ndarray], np.ndarray],
+    grad_F: Callable[[np.ndarray], np.ndarray],
+    *,
+    scale: float,
+    ridge: float,
+    center: np.ndarray,
+    radius: float,
+    batch_size: int = 256,
+    max_proposals: int = 10_000_000,
+    random_state=None,
+) -> tuple[np.ndarray, int]:
+    """One exact draw from p(θ) ∝ exp(−U(θ)) on the ball ‖θ‖ ≤ ``radius``,
+    U = scale·(F(θ) + (ridge/2)‖θ‖²), F convex (module docstring: Gaussian envelope
+    from strong convexity, rejection).
+
+    Parameters
+    ----------
+    F, grad_F : callable
+        F and ∇F at the rows of a (k, d) array: shapes (k,) and (k, d).
+    scale : float > 0
+        a.
+    ridge : float > 0
+        nΛ (α = scale·ridge is the strong convexity of U).
+    center : ndarray of shape (d,)
+        c; any point is valid, the minimizer of U over the ball is fastest.
+    radius : float > 0
+    batch_size, max_proposals : int
+    random_state : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    (theta, n_proposals)
+
+    Raises
+    ------
+    ConvergenceError
+        No acceptance within ``max_proposals`` (a data-dependent event).
+    """
+    a = check_positive(scale, "scale")
+    ridge = check_positive(ridge, "ridge")
+    R = check_positive(radius, "radius")
+    rng = check_random_state(random_state)
+    c = np.asarray(center, dtype=float)
+    d = c.size
+    alpha = a * ridge
+    Fc = float(F(c[None])[0])
+    gF = np.asarray(grad_F(c[None]), dtype=float).reshape(d)
+    g = a * (gF + ridge * c)  # ∇U(c)
+    mean = c - g / alpha
+    centred = float(mean @ mean) > R * R  # mode on the sphere: envelope N(c, I/α)·e^{shift}
+    shift = R * float(np.linalg.norm(g)) + float(g @ c)  # ⟨g, θ − c⟩ ≥ −shift on the ball
+    if centred:
+        mean = c.copy()
+    sd = 1.0 / math.sqrt(alpha)
+    # a constant factor e^{−slack} on every acceptance probability keeps the law exact and
+    # absorbs rounding of B_F ≥ 0 and of ⟨g, θ − c⟩ + s ≥ 0 (relative 1e-16 of these scales)
+    slack = _SLACK * max(1.0, a * abs(Fc) + R * float(np.linalg.norm(g)) + abs(float(g @ c)))
+    proposed = 0
+    while proposed < max_proposals:
+        T = mean + sd * rng.standard_normal((batch_size, d))
+        inside = np.einsum("ij,ij->i", T, T) <= R * R
+        log_acc = np.full(batch_size, -np.inf)
+        if np.any(inside):
+            t = T[inside]
+            bregman = np.asarray(F(t), dtype=float) - Fc - (t - c) @ gF
+            log_acc[inside] = -a * bregman - slack
+            if centred:
+                log_acc[inside] -= (t - c) @ g + shift
+        accept = np.log(rng.uniform(size=batch_size)) < log_acc
+        if np.any(accept):
+            k = int(np.argmax(accept))
+            return T[k].copy(), proposed + k + 1
+        proposed += batch_size
+    raise ConvergenceError(
+        f"exponential sampling accepted no proposal in max_proposals={max_proposals}"
+    )
+
+
+def expected_proposals(d: int, smoothness: float, alpha: float) -> float:
+    """Public estimate κ^{d/2}, κ = 1 + β_ℓ/Λ, of the proposals per accepted draw of
+    the Gaussian-envelope sampler when the mode lies inside the ball (module
+    docstring); ``inf`` for a non-smooth loss."""
+    if not math.isfinite(smoothness):
+        return math.inf
+    return math.exp(0.5 * d * math.log1p(smoothness / alpha))
+
+
 def _sum_losses(loss: GLMLoss, X, y, thetas: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """Σᵢ clip(ℓ(θ_j; xᵢ, yᵢ), lo, hi) for each row θ_j, shape (k,), in blocks."""
     n = X.shape[0]
@@ -344,14 +489,19 @@ def fit(
     data_norm: float = 1.0,
     loss_bounds: tuple[float, float] | None = None,
     label_bound: float | None = None,
+    alpha: float = 0.0,
     max_cells: int = 20_000,
+    max_proposals: int = 10_000_000,
     random_state=None,
 ) -> Result:
-    """Exponential sampling: θ ~ p(θ) ∝ exp(−ε Σᵢ ℓ(θ; xᵢ, yᵢ)/(2Δ)) on ‖θ‖₂ ≤ ``radius``.
+    """Exponential sampling: θ ~ p(θ) ∝ exp(−ε (Σᵢ ℓ(θ; xᵢ, yᵢ) + (nΛ/2)‖θ‖²)/(2Δ)) on
+    ‖θ‖₂ ≤ ``radius`` (Λ = ``alpha``, default 0).
 
-    ε-DP under replace-one (n public), exactly, for d ≤ 2 (module docstring:
+    ε-DP under replace-one (n public), exactly (module docstring:
     McSherry & Talwar 2007; Bassily, Smith, Thakurta 2014 §3; privacy argument
-    of Dwork & Roth 2014, Theorem 3.10, derived for a density).  Assumptions:
+    of Dwork & Roth 2014, Theorem 3.10, derived for a density): for d ≤ 2 with
+    any Λ ≥ 0, for d > 2 with Λ > 0 and a smooth convex loss (the Gaussian
+    envelope of the module docstring).  Assumptions:
     ‖xᵢ‖₂ ≤ ``data_norm`` (rows above are clipped and counted); labels
     admissible for ``loss`` (|y| ≤ ``label_bound`` for the quantile loss);
     the loss Lipschitz on the bounding box of the ball.  Convexity of ℓ is
@@ -361,7 +511,7 @@ def fit(
     Parameters
     ----------
     loss : GLMLoss
-    X : ndarray or csr_matrix of shape (n, d), d ≤ 2
+    X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     epsilon : float > 0
     radius : float > 0, default 1.0
@@ -374,8 +524,13 @@ def fit(
         :func:`dperm.algorithms.exponential_erm.loss_interval`.
     label_bound : float, optional
         Public bound on |y| for the quantile loss.
+    alpha : float ≥ 0, default 0
+        Λ of the public ridge term (the regularized exponential mechanism);
+        needed (> 0) for d > 2.
     max_cells : int, default 20000
-        Envelope budget of :func:`sample_ball` (speed only).
+        Envelope budget of :func:`sample_ball` (d ≤ 2; speed only).
+    max_proposals : int, default 10⁷
+        Proposals before ConvergenceError.
     random_state : None, int, SeedSequence or Generator
 
     Returns
@@ -383,14 +538,20 @@ def fit(
     Result
         ``theta`` of shape (d,); event ``PureEpsilon(ε)`` (replace-one);
         ``diagnostics``: ``sensitivity`` Δ, ``loss_bounds``, ``radius``,
-        ``utility_bound`` (:func:`dperm.theory.exponential_sampling_bound` at
-        β = 0.05, valid for convex ℓ), ``n_clipped``, ``neighbouring``.
+        ``alpha``, ``sampler``, ``expected_proposals`` (d > 2), ``utility_bound``
+        (:func:`dperm.theory.exponential_sampling_bound` at β = 0.05, valid for
+        convex ℓ; with Λ > 0 it bounds L − min_C L through the regularized
+        objective, + ΛR²/2), ``n_clipped``, ``neighbouring``.
 
     Raises
     ------
     InvalidPrivacyParameter, InvalidDataError, LabelError
     UnsupportedOperationError
-        d > 2.
+        d > 2 with Λ = 0, with a non-smooth or non-convex (clipped) loss, or
+        with a public expected number of proposals κ^{d/2} above
+        :data:`MAX_EXPECTED_PROPOSALS` (the message names it and the Λ needed).
+    ConvergenceError
+        No proposal accepted within ``max_proposals``.
 
     Examples
     --------
@@ -411,11 +572,42 @@ def fit(
     X, y = check_X_y(X, y)
     y = loss.check_labels(y)
     n, d = X.shape
+    alpha = check_nonnegative(alpha, "alpha")
+    max_proposals = check_count(max_proposals, "max_proposals")
+    convex = loss_bounds is None and isinstance(loss, _CONVEX_LOSSES)
+    n_expected = None
     if d > MAX_EXACT_DIM:
-        raise UnsupportedOperationError(
-            f"exact exponential sampling is implemented for d ≤ {MAX_EXACT_DIM} features, got "
-            f"d={d}; use dperm.algorithms.exponential_erm over a finite net instead"
-        )
+        if alpha == 0.0:
+            raise UnsupportedOperationError(
+                f"exact exponential sampling without a ridge term is implemented for d ≤ "
+                f"{MAX_EXACT_DIM} features, got d={d}; pass alpha > 0 (the regularized "
+                "exponential mechanism, sampled exactly in any dimension) or use "
+                "dperm.algorithms.exponential_erm over a finite net"
+            )
+        if not convex:
+            raise UnsupportedOperationError(
+                f"exponential sampling for d={d} > {MAX_EXACT_DIM} needs a convex loss of "
+                f"dperm without loss_bounds (a Gaussian envelope), got {loss!r}"
+            )
+        beta_l = float(loss.smoothness(check_positive(data_norm, "data_norm")))
+        n_expected = expected_proposals(d, beta_l, alpha)
+        if n_expected > MAX_EXPECTED_PROPOSALS:
+            need = beta_l / math.expm1(2.0 * math.log(MAX_EXPECTED_PROPOSALS) / d)
+            raise UnsupportedOperationError(
+                f"exponential sampling in d={d} with alpha={alpha:g} needs about "
+                f"κ^(d/2) = {n_expected:.3g} proposals per draw (κ = 1 + β/Λ, β = {beta_l:g}; "
+                f"limit {MAX_EXPECTED_PROPOSALS:g}); use alpha ≥ {need:.3g}"
+                if math.isfinite(n_expected)
+                else f"exponential sampling in d={d} > {MAX_EXACT_DIM} needs a smooth loss "
+                f"(finite smoothness), got {loss!r}"
+            )
+        if math.isfinite(n_expected) and n * d * n_expected > MAX_WORK:
+            raise UnsupportedOperationError(
+                f"exponential sampling in d={d} with n={n} rows and alpha={alpha:g} needs about "
+                f"n·d·κ^(d/2) = {n * d * n_expected:.3g} multiply-adds (limit {MAX_WORK:g}): "
+                "use a larger alpha, fewer features, or dperm.algorithms.exponential_erm "
+                "over a finite net"
+            )
     if label_bound is not None:
         label_bound = check_positive(label_bound, "label_bound")
         if y.size and np.max(np.abs(y)) > label_bound:
@@ -427,19 +619,45 @@ def fit(
         loss, radius=R, data_norm=data_norm, loss_bounds=loss_bounds, label_bound=label_bound
     )
     rng = check_random_state(random_state)
-    X, n_clipped = clip_rows(X, data_norm)
+    X = as_design(X, data_norm)  # ‖x‖ ≤ R by a per-row scale; margins X θ_j without a copy
+    n_clipped = X.n_clipped
 
     a = epsilon / (2.0 * sens)
-    if loss_bounds is None and isinstance(loss, _CONVEX_LOSSES):
+    ridge = n * alpha  # the public term (nΛ/2)‖θ‖² of the potential
+
+    def ridge_value(T):
+        return 0.5 * ridge * np.einsum("ij,ij->i", T, T)
+
+    sampler = "cube-envelope rejection"
+    if d > MAX_EXACT_DIM:
+        # within the ball every loss lies in [lo, hi] (rows clipped, labels checked): the
+        # unclipped convex sum defines the same density there
+        from ..constraints import L2Ball
+        from ..solvers import minimize
+
+        center = minimize(loss, X, y, l2=alpha, constraint=L2Ball(R), tol=1e-8).theta
+        theta, _ = sample_strongly_log_concave(
+            lambda T: _sum_losses(loss, X, y, T, -np.inf, np.inf),
+            lambda T: _sum_gradients(loss, X, y, T),
+            scale=a,
+            ridge=ridge,
+            center=center,
+            radius=R,
+            max_proposals=max_proposals,
+            random_state=rng,
+        )
+        sampler = "Gaussian-envelope rejection (strong convexity)"
+    elif convex:
         # within the ball every loss lies in [lo, hi] already (rows clipped to data_norm,
         # labels checked), so the unclipped convex sum defines the same density there and
         # its tangent planes give the envelope.
         theta = sample_ball(
-            lambda T: a * _sum_losses(loss, X, y, T, -np.inf, np.inf),
+            lambda T: a * (_sum_losses(loss, X, y, T, -np.inf, np.inf) + ridge_value(T)),
             R,
             d,
-            gradient=lambda T: a * _sum_gradients(loss, X, y, T),
+            gradient=lambda T: a * (_sum_gradients(loss, X, y, T) + ridge * T),
             max_cells=max_cells,
+            max_proposals=max_proposals,
             random_state=rng,
         )
     else:
@@ -450,11 +668,12 @@ def fit(
                 f"exponential sampling needs a Lipschitz loss on the ball; {loss!r} has L = ∞"
             )
         theta = sample_ball(
-            lambda T: a * _sum_losses(loss, X, y, T, lo, hi),
+            lambda T: a * (_sum_losses(loss, X, y, T, lo, hi) + ridge_value(T)),
             R,
             d,
-            lipschitz=a * n * lip_box,
+            lipschitz=a * (n * lip_box + ridge * box),
             max_cells=max_cells,
+            max_proposals=max_proposals,
             random_state=rng,
         )
     lip = float(loss.lipschitz(data_norm, radius=R))
@@ -467,9 +686,66 @@ def fit(
         "loss_bounds": (lo, hi),
         "radius": R,
         "data_norm": data_norm,
+        "alpha": alpha,
+        "sampler": sampler,
+        "expected_proposals": n_expected,
+        # the regularized objective L + (Λ/2)‖θ‖² is convex and (L + ΛR)-Lipschitz on C;
+        # its bound plus the ridge's range ΛR²/2 bounds L(θ̂) − min_C L
         "utility_bound": exponential_sampling_bound(
-            n=n, d=d, epsilon=epsilon, lipschitz=lip, radius=R, sensitivity=sens
-        ),
+            n=n, d=d, epsilon=epsilon, lipschitz=lip + alpha * R, radius=R, sensitivity=sens
+        )
+        + 0.5 * alpha * R * R,
         "n_clipped": n_clipped,
     }
     return Result(theta=theta, event=PureEpsilon(epsilon), diagnostics=diagnostics)
+
+
+def default_alpha(n: int, d: int, epsilon: float, data_norm: float) -> float:
+    """The estimators' Λ for ``alpha="auto"``: 0 for d ≤ 2 (exact without a ridge),
+    else the Λ at which the public estimate κ^{d/2} of :func:`expected_proposals`
+    is :data:`TARGET_PROPOSALS` for the logistic loss (β = R²/4):
+    Λ = (R²/4)/(10^{8/d} − 1).  Chosen for tractability, not accuracy: in high
+    d it is a strong ridge (d = 31: Λ ≈ 0.3 R²) that pulls θ toward 0."""
+    if d <= MAX_EXACT_DIM:
+        return 0.0
+    return 0.25 * data_norm**2 / math.expm1(2.0 * math.log(TARGET_PROPOSALS) / d)
+
+
+def estimator_fit(estimator, loss, X, y, epsilon, delta, rng) -> Result:
+    """The estimators' adapter (``mechanism="exponential-sampling"``): the ball is
+    the estimator's ℓ2 constraint (``constraint="l2"``, ``constraint_radius``) or,
+    by default, the public prior ‖θ‖ ≤ MARGIN_BOUND/``data_norm_``
+    (:data:`dperm.estimators._mechanisms.MARGIN_BOUND`); Λ = ``l2_`` (``alpha="auto"``:
+    :func:`default_alpha`).  Penalties other than ℓ2 and other constraint sets
+    are refused; sizes beyond :data:`MAX_WORK` get a clear
+    UnsupportedOperationError before any data is touched.
+
+    Raises
+    ------
+    InvalidPrivacyParameter, UnsupportedOperationError
+    """
+    from ..constraints import L2Ball
+    from ..estimators._mechanisms import MARGIN_BOUND
+
+    if estimator.regularizer_ is not None:
+        raise InvalidPrivacyParameter(
+            "mechanism 'exponential-sampling' samples the loss plus an ℓ2 term only: use "
+            f"penalty 'l2' or 'none', got penalty={estimator.penalty!r}"
+        )
+    c = estimator.constraint_
+    if c is not None and not isinstance(c, L2Ball):
+        raise InvalidPrivacyParameter(
+            f"mechanism 'exponential-sampling' samples over an ℓ2 ball, got constraint {c!r}"
+        )
+    radius = c.radius if c is not None else MARGIN_BOUND / estimator.data_norm_
+    return fit(
+        loss,
+        X,
+        y,
+        epsilon=epsilon,
+        radius=radius,
+        delta=delta,
+        data_norm=estimator.data_norm_,
+        alpha=estimator.l2_,
+        random_state=rng,
+    )

@@ -88,10 +88,10 @@ from .._validation import (
     check_epsilon,
     check_positive,
     check_X_y,
-    clip_rows,
 )
 from ..accounting.events import PureEpsilon, SelfComposed
 from ..constraints import L1Ball, Polytope
+from ..design import Design, as_design
 from ..exceptions import ClippingWarning, InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import GLMLoss
 from ..mechanisms import exponential_mechanism, laplace_noise
@@ -418,9 +418,10 @@ def fit(
     accountant : str, default "optimal"
         Accountant used to calibrate ε₀ when δ > 0 (see :func:`step_epsilon`).
     data_norm_ord : {"l2", "linf"}, default "l2"
-        ``"l2"``: ‖x‖₂ ≤ data_norm (rows clipped with
-        :func:`dperm._validation.clip_rows`); ``"linf"``: |x_j| ≤ data_norm
-        (entries clipped), the ℓ∞ assumption of the paper.
+        ``"l2"``: ‖x‖₂ ≤ data_norm (rows clipped by a per-row scale,
+        :func:`dperm.design.as_design`, X not copied); ``"linf"``: |x_j| ≤ data_norm
+        (entries clipped: a clipped copy of X when an entry is above the bound),
+        the ℓ∞ assumption of the paper.
     random_state : None, int, SeedSequence or Generator
 
     Returns
@@ -470,9 +471,11 @@ def fit(
 
     # 1. enforce the public row bound (the sensitivity below assumes it)
     if data_norm_ord == "l2":
-        X, n_clipped = clip_rows(X, data_norm)
-    else:
-        X, n_clipped = _clip_entries(X, data_norm)
+        X = as_design(X, data_norm)
+        n_clipped = X.n_clipped
+    else:  # entrywise clipping is no row scale: the effective matrix is materialized
+        X, n_clipped = _clip_entries(X.materialize() if isinstance(X, Design) else X, data_norm)
+        X = as_design(X)
 
     # 2. public constants: Δ, Γ, T, ε₀
     norms1, norms2 = _vertex_norms(constraint, d)

@@ -48,12 +48,26 @@ import numpy as np
 from .._rng import check_random_state
 from .._validation import check_count, check_epsilon, check_positive, check_X_y, clip_rows
 from ..accounting.events import PureEpsilon
-from ..exceptions import ConvergenceError, InvalidDataError, InvalidPrivacyParameter
+from ..design import Design
+from ..exceptions import (
+    ConvergenceError,
+    InvalidDataError,
+    InvalidPrivacyParameter,
+    UnsupportedOperationError,
+)
 from ..losses.zero_one import ZeroOne
 from .base import Result
 
+#: the estimators refuse (public sizes) problems larger than this: the MILP has n + d·k
+#: binaries and HiGHS's time to proven optimality grows quickly with them
+ESTIMATOR_MAX_ROWS = 2000
+ESTIMATOR_MAX_BITS = 120
+
 __all__ = [
+    "ESTIMATOR_MAX_BITS",
+    "ESTIMATOR_MAX_ROWS",
     "binary_grid",
+    "estimator_fit",
     "exact_oracle",
     "fit_discrete",
     "fit_zero_one_grid",
@@ -260,6 +274,8 @@ def fit_zero_one_grid(
         raise InvalidPrivacyParameter(f"oracle must be 'milp' or 'exact', got {oracle!r}")
     X, y = check_X_y(X, y, accept_sparse=False)
     y = ZeroOne().check_labels(y)
+    if isinstance(X, Design):  # the MILP needs the matrix itself: materialized (a copy)
+        X = X.to_dense()
     X, n_clipped = clip_rows(np.asarray(X, dtype=float), check_positive(data_norm, "data_norm"))
     rng = check_random_state(random_state)
     n, d = X.shape
@@ -289,4 +305,35 @@ def fit_zero_one_grid(
         raise ConvergenceError("oracle returned a non-finite parameter")
     return Result(
         theta=np.asarray(theta, dtype=float), event=PureEpsilon(epsilon), diagnostics=diag
+    )
+
+
+def estimator_fit(estimator, loss, X, y, epsilon, delta, rng) -> Result:
+    """The estimators' adapter (``mechanism="nonconvex-objective"``):
+    :func:`fit_zero_one_grid` on the augmented design (intercept column
+    included), 3 bits per coordinate, the MILP oracle.  Classification only; the
+    estimator's loss is replaced by the 0-1 loss; no penalty, no constraint.
+    Practical for small problems only (the MILP has one binary per row): a run
+    that HiGHS cannot solve to proven optimality in 60 s raises
+    ConvergenceError rather than release an inexact minimizer.
+
+    Raises
+    ------
+    InvalidPrivacyParameter, LabelError, ConvergenceError
+    """
+    if estimator.regularizer_ is not None or estimator.l2_ > 0 or estimator.constraint_ is not None:
+        raise InvalidPrivacyParameter(
+            "mechanism 'nonconvex-objective' minimizes the 0-1 loss over an integer grid: use "
+            "penalty='l2' with alpha='auto' (no penalty is applied) and no constraint"
+        )
+    n, d = X.shape
+    if n > ESTIMATOR_MAX_ROWS or 3 * d > ESTIMATOR_MAX_BITS:
+        raise UnsupportedOperationError(
+            f"mechanism 'nonconvex-objective' solves a mixed-integer program with one binary "
+            f"per row and 3 per coefficient; n={n} rows and {d} coefficients exceed the "
+            f"estimator's limits (n ≤ {ESTIMATOR_MAX_ROWS}, 3·d ≤ {ESTIMATOR_MAX_BITS}): use "
+            "fit_zero_one_grid directly with a longer time_limit, or another mechanism"
+        )
+    return fit_zero_one_grid(
+        X, y, epsilon=epsilon, data_norm=estimator.data_norm_, random_state=rng
     )

@@ -18,6 +18,26 @@ twice-differentiable GLM loss with |φ'| ≤ L/R over the domain and
 ``n_clipped``), so ‖∇ℓ‖ ≤ L = ``loss.lipschitz(R)`` and the Hessian of one
 example is rank one with eigenvalue ≤ β = c R² = ``loss.smoothness(R)``.
 
+**Default: the tight calibration** (``calibration="tight"``,
+:func:`tight_calibration`; proof in ``docs/objective_perturbation.md``).  Same
+noise laws, same release; the privacy loss at an output θ is bounded by
+ε_J + (noise term) with
+
+* ε_J = r·log(1 + τ/(r·nΛ_tot)) the one-sided Jacobian bound
+  (:func:`jacobian_epsilon`; GLM: log(1 + β/(nΛ_tot)), half of Chaudhuri et
+  al.'s 2·log(1 + β/(nΛ)));
+* pure ε: Gamma-norm noise at ε' = ε − ε_J;
+* (ε, δ): Gaussian noise σ = ζ·m, m the analytic Gaussian multiplier (Balle &
+  Wang 2018) at (ε − ε_J, δ/N): the noise term is at most the largest of N
+  Gaussian privacy losses with fixed shifts ‖w‖ ≤ ζ = 2L (the vertices of the
+  set of gradient changes: N = 4 for GLMs, k² − 1 for softmax), so
+  δ(ε) ≤ N·δ_G(ε − ε_J) (:func:`tight_gaussian_delta`);
+* Δ chosen by the expected excess risk of J among valid splits.
+
+It also covers the multinomial model (``Softmax(k)``, Θ of shape (d, k): L = √2·R,
+r = k − 1, τ = R²(1 − 1/k)).  ``calibration="paper"`` gives the published
+calibrations below, exactly.
+
 **ε-DP, Gamma-norm noise** — Chaudhuri et al. (2011), Algorithm 2 and
 Theorem 9, generalized from ‖x‖ ≤ 1, |ℓ'| ≤ 1 by rescaling (see
 :func:`chaudhuri_calibration`):
@@ -51,6 +71,7 @@ event outside the guarantee; its message carries only public numbers (``tol``,
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
@@ -64,10 +85,10 @@ from .._validation import (
     check_nonnegative,
     check_positive,
     check_X_y,
-    clip_rows,
 )
 from ..accounting.events import EpsilonDelta, PureEpsilon
 from ..constraints import Constraint, Polytope, constraint_l2_radius
+from ..design import as_design
 from ..exceptions import (
     ConvergenceError,
     InvalidPrivacyParameter,
@@ -75,15 +96,33 @@ from ..exceptions import (
     UnknownNameError,
 )
 from ..losses.base import GLMLoss, check_smooth_glm_loss
+from ..losses.softmax import FlatSoftmax, Softmax
 from ..mechanisms.gamma_norm import gamma_norm_noise
 from ..mechanisms.gaussian import gaussian_noise
 from ..regularizers import Regularizer
 from ..solvers import minimize
 from .base import Result
 
-__all__ = ["chaudhuri_calibration", "fit", "kifer_calibration"]
+__all__ = [
+    "MARGIN_BOUND",
+    "ObjectiveCalibration",
+    "chaudhuri_calibration",
+    "excess_risk_proxy",
+    "fit",
+    "jacobian_epsilon",
+    "kifer_calibration",
+    "paper_calibration",
+    "tight_calibration",
+    "tight_gaussian_delta",
+]
 
 _NOISES = ("auto", "gamma", "gaussian")
+_CALIBRATIONS = ("tight", "paper")
+
+#: Public prior bound on the margin scale R·‖θ*‖ (per class) of the normalized problem:
+#: a model whose log-odds never exceed ±20 (probabilities within 2e-9 of 0 or 1).  Used
+#: by the choice of Δ and by the estimators' default Λ rules (never by a privacy proof).
+MARGIN_BOUND = 20.0
 
 
 # ----------------------------------------------------------------------------- calibration
@@ -185,8 +224,304 @@ def kifer_calibration(
     return sigma, extra
 
 
+# ----------------------------------------------------------------------------- tight calibration
+def jacobian_epsilon(
+    n: int,
+    l2_total: float,
+    smoothness: float,
+    *,
+    hessian_rank: int = 1,
+    hessian_trace: float | None = None,
+) -> float:
+    """ε_J: bound on |log det(A + H_z) − log det(A + H_z')|, the Jacobian term.
+
+    A ⪰ nΛ_tot·I is the Hessian of the sum-form objective without the changed
+    record, H_z ⪰ 0 that record's Hessian, of rank ≤ r, eigenvalues ≤ β and
+    trace ≤ τ.  By the matrix determinant identity and A ⪰ nΛ_tot·I,
+
+        0 ≤ log det(A + H_z) − log det A ≤ Σⱼ log(1 + qⱼ/(nΛ_tot))
+          ≤ r·log(1 + τ/(r·nΛ_tot))            (Jensen over the r eigenvalues qⱼ),
+
+    and the same for z', so the *difference* of the two log-determinants lies in
+    [−ε_J, ε_J] with ε_J = r·log(1 + τ/(r·nΛ_tot)) — one factor, not the product
+    (1 + β/(nΛ))² of Chaudhuri et al. (2011, proof of Theorem 9), which bounds a
+    rank-two perturbation of one Jacobian by the other.  GLMs: r = 1, τ = β
+    (ε_J = log(1 + β/(nΛ_tot)), the bound of Kifer, Smith, Thakurta 2012,
+    proof of Theorem 2, used one-sidedly); softmax with k classes: r = k − 1,
+    τ = R²(1 − 1/k) (``docs/objective_perturbation.md``).
+
+    Parameters
+    ----------
+    n : int ≥ 1
+    l2_total : float > 0
+        Λ_tot, strong convexity of the mean-form objective (Λ + Δ + the
+        regularizer's).
+    smoothness : float > 0
+        β, bound on the eigenvalues of one record's Hessian.
+    hessian_rank : int ≥ 1, default 1
+        r.
+    hessian_trace : float, optional
+        τ (default r·β, which gives r·log(1 + β/(nΛ_tot))).
+
+    Returns
+    -------
+    float
+    """
+    n = check_count(n, "n")
+    lam = check_positive(l2_total, "l2_total")
+    beta = check_positive(smoothness, "smoothness")
+    r = check_count(hessian_rank, "hessian_rank")
+    tau = (
+        r * beta
+        if hessian_trace is None
+        else min(check_positive(hessian_trace, "hessian_trace"), r * beta)
+    )
+    return r * math.log1p(tau / (r * n * lam))  # [OP-7]
+
+
+def _l2_for_jacobian(epsilon_jacobian: float, n: int, smoothness: float, rank: int, trace) -> float:
+    """Λ_tot with jacobian_epsilon(n, Λ_tot, …) = ``epsilon_jacobian`` (its inverse)."""
+    tau = rank * smoothness if trace is None else min(trace, rank * smoothness)
+    return tau / (rank * n * math.expm1(epsilon_jacobian / rank))
+
+
+def tight_gaussian_delta(
+    epsilon: float,
+    noise_multiplier: float,
+    epsilon_jacobian: float,
+    n_vertices: int,
+) -> float:
+    """δ(ε) of Gaussian objective perturbation under the tight analysis.
+
+    The privacy loss at an output θ is L_noise(θ) + L_J(θ) with |L_J| ≤ ε_J
+    (:func:`jacobian_epsilon`) and L_noise = (2⟨b, v⟩ + ‖v‖²)/(2σ²), b ~ N(0, σ²I)
+    the noise drawn and v(θ) the change of the changed record's gradient.  v is
+    a *linear* function of the per-record gradient factors, which range over a
+    polytope with N non-zero vertices w (GLM: v = a·x − a'·x' with
+    |a|, |a'| ≤ L/R: N = 4; softmax: v = x rᵀ − x' r'ᵀ with r, r' in
+    shifted simplices: N = k² − 1), all of norm ≤ ζ = 2L.  L_noise is convex in
+    v, so L_noise ≤ max_w (2⟨b, w⟩ + ‖w‖²)/(2σ²): a maximum of N Gaussian
+    privacy losses with fixed shifts.  With (1 − e^{ε−max})₊ ≤ Σ_w (1 − e^{ε−L_w})₊,
+
+        δ(ε) ≤ N · δ_G(ε − ε_J; ζ/σ),
+
+    δ_G the exact Gaussian privacy profile of Balle & Wang (2018, Theorem 8).
+
+    Parameters
+    ----------
+    epsilon : float > 0
+    noise_multiplier : float > 0
+        σ/ζ.
+    epsilon_jacobian : float ≥ 0
+        ε_J.
+    n_vertices : int ≥ 1
+        N.
+
+    Returns
+    -------
+    float in [0, 1]
+    """
+    from ..accounting.gaussian import gaussian_delta
+
+    eps = check_epsilon(epsilon)
+    m = check_positive(noise_multiplier, "noise_multiplier")
+    e_j = check_nonnegative(epsilon_jacobian, "epsilon_jacobian")
+    nv = check_count(n_vertices, "n_vertices")
+    if e_j >= eps:
+        return 1.0
+    return min(1.0, nv * gaussian_delta(m, eps - e_j))  # [OP-8]
+
+
+@dataclasses.dataclass(frozen=True)
+class ObjectiveCalibration:
+    """The public constants of one objective-perturbation run.
+
+    Attributes
+    ----------
+    noise : {"gamma", "gaussian"}
+    calibration : {"tight", "paper"}
+    epsilon_noise : float
+        ε spent by the noise term (ε − ε_J for "tight").
+    epsilon_jacobian : float
+        ε_J, bound of the Jacobian term at Λ + Δ.
+    extra_l2 : float ≥ 0
+        Δ.
+    noise_scale : float
+        σ of each coordinate of b (Gaussian) or the Gamma scale of ‖b‖.
+    sensitivity : float
+        ζ = 2L, the ℓ2 (Frobenius) change of one record's gradient.
+    n_vertices : int
+        N of :func:`tight_gaussian_delta` (0 for the paper and pure paths).
+    """
+
+    noise: str
+    calibration: str
+    epsilon_noise: float
+    epsilon_jacobian: float
+    extra_l2: float
+    noise_scale: float
+    sensitivity: float
+    n_vertices: int = 0
+
+
+def _noise_moments(noise: str, scale: float, n_coords: int, n: int) -> tuple[float, float]:
+    """(E‖b/n‖, E‖b/n‖²) of the noise (Gamma-norm: ‖b‖ ~ Gamma(D, scale))."""
+    if noise == "gamma":
+        return n_coords * scale / n, n_coords * (n_coords + 1) * (scale / n) ** 2
+    m2 = n_coords * (scale / n) ** 2
+    return math.sqrt(m2), m2
+
+
+def excess_risk_proxy(
+    extra: float, alpha: float, theta_bound: float, m1: float, m2: float
+) -> float:
+    """Expected excess risk of J (mean form, Λ = ``alpha``) for a given Δ:
+    (Δ²B² + 2ΔB·E‖b/n‖ + E‖b/n‖²)/(2(Λ + Δ)), ‖θ̂‖ ≤ B (strong convexity; the bound
+    of :func:`dperm.theory.theoretical_bound` for objective perturbation)."""
+    return (extra**2 * theta_bound**2 + 2.0 * extra * theta_bound * m1 + m2) / (
+        2.0 * (alpha + extra)
+    )
+
+
+#: fractions f of ε offered to the Jacobian term when Δ is chosen (ε_J = f·ε)
+_JACOBIAN_FRACTIONS = tuple(float(f) for f in np.geomspace(1e-3, 0.95, 120))
+
+
+@functools.lru_cache(maxsize=4096)
+def tight_calibration(
+    epsilon: float,
+    delta: float,
+    n: int,
+    alpha: float,
+    smoothness: float,
+    lipschitz: float,
+    *,
+    n_coords: int,
+    theta_bound: float,
+    hessian_rank: int = 1,
+    hessian_trace: float | None = None,
+    n_vertices: int = 4,
+) -> ObjectiveCalibration:
+    """Noise and Δ of objective perturbation under the tight analysis.
+
+    * δ = 0 (pure ε, Gamma-norm noise ν(b) ∝ exp(−ε'‖b‖/ζ)): the noise ratio is
+      ≤ e^{ε'} (triangle inequality, ‖v‖ ≤ ζ = 2L) and the Jacobian ratio ≤ e^{ε_J},
+      so ε' = ε − ε_J(Λ + Δ).
+    * δ > 0 (Gaussian b ~ N(0, σ²I)): σ = ζ·m with m the analytic Gaussian
+      multiplier (Balle & Wang 2018) at (ε − ε_J, δ/N), so that
+      :func:`tight_gaussian_delta` (ε) ≤ δ.
+
+    Δ ≥ 0 is not fixed by a rule of thumb: among Δ = 0 (when ε_J(Λ) < ε) and the
+    Δ that make ε_J = f·ε for 120 log-spaced f ∈ [0.001, 0.95], the one minimizing the expected
+    excess risk of J (:func:`excess_risk_proxy`, a public function of the
+    calibration, with ‖θ̂‖ ≤ ``theta_bound``) is taken.  Every candidate is a
+    valid calibration; the choice only uses public numbers.
+
+    Parameters
+    ----------
+    epsilon : float > 0
+    delta : float in [0, 1)
+    n : int ≥ 1
+    alpha : float ≥ 0
+        Λ plus the regularizer's strong convexity.
+    smoothness, lipschitz : float > 0
+        β and L (ζ = 2L).
+    n_coords : int
+        Number of coordinates of b (d, or d·k for softmax).
+    theta_bound : float > 0
+        Public prior bound B on ‖θ̂‖ (the estimators: MARGIN_BOUND/R per class).
+    hessian_rank, hessian_trace
+        See :func:`jacobian_epsilon`.
+    n_vertices : int
+        See :func:`tight_gaussian_delta`.
+
+    Returns
+    -------
+    ObjectiveCalibration
+    """
+    from ..accounting.gaussian import analytic_gaussian_noise_multiplier
+
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    n = check_count(n, "n")
+    alpha = check_nonnegative(alpha, "alpha")
+    beta = check_positive(smoothness, "smoothness")
+    zeta = 2.0 * check_positive(lipschitz, "lipschitz")  # [OP-5]
+    n_coords = check_count(n_coords, "n_coords")
+    bound = check_positive(theta_bound, "theta_bound")
+    rank = check_count(hessian_rank, "hessian_rank")
+    nv = check_count(n_vertices, "n_vertices")
+    noise = "gamma" if delta == 0.0 else "gaussian"
+
+    candidates: list[float] = []
+    if (
+        alpha > 0
+        and jacobian_epsilon(n, alpha, beta, hessian_rank=rank, hessian_trace=hessian_trace)
+        < epsilon
+    ):
+        candidates.append(0.0)
+    for f in _JACOBIAN_FRACTIONS:
+        e_j = min(f * epsilon, 700.0)
+        extra = _l2_for_jacobian(e_j, n, beta, rank, hessian_trace) - alpha
+        if extra > 0:
+            candidates.append(extra)
+    best = None
+    for extra in candidates:
+        e_j = jacobian_epsilon(
+            n, alpha + extra, beta, hessian_rank=rank, hessian_trace=hessian_trace
+        )
+        e_noise = epsilon - e_j
+        if not e_noise > 0:
+            continue
+        if noise == "gamma":
+            scale = zeta / e_noise  # [OP-3] ‖b‖ ~ Gamma(D, ζ/ε')
+        else:
+            scale = zeta * analytic_gaussian_noise_multiplier(e_noise, delta / nv)  # [OP-8]
+        try:
+            m1, m2 = _noise_moments(noise, scale, n_coords, n)
+            risk = excess_risk_proxy(extra, alpha, bound, m1, m2)
+        except OverflowError:  # tiny ε: every candidate's noise is astronomically large
+            risk = math.inf
+        if best is None or risk < best[0]:
+            best = (risk, extra, e_j, e_noise, scale)
+    if best is None:  # pragma: no cover - Δ candidates always exist for f < 1
+        raise InvalidPrivacyParameter(
+            f"no objective-perturbation calibration meets epsilon={epsilon!r}"
+        )
+    _, extra, e_j, e_noise, scale = best
+    return ObjectiveCalibration(
+        noise=noise,
+        calibration="tight",
+        epsilon_noise=e_noise,
+        epsilon_jacobian=e_j,
+        extra_l2=extra,
+        noise_scale=scale,
+        sensitivity=zeta,
+        n_vertices=nv if noise == "gaussian" else 0,
+    )
+
+
+def paper_calibration(
+    epsilon: float, delta: float, n: int, alpha: float, smoothness: float, lipschitz: float
+) -> ObjectiveCalibration:
+    """The published calibrations as an :class:`ObjectiveCalibration`:
+    :func:`chaudhuri_calibration` (δ = 0) or :func:`kifer_calibration` (δ > 0)."""
+    zeta = 2.0 * lipschitz
+    if delta == 0.0:
+        eps_noise, extra = chaudhuri_calibration(epsilon, n, alpha, smoothness)
+        return ObjectiveCalibration(
+            "gamma", "paper", eps_noise, epsilon - eps_noise, extra, zeta / eps_noise, zeta
+        )
+    sigma, extra = kifer_calibration(epsilon, delta, n, alpha, smoothness, lipschitz)
+    return ObjectiveCalibration(
+        "gaussian", "paper", epsilon / 2.0, epsilon / 2.0, extra, sigma, zeta
+    )
+
+
 # ----------------------------------------------------------------------------- shared checks
-def _check_loss(loss, algorithm: str) -> GLMLoss:
+def _check_loss(loss, algorithm: str):
+    if isinstance(loss, Softmax):
+        return loss  # the multinomial model: smooth, constants in docs/objective_perturbation.md
     return check_smooth_glm_loss(
         loss,
         f"{algorithm} needs a twice-differentiable (smooth) loss whose exact minimizer "
@@ -246,6 +581,8 @@ class _Prepared:
     lipschitz: float
     smoothness: float
     strong_convexity: float
+    #: k for the softmax loss (Θ of shape (d, k)), None for a GLM loss
+    n_classes: int | None = None
     # set by check_run
     tol: float = dataclasses.field(init=False)
     max_iter: int = dataclasses.field(init=False)
@@ -262,6 +599,25 @@ class _Prepared:
         self.noise, self.delta, self.delta_default = _resolve_noise(noise, delta, self.X.shape[0])
         self.rng = check_random_state(random_state)
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of θ: (d,), or (d, k) for the softmax loss."""
+        d = self.X.shape[1]
+        return (d,) if self.n_classes is None else (d, self.n_classes)
+
+    def geometry(self) -> dict[str, Any]:
+        """Rank r and trace τ of one record's Hessian, and the number N of vertices of
+        the set of gradient changes (:func:`jacobian_epsilon`, :func:`tight_gaussian_delta`):
+        GLM r = 1, τ = β, N = 4; softmax r = k − 1, τ = R²(1 − 1/k), N = k² − 1."""
+        k = self.n_classes
+        if k is None:
+            return {"hessian_rank": 1, "hessian_trace": None, "n_vertices": 4}
+        return {
+            "hessian_rank": k - 1,
+            "hessian_trace": self.data_norm**2 * (1.0 - 1.0 / k),
+            "n_vertices": k * k - 1,
+        }
+
     def diagnostics(self, algorithm: str, **extra) -> dict[str, Any]:
         """The public calibration inputs both perturbation methods report (the
         ``extra`` entries stand before ``n_samples``)."""
@@ -277,6 +633,7 @@ class _Prepared:
             "data_norm": self.data_norm,
             "lipschitz": self.lipschitz,
             "smoothness": self.smoothness,
+            "n_classes": self.n_classes,
             **extra,
             "n_samples": self.X.shape[0],
             "n_clipped": self.n_clipped,
@@ -298,8 +655,20 @@ def _prepare(loss, X, y, epsilon, data_norm, alpha, constraint, regularizer, alg
             f"y must be numeric for {algorithm} (±1 for classification losses), got dtype "
             f"{y.dtype}; the estimators map arbitrary class labels to ±1"
         )
-    y = loss.check_labels(y)
-    X, n_clipped = clip_rows(X, data_norm)  # [OP-0] enforce ‖x‖ ≤ R
+    n_classes = None
+    if isinstance(loss, Softmax):
+        if constraint is not None or regularizer is not None:
+            raise InvalidPrivacyParameter(
+                f"{algorithm} with the softmax loss supports only the (Λ/2)‖Θ‖² penalty: "
+                f"got constraint={constraint!r}, regularizer={regularizer!r}"
+            )
+        n_classes = loss.resolve_n_classes(y)  # public k (warns when read off the labels)
+        y = loss.check_labels(y, n_classes)
+        loss = Softmax(n_classes)
+    else:
+        y = loss.check_labels(y)
+    X = as_design(X, data_norm)  # [OP-0] enforce ‖x‖ ≤ R (a per-row scale; X not copied)
+    n_clipped = X.n_clipped
     radius = constraint_l2_radius(constraint, X.shape[1])
     return _Prepared(
         loss=loss,
@@ -314,10 +683,19 @@ def _prepare(loss, X, y, epsilon, data_norm, alpha, constraint, regularizer, alg
         lipschitz=loss.lipschitz(data_norm, radius=radius),  # [OP-0] L from public bounds
         smoothness=loss.smoothness(data_norm),  # [OP-0] β = c R²
         strong_convexity=alpha + (regularizer.strong_convexity if regularizer else 0.0),
+        n_classes=n_classes,
     )
 
 
 def _solve(loss, X, y, l2, linear, regularizer, constraint, tol, max_iter, algorithm):
+    shape = None
+    x0 = None
+    if isinstance(loss, Softmax):  # Θ (d, k) solved as vec(Θ); the residual is ‖vec ∇F‖₂
+        k = loss.n_classes  # set by _prepare (public)
+        shape = (X.shape[1], k)
+        loss = FlatSoftmax(loss, k)
+        x0 = np.zeros(X.shape[1] * k)
+        linear = None if linear is None else np.asarray(linear).ravel()
     res = minimize(
         loss,
         X,
@@ -328,6 +706,7 @@ def _solve(loss, X, y, l2, linear, regularizer, constraint, tol, max_iter, algor
         constraint=constraint,
         tol=tol,
         max_iter=max_iter,
+        x0=x0,
     )
     if not res.converged:  # [OP-6] the theorems need the exact minimizer: fail closed
         # Raising depends on the private data; the message carries only public numbers
@@ -337,7 +716,7 @@ def _solve(loss, X, y, l2, linear, regularizer, constraint, tol, max_iter, algor
             f"within max_iter={max_iter}; the privacy theorem assumes the exact minimizer, "
             "so nothing is released. Increase max_iter, loosen tol, or increase alpha."
         )
-    theta = res.theta
+    theta = res.theta if shape is None else res.theta.reshape(shape)
     if constraint is not None:
         theta = constraint.project(theta)  # already in C; post-processing keeps it there
     return theta, res
@@ -358,10 +737,12 @@ def fit(
     regularizer: Regularizer | None = None,
     tol: float = 1e-10,
     max_iter: int = 10_000,
+    calibration: str = "tight",
     random_state=None,
 ) -> Result:
     """Objective perturbation: ε-DP (Chaudhuri et al. 2011, Algorithm 2, Theorem 9) or
-    (ε, δ)-DP (Kifer, Smith, Thakurta 2012, Algorithm 1, Theorem 2).
+    (ε, δ)-DP (Kifer, Smith, Thakurta 2012, Algorithm 1, Theorem 2), calibrated by
+    default with dperm's tight analysis of the same mechanism (:func:`tight_calibration`).
 
     Minimizes (1/n)Σ ℓ(θ; xᵢ, yᵢ) + (Λ/2)‖θ‖² + r(θ) + ⟨b, θ⟩/n + (Δ/2)‖θ‖²
     over C exactly; see the module docstring for the calibration of b and Δ.
@@ -369,13 +750,14 @@ def fit(
 
     Parameters
     ----------
-    loss : GLMLoss
+    loss : GLMLoss or Softmax
         A smooth (twice-differentiable) loss: Logistic, HuberSVM, Squared
-        (Squared needs ``constraint`` for its Lipschitz constant).  Hinge and
-        Quantile are refused.
+        (Squared needs ``constraint`` for its Lipschitz constant), or
+        ``Softmax(k)`` (the multinomial model, θ of shape (d, k); no constraint
+        or regularizer).  Hinge and Quantile are refused.
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
-        Labels the loss takes (±1 for classification losses).
+        Labels the loss takes (±1 for classification losses, 0 … k−1 for Softmax).
     epsilon : float > 0
     delta : float in [0, 1) or None, default 0.0
         0 → ε-DP with Gamma-norm noise (``noise="auto"``).  None → the
@@ -395,16 +777,23 @@ def fit(
     tol : float > 0, default 1e-10
         Optimality residual the solver must reach.
     max_iter : int, default 10000
+    calibration : {"tight", "paper"}, default "tight"
+        "tight": the one-sided Jacobian bound and, for Gaussian noise, the exact
+        Gaussian privacy profile of the noise term with the ε split and Δ chosen
+        by :func:`tight_calibration` (``docs/objective_perturbation.md``).
+        "paper": the published calibrations (:func:`chaudhuri_calibration`,
+        :func:`kifer_calibration`; GLM losses only).
     random_state : None, int, SeedSequence or Generator
         Source of the noise b (None = OS entropy).
 
     Returns
     -------
     Result
-        ``theta`` of shape (d,); ``event`` ``PureEpsilon(ε)`` or
-        ``EpsilonDelta(ε, δ)``; ``diagnostics`` with the calibration
-        (``epsilon_noise``, ``extra_l2``, ``noise_scale``, ``lipschitz``,
-        ``smoothness``, …), ``neighbouring="replace-one"`` and ``n_clipped``.
+        ``theta`` of shape (d,) (or (d, k) for Softmax); ``event``
+        ``PureEpsilon(ε)`` or ``EpsilonDelta(ε, δ)``; ``diagnostics`` with the
+        calibration (``calibration``, ``epsilon_noise``, ``epsilon_jacobian``,
+        ``extra_l2``, ``noise_scale``, ``lipschitz``, ``smoothness``, …),
+        ``neighbouring="replace-one"`` and ``n_clipped``.
         ``n_clipped`` and the ``solver_*`` entries depend on the data and are
         *not* covered by the privacy guarantee: they are for the data owner.
 
@@ -417,42 +806,75 @@ def fit(
     InvalidDataError, LabelError
         Bad X or y.
     UnknownNameError
-        Unknown ``noise``.
+        Unknown ``noise`` or ``calibration``.
     ConvergenceError
         The solver did not reach ``tol`` (the theorem needs the exact minimizer);
         nothing is released.  Raising depends on the data (outside the
         guarantee); the message carries only ``tol`` and ``max_iter``.
     """
     algorithm = "objective perturbation"
+    if calibration not in _CALIBRATIONS:
+        raise UnknownNameError(
+            f"unknown calibration {calibration!r}; choose one of {list(_CALIBRATIONS)}"
+        )
     p = _prepare(loss, X, y, epsilon, data_norm, alpha, constraint, regularizer, algorithm)
     p.check_run(noise, delta, tol, max_iter, random_state)
     loss, X, y, epsilon, alpha = p.loss, p.X, p.y, p.epsilon, p.alpha
     lip, beta, strong = p.lipschitz, p.smoothness, p.strong_convexity
     kind, delta_used, rng = p.noise, p.delta, p.rng
-    n, d = X.shape
+    n = X.shape[0]
+    n_coords = math.prod(p.shape)
 
-    diagnostics = p.diagnostics("objective_perturbation")
-    if kind == "gamma":
-        # Chaudhuri et al. (2011), Algorithm 2, steps 1–3 (chaudhuri_calibration)
-        eps_noise, extra = chaudhuri_calibration(epsilon, n, strong, beta)
-        b = gamma_norm_noise(d, eps_noise, 2.0 * lip, rng)  # [OP-3] ν(b) ∝ exp(−ε'‖b‖/(2L))
-        event: PureEpsilon | EpsilonDelta = PureEpsilon(epsilon=epsilon)
-        diagnostics.update(
-            theorem="Chaudhuri, Monteleoni, Sarwate 2011, Algorithm 2 / Theorem 9",
-            epsilon_noise=eps_noise,
-            noise_scale=2.0 * lip / eps_noise,  # Gamma scale of ‖b‖
+    if calibration == "paper":
+        if p.n_classes is not None:
+            raise InvalidPrivacyParameter(
+                "calibration='paper' (Chaudhuri et al.; Kifer et al.) covers GLM losses only; "
+                "use calibration='tight' for the softmax loss"
+            )
+        cal = paper_calibration(epsilon, delta_used, n, strong, beta, lip)
+        theorem = (
+            "Chaudhuri, Monteleoni, Sarwate 2011, Algorithm 2 / Theorem 9"
+            if kind == "gamma"
+            else "Kifer, Smith, Thakurta 2012, Algorithm 1 / Theorem 2"
         )
     else:
-        # Kifer, Smith, Thakurta (2012), Algorithm 1 / Theorem 2 (kifer_calibration)
-        sigma, extra = kifer_calibration(epsilon, delta_used, n, strong, beta, lip)
-        b = gaussian_noise(d, sigma, rng)  # [OP-5] b ~ N(0, σ² I)
-        event = EpsilonDelta(epsilon=epsilon, delta=delta_used)
-        diagnostics.update(
-            theorem="Kifer, Smith, Thakurta 2012, Algorithm 1 / Theorem 2",
-            epsilon_noise=epsilon / 2.0,
-            epsilon_jacobian=epsilon / 2.0,
-            noise_scale=sigma,  # σ of each coordinate of b
+        k = 1 if p.n_classes is None else p.n_classes
+        cal = tight_calibration(
+            epsilon,
+            delta_used,
+            n,
+            strong,
+            beta,
+            lip,
+            n_coords=n_coords,
+            theta_bound=math.sqrt(k) * MARGIN_BOUND / p.data_norm,
+            **p.geometry(),
         )
+        theorem = (
+            "objective perturbation (Chaudhuri et al. 2011; Kifer et al. 2012), tight "
+            "analysis: one-sided Jacobian bound"
+            + ("" if kind == "gamma" else " + Gaussian privacy profile (Balle & Wang 2018)")
+            + " (docs/objective_perturbation.md)"
+        )
+    if kind == "gamma":
+        # ν(b) ∝ exp(−ε'‖b‖/ζ), ζ = 2L
+        b = gamma_norm_noise(n_coords, cal.epsilon_noise, cal.sensitivity, rng)  # [OP-3]
+        event: PureEpsilon | EpsilonDelta = PureEpsilon(epsilon=epsilon)
+    else:
+        b = gaussian_noise(n_coords, cal.noise_scale, rng)  # [OP-5/8] b ~ N(0, σ² I)
+        event = EpsilonDelta(epsilon=epsilon, delta=delta_used)
+    b = b.reshape(p.shape)
+    extra = cal.extra_l2
+    diagnostics = p.diagnostics("objective_perturbation")
+    diagnostics.update(
+        theorem=theorem,
+        calibration=cal.calibration,
+        epsilon_noise=cal.epsilon_noise,
+        epsilon_jacobian=cal.epsilon_jacobian,
+        noise_scale=cal.noise_scale,  # σ of each coordinate of b, or the Gamma scale of ‖b‖
+        sensitivity=cal.sensitivity,
+        n_vertices=cal.n_vertices,
+    )
     # [OP-6] θ = argmin_C (1/n)Σℓ + ((Λ + Δ)/2)‖θ‖² + r(θ) + ⟨b, θ⟩/n
     theta, res = _solve(
         loss, X, y, alpha + extra, b / n, p.regularizer, p.constraint, p.tol, p.max_iter, algorithm

@@ -47,6 +47,8 @@ only ``tol`` and ``max_iter``.  Proof sketch: ``docs/output_perturbation.md``.
 
 from __future__ import annotations
 
+import math
+
 from .._validation import check_count, check_positive
 from ..accounting.events import Gaussian, PureEpsilon
 from ..constraints import Constraint
@@ -106,10 +108,14 @@ def fit(
 
     Parameters
     ----------
-    loss : GLMLoss
-        A smooth loss (Logistic, HuberSVM, Squared with a constraint).
+    loss : GLMLoss or Softmax
+        A smooth loss (Logistic, HuberSVM, Squared with a constraint), or
+        ``Softmax(k)``: the multinomial model Θ of shape (d, k), one release with
+        the whole budget, sensitivity 2L/(nΛ) in Frobenius norm with L = √2·R
+        (‖x(p − e_y)ᵀ‖_F ≤ √2‖x‖; no constraint or regularizer).
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
+        ±1 for classification GLM losses, 0 … k−1 for Softmax.
     epsilon : float > 0
     delta : float in [0, 1) or None, default 0.0
         0 → ε-DP, Gamma-norm noise.  None → Gaussian noise with δ = 1/n².
@@ -128,7 +134,8 @@ def fit(
     Returns
     -------
     Result
-        ``event`` ``PureEpsilon(ε)`` or ``Gaussian(noise_multiplier)``;
+        ``theta`` of shape (d,) (or (d, k)); ``event`` ``PureEpsilon(ε)`` or
+        ``Gaussian(noise_multiplier)``;
         ``diagnostics`` with ``sensitivity``, ``noise_scale``, ``n_clipped`` (the
         latter and ``solver_*`` are data-dependent, not privatized).
 
@@ -149,7 +156,8 @@ def fit(
         )
     p.check_run(noise, delta, tol, max_iter, random_state)
     kind, delta_used, rng = p.noise, p.delta, p.rng
-    n, d = X.shape
+    n = X.shape[0]
+    n_coords = math.prod(p.shape)  # d, or d·k for the softmax loss (Frobenius norm)
 
     sensitivity = output_sensitivity(n, lip, strong)
     theta_hat, res = _solve(  # [OUT-2] exact minimizer (ConvergenceError otherwise)
@@ -163,7 +171,7 @@ def fit(
         solver_optimality=res.optimality,
     )
     if kind == "gamma":
-        b = gamma_norm_noise(d, epsilon, sensitivity, rng)  # [OUT-3] ε-DP
+        b = gamma_norm_noise(n_coords, epsilon, sensitivity, rng)  # [OUT-3] ε-DP
         event: PureEpsilon | Gaussian = PureEpsilon(epsilon=epsilon)
         diagnostics.update(
             theorem="Chaudhuri, Monteleoni, Sarwate 2011, Algorithm 1 / Theorem 6",
@@ -172,7 +180,7 @@ def fit(
     else:
         mult = _gaussian_multiplier(epsilon, delta_used)
         sigma = mult * sensitivity  # [OUT-4] analytic Gaussian, (ε, δ)-DP
-        b = gaussian_noise(d, sigma, rng)
+        b = gaussian_noise(n_coords, sigma, rng)
         event = Gaussian(noise_multiplier=mult)
         diagnostics.update(
             theorem="output perturbation with the analytic Gaussian mechanism "
@@ -180,7 +188,7 @@ def fit(
             noise_multiplier=mult,
             noise_scale=sigma,
         )
-    theta = theta_hat + b  # [OUT-3/4] the release
+    theta = theta_hat + b.reshape(p.shape)  # [OUT-3/4] the release
     if constraint is not None:
         theta = constraint.project(theta)  # [OUT-5] post-processing
     return Result(theta=theta, event=event, diagnostics=diagnostics)

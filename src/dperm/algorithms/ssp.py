@@ -84,6 +84,7 @@ from .._validation import (
 )
 from ..accounting.events import Composed, Gaussian
 from ..accounting.gaussian import analytic_gaussian_noise_multiplier
+from ..design import Design
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, LabelError
 from .base import Result
 
@@ -110,6 +111,9 @@ def sufficient_statistics(X, y, clip_scale: np.ndarray | None = None):
     A : ndarray of shape (d, d)
     b : ndarray of shape (d,)
     """
+    if isinstance(X, Design):  # the estimators' view: block by block, X never copied
+        w = None if clip_scale is None else clip_scale * clip_scale
+        return X.gram(w), X.rmatvec(y if clip_scale is None else clip_scale * y)
     if sp.issparse(X):
         if clip_scale is None:
             A = (X.T @ X).toarray()
@@ -282,7 +286,10 @@ def fit(
     intercept = intercept_scaling is not None
     if intercept:
         s = check_positive(intercept_scaling, "intercept_scaling")
-        col = X[:, -1].toarray().ravel() if sp.issparse(X) else X[:, -1]
+        if isinstance(X, Design):  # an implicit column, equal to s by construction
+            col = np.array([s if X.intercept_scaling == s else math.nan])
+        else:
+            col = X[:, -1].toarray().ravel() if sp.issparse(X) else X[:, -1]
         if d < 2 or not np.all(col == s):
             raise InvalidDataError(
                 f"intercept_scaling={s!r}: the last column of X must equal it in every row "

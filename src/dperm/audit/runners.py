@@ -386,6 +386,80 @@ def _run_output(X, y, epsilon, delta, rng):
     return _fit_huber(m.fit, X, y, epsilon, delta, rng, alpha=_OUT_ALPHA, tol=1e-9)
 
 
+@register_runner(
+    "objective-gaussian",
+    neighbouring="replace-one",
+    module="dperm.algorithms.objective_perturbation",
+    n=_PERTURB_N,
+    d=1,
+    default_delta=1e-5,
+    noise="gaussian",
+    default_runs=2000,
+    description=f"objective perturbation, Huber SVM loss, Λ = {_OBJ_ALPHA}, Gaussian noise "
+    "with the default tight calibration (one-sided Jacobian + Gaussian privacy profile)",
+)
+def _run_objective_gaussian(X, y, epsilon, delta, rng):
+    from ..algorithms import objective_perturbation as m
+
+    return _fit_huber(
+        m.fit, X, y, epsilon, delta, rng, alpha=_OBJ_ALPHA, noise="gaussian", tol=1e-9
+    )
+
+
+# Multinomial (softmax, k = 3 public classes): labels ±1 of the canary pair become the
+# classes 1 / 0 (class 2 never occurs; k is public).  At Θ ≈ 0 the canary and the
+# anti-canary move the gradient by x(e₀ − e₁)ᵀ; the statistic is the released logit
+# difference Θ[:, 1] − Θ[:, 0] (post-processing of the release) projected on the canary.
+_SOFTMAX_K = 3
+
+
+def _fit_softmax(fit: Callable, X, y, epsilon, delta, rng, **kw) -> np.ndarray:
+    from ..losses import Softmax
+
+    labels = np.where(np.asarray(y) > 0, 1, 0)
+    theta = fit(
+        Softmax(_SOFTMAX_K), X, labels, epsilon=epsilon, delta=delta, data_norm=1.0,
+        random_state=rng, tol=1e-9, **kw,
+    ).theta  # fmt: skip
+    return theta[:, 1] - theta[:, 0]
+
+
+@register_runner(
+    "objective-multinomial",
+    neighbouring="replace-one",
+    module="dperm.algorithms.objective_perturbation",
+    n=_PERTURB_N,
+    d=1,
+    default_delta=1e-5,
+    noise="gaussian",
+    default_runs=2000,
+    description=f"multinomial objective perturbation, softmax loss with k = {_SOFTMAX_K}, "
+    f"Λ = {_OBJ_ALPHA}, default tight Gaussian calibration (one model, whole budget)",
+)
+def _run_objective_multinomial(X, y, epsilon, delta, rng):
+    from ..algorithms import objective_perturbation as m
+
+    return _fit_softmax(m.fit, X, y, epsilon, delta, rng, alpha=_OBJ_ALPHA)
+
+
+@register_runner(
+    "output-multinomial",
+    neighbouring="replace-one",
+    module="dperm.algorithms.output_perturbation",
+    n=_PERTURB_N,
+    d=1,
+    default_delta=1e-5,
+    noise="gaussian",
+    default_runs=2000,
+    description=f"multinomial output perturbation, softmax loss with k = {_SOFTMAX_K}, "
+    f"Λ = {_OUT_ALPHA}, analytic Gaussian noise (sensitivity 2√2R/(nΛ))",
+)
+def _run_output_multinomial(X, y, epsilon, delta, rng):
+    from ..algorithms import output_perturbation as m
+
+    return _fit_softmax(m.fit, X, y, epsilon, delta, rng, alpha=_OUT_ALPHA)
+
+
 # ============================================================ gradient methods
 #: learning rate of the gradient runners: small enough that every hinge margin
 #: stays < 1, so each clipped per-example gradient is the constant −y·x at every
@@ -680,12 +754,140 @@ def _run_discrete_gaussian(X, y, epsilon, delta, rng):
     return out
 
 
+# ============================================================ textbook systems (#11)
+@register_runner(
+    "exponential-sampling",
+    neighbouring="replace-one",
+    module="dperm.algorithms.exponential_sampling",
+    n=20,
+    d=1,
+    description="exponential mechanism over the ℓ2 ball of radius 5 (exact sampler, d = 1), "
+    "logistic loss, Δ = min(loss range, 2LR)",
+)
+def _run_exponential_sampling(X, y, epsilon, delta, rng):
+    from ..algorithms import exponential_sampling as m
+
+    res = m.fit(_logistic(), X, y, epsilon=epsilon, radius=5.0, data_norm=1.0, random_state=rng)
+    return res.theta
+
+
+@register_runner(
+    "zero-one-net",
+    neighbouring="replace-one",
+    module="dperm.losses.zero_one",
+    n=20,
+    d=2,
+    description="0-1 loss over the default 64-direction net of the circle (exponential "
+    "mechanism, Δ = 1)",
+)
+def _run_zero_one_net(X, y, epsilon, delta, rng):
+    from ..losses.zero_one import private_linear_classifier
+
+    return private_linear_classifier(X, y, epsilon=epsilon, random_state=rng).theta
+
+
+@register_runner(
+    "nonconvex-objective",
+    neighbouring="replace-one",
+    module="dperm.algorithms.nonconvex_objective_perturbation",
+    n=20,
+    d=1,
+    description="objective perturbation over the 3-bit integer grid with the MILP oracle "
+    "(Neel, Roth, Vietri, Wu 2020), 0-1 loss, binary encoding",
+)
+def _run_nonconvex_objective(X, y, epsilon, delta, rng):
+    from ..algorithms import nonconvex_objective_perturbation as m
+
+    return m.fit_zero_one_grid(X, y, epsilon=epsilon, random_state=rng).theta
+
+
+# ============================================================ sufficient statistics (SSP)
+# DPLinearRegression() at its defaults (data_norm = 1, label_bound = 1, intercept column
+# s = 0.5, δ = 1/n²) on the replace-one canary pair: the canary and the anti-canary share
+# the row x_c = e_d and differ in the label (±1), so XᵀX and λ_min are equal on D and D′
+# and the released Xᵀy moves by 2·(x_c, s) — norm 2√(1 + s²), the full replace-one
+# sensitivity Δ₃ = 2RB of dperm.algorithms.ssp.  The released Xᵀy (a Gaussian release the
+# estimator exposes in diagnostics_["xty_released"]; θ is post-processing of it and of the
+# other two releases) projected on (x_c, s) is then the Neyman–Pearson statistic of the
+# pair, exactly Gaussian: the μ-GDP estimate is tight.  It probes one of the composed
+# Gaussian releases (1/3 of AdaSSP's GDP budget μ², 1/2 of SSP's), so the honest ε_LB
+# is far below ε by design, and a bug that gives this release less noise than the whole
+# claim allows — the add/remove sensitivity RB instead of 2RB, say — is refuted
+# (tests/test_audit_ssp.py).
+_SSP_N = 50
+#: DPLinearRegression's default intercept_scaling (the value of the intercept column)
+_SSP_INTERCEPT = 0.5
+
+
+def ssp_release_statistic(output, direction) -> float:
+    """Audit statistic of the ``ssp`` / ``adassp`` runners: ⟨b̂, u⟩ / ‖u‖, b̂ the released
+    Xᵀy of shape (d + 1,) (intercept entry last) and u = (direction, s) the canary row
+    x_c = ``direction`` (norm ``data_norm`` = 1) with its intercept entry s = 0.5.
+
+    Raises
+    ------
+    DpermError
+        ``output`` of a shape other than (d + 1,).
+    """
+    b = np.asarray(output, dtype=float).ravel()
+    if b.shape != (direction.shape[0] + 1,):
+        raise DpermError(
+            f"runner returned a released Xᵀy of shape {b.shape}, expected "
+            f"({direction.shape[0] + 1},)"
+        )
+    u = np.append(direction, _SSP_INTERCEPT)
+    return float(b @ u) / float(np.linalg.norm(u))
+
+
+def _fit_linear_regression(mechanism: str, X, y, epsilon, delta, rng) -> np.ndarray:
+    """The released Xᵀy of ``DPLinearRegression(mechanism=…, epsilon=ε, delta=δ)`` with
+    every other parameter at its default."""
+    from ..estimators import DPLinearRegression
+
+    est = DPLinearRegression(mechanism=mechanism, epsilon=epsilon, delta=delta, random_state=rng)
+    return np.asarray(est.fit(X, y).diagnostics_["xty_released"], dtype=float)
+
+
+_SSP_COMMON = dict(
+    neighbouring="replace-one",
+    module="dperm.algorithms.ssp",
+    n=_SSP_N,
+    d=2,
+    default_delta=1.0 / _SSP_N**2,  # the estimator's default δ = 1/n²
+    noise="gaussian",
+    default_runs=2000,
+    statistic=ssp_release_statistic,
+)
+
+
+@register_runner(
+    "adassp",
+    description="DPLinearRegression() — AdaSSP (Wang 2018, Alg. 2), the default mechanism — "
+    f"every default (R = 1, B = 1, intercept, δ = 1/n²), n = {_SSP_N}, d = 2; scores the "
+    "released Xᵀy along the canary row (one of three composed Gaussian releases)",
+    **_SSP_COMMON,
+)
+def _run_adassp(X, y, epsilon, delta, rng):
+    return _fit_linear_regression("adassp", X, y, epsilon, delta, rng)
+
+
+@register_runner(
+    "ssp",
+    description="DPLinearRegression(mechanism='ssp') — sufficient-statistics perturbation — "
+    f"every other default, n = {_SSP_N}, d = 2; scores the released Xᵀy along the canary "
+    "row (one of two composed Gaussian releases)",
+    **_SSP_COMMON,
+)
+def _run_ssp(X, y, epsilon, delta, rng):
+    return _fit_linear_regression("ssp", X, y, epsilon, delta, rng)
+
+
 def _register_algorithm_runners() -> None:
     """Runners that live beside their algorithm (registered through the public
     :func:`register_runner`), so that ``dperm audit --mechanism NAME`` finds them."""
-    from ..algorithms import dual_frank_wolfe, structured_output_perturbation
+    from ..algorithms import dual_frank_wolfe, structured_output_perturbation, tukey_regression
 
-    for module in (dual_frank_wolfe, structured_output_perturbation):
+    for module in (dual_frank_wolfe, structured_output_perturbation, tukey_regression):
         module.register_audit_runner(overwrite=True)
 
 

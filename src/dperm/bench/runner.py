@@ -46,7 +46,14 @@ from . import peers as _peers
 from .protocols import Split, get_protocol, honest_split, paper_grid, paper_split
 from .report import RESULT_COLUMNS, write_outputs
 
-__all__ = ["DEFAULT_DATASETS", "DEFAULT_EPSILONS", "list_algorithms", "run_bench"]
+__all__ = [
+    "DEFAULT_ALGORITHMS",
+    "DEFAULT_DATASETS",
+    "DEFAULT_EPSILONS",
+    "TUNING_SPACES",
+    "list_algorithms",
+    "run_bench",
+]
 
 DEFAULT_DATASETS = ("adult", "kddcup99", "mnist", "synthetic-l", "synthetic-h")
 DEFAULT_EPSILONS = (0.1, 1.0)
@@ -68,18 +75,67 @@ _THEORY_NAMES = {"bolt-on-sc": "bolt-on"}
 
 #: bench algorithms that are a registered mechanism with a documented setting:
 #: the strongly convex bolt-on (Wu et al. 2017, Algorithm 2) is "bolt-on" with
-#: Λ = the public objective-perturbation rule 2√2 R²/(20√n) > 0.
+#: Λ = the public objective-perturbation rule > 0.
 _VIRTUAL = {"bolt-on-sc": "bolt-on"}
+
+#: suffix of the "tuned privately" algorithms: ``"<mechanism>+tuned"`` runs
+#: :class:`~dperm.model_selection.PrivateRandomSearch` over :data:`TUNING_SPACES`
+#: with the *whole* ε and δ of the cell (the search's budget includes every run,
+#: the validation scores and the selection)
+TUNED = "+tuned"
+
+#: public search spaces of the tuned algorithms (fixed before any data is seen)
+TUNING_SPACES: dict[str, dict[str, list]] = {
+    "objective": {
+        "alpha": ["auto", *(float(a) for a in np.geomspace(1e-5, 1e-2, 7))],
+    },
+    "output": {
+        "alpha": ["auto", *(float(a) for a in np.geomspace(1e-4, 1e-1, 7))],
+    },
+    "dp-sgd": {
+        "epochs": [1, 2, 4, 8, 16],
+        "learning_rate": [0.5, 1.0, 2.0, 4.0, 8.0],
+        "batch_size": [64, 256, 1024],
+    },
+}
+#: E[K] of the tuned algorithms' random search
+TUNING_MEAN_RUNS = 10.0
+
+#: mechanisms fitted as ONE multinomial (softmax) model on multi-class data (the
+#: whole budget); the others run one-vs-rest with ε/k per class
+_MULTINOMIAL = ("objective", "output", "amp", "dp-gd", "dp-sgd", "dp-sgd-single")
+
+#: the default algorithms of ``dperm bench``: the published comparison (Iyengar et
+#: al. 2019) plus dperm's other DP-ERM classifiers and the tuned-privately variants;
+#: every other registered mechanism runs when named in ``algorithms``
+DEFAULT_ALGORITHMS = (
+    "non-private",
+    "objective",
+    "output",
+    "amp",
+    "amp-nt",
+    "dp-gd",
+    "dp-sgd",
+    "dp-sgd-single",
+    "bolt-on",
+    "bolt-on-sc",
+    "frank-wolfe",
+    "objective" + TUNED,
+    "output" + TUNED,
+)
 
 
 def list_algorithms() -> list[str]:
     """``non-private``, every registered mechanism (plus ``bolt-on-sc`` when
-    ``bolt-on`` is registered), and the installed peers."""
+    ``bolt-on`` is registered), the tuned-privately variants
+    (``"<mechanism>+tuned"`` for the mechanisms of :data:`TUNING_SPACES`) and the
+    installed peers."""
     from ..estimators import available_mechanisms
 
     mechs = available_mechanisms()
     virtual = [v for v, base in _VIRTUAL.items() if base in mechs]
-    return ["non-private", *mechs, *virtual, *_peers.available_peers()]
+    tuned = [m + TUNED for m in TUNING_SPACES if m in mechs]
+    return ["non-private", *mechs, *virtual, *tuned, *_peers.available_peers()]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -178,6 +234,8 @@ def _theory(alg: str, model, n: int) -> float:
     from ..theory import theoretical_bound
 
     name = _THEORY_NAMES.get(alg, alg)
+    if getattr(model, "multi_class", "ovr") == "multinomial":
+        return math.nan  # the bounds of dperm.theory are for one binary (GLM) problem
     k = 1 if np.ndim(model.coef_) == 1 else np.atleast_2d(model.coef_).shape[0]
     d = np.atleast_2d(model.coef_).shape[1] + int(model.fit_intercept)
     R = float(model.data_norm_)
@@ -293,7 +351,7 @@ def _fit_dperm(alg: str, split: Split, params: dict, epsilon, delta, seed, risk,
         else:
             dropped.append(key)
     est_params.setdefault("data_norm", split.data_norm)
-    mechanism = _VIRTUAL.get(alg, alg)
+    mechanism = _VIRTUAL.get(alg, alg).removesuffix(TUNED)
     if alg == "bolt-on-sc" and "alpha" not in est_params:
         from ..estimators._mechanisms import objective_alpha_rule
 
@@ -302,6 +360,10 @@ def _fit_dperm(alg: str, split: Split, params: dict, epsilon, delta, seed, risk,
             split.n_train, split.n_features + 1, epsilon, r_eff
         )
     est_params.setdefault("classes", list(_public_classes(split)))
+    if split.task == "multiclass" and mechanism in _MULTINOMIAL:
+        est_params.setdefault("multi_class", "multinomial")
+    if alg.endswith(TUNED):
+        return _fit_tuned(alg, split, est_params, epsilon, delta, seed)
     model = DPLogisticRegression(
         mechanism=mechanism, epsilon=epsilon, delta=delta, random_state=seed, **est_params
     )
@@ -318,6 +380,89 @@ def _fit_dperm(alg: str, split: Split, params: dict, epsilon, delta, seed, risk,
     used = dict(est_params)
     used["alpha_"] = float(model.alpha_)
     return acc, excess, bound, seconds, used, dropped, model.neighbouring_
+
+
+def _gaussian_run_event(run_epsilon: float, run_delta: float):
+    """The event of a Gaussian output-perturbation run at (ε_run, δ_run): the analytic
+    Gaussian mechanism (its RDP is exact), for the Papernot–Steinke accounting."""
+    from ..accounting.events import Gaussian
+    from ..accounting.gaussian import analytic_gaussian_noise_multiplier
+
+    return Gaussian(noise_multiplier=analytic_gaussian_noise_multiplier(run_epsilon, run_delta))
+
+
+_PURE_ROUTE: dict[str, Any] = {"eta": 0.0}
+_LT_ROUTE: dict[str, Any] = {"repetitions": "geometric", "run_delta": "auto"}
+
+
+def _tuning_route(base, split: Split, mechanism: str, epsilon: float, delta: float) -> dict:
+    """The accounting of a tuned algorithm (a public choice: only ε, δ, d, k, R):
+
+    * output perturbation: Gaussian runs described by their event, Papernot &
+      Steinke (truncated negative binomial, η = 0);
+    * objective perturbation: pure-ε runs (Papernot & Steinke) or Gaussian (ε, δ)
+      runs (Liu & Talwar, geometric, ``run_delta="auto"``), whichever gives the run
+      the smaller expected noise norm — D·ζ/ε_run for the Gamma-norm noise,
+      √D·ζ·m(ε_run, δ_run/N) for the Gaussian (D coordinates, ζ = 2L);
+    * the others (DP-SGD): Liu & Talwar."""
+    from ..accounting.gaussian import analytic_gaussian_noise_multiplier
+    from ..model_selection import PrivateRandomSearch
+
+    if mechanism == "output":
+        return {"eta": 0.0, "run_event": _gaussian_run_event}
+    if mechanism != "objective":
+        return dict(_LT_ROUTE)
+    space = TUNING_SPACES[mechanism]
+    pure = PrivateRandomSearch(base, space, epsilon=epsilon, delta=delta, **_PURE_ROUTE)
+    lt = PrivateRandomSearch(
+        base, space, epsilon=epsilon, delta=delta, mean_runs=TUNING_MEAN_RUNS, **_LT_ROUTE
+    )
+    eps_pure = pure._budget(split.n_train)[2]
+    _, _, eps_lt, delta_lt, *_ = lt._budget(split.n_train)
+    k = len(split.classes) if split.task == "multiclass" and split.classes else 1
+    coords = (split.n_features + 1) * k
+    vertices = 4 if k == 1 else k * k - 1
+    gauss = math.sqrt(coords) * analytic_gaussian_noise_multiplier(eps_lt, delta_lt / vertices)
+    return dict(_PURE_ROUTE) if coords / eps_pure <= gauss else dict(_LT_ROUTE)
+
+
+def _fit_tuned(alg: str, split: Split, est_params: dict, epsilon, delta, seed):
+    """``<mechanism>+tuned``: a private random search at the cell's whole (ε, δ),
+    accounted as :func:`_tuning_route` chooses.  The selected model is scored on
+    the test split once; nothing of the test split reaches the search."""
+    from ..estimators import DPLogisticRegression
+    from ..model_selection import PrivateRandomSearch
+
+    mechanism = alg.removesuffix(TUNED)
+    base = DPLogisticRegression(mechanism=mechanism, **est_params)
+    route = _tuning_route(base, split, mechanism, epsilon, delta)
+    search = PrivateRandomSearch(
+        base,
+        TUNING_SPACES[mechanism],
+        epsilon=epsilon,
+        delta=delta,
+        mean_runs=TUNING_MEAN_RUNS,
+        random_state=seed,
+        **route,
+    )
+    t0 = time.perf_counter()
+    with _quiet():
+        search.fit(split.X_train, split.y_train)
+    seconds = time.perf_counter() - t0
+    if search.best_estimator_ is None:  # pragma: no cover - only the Poisson law gives K = 0
+        raise DpermError("the private search drew no run")
+    acc = _accuracy(search.predict(split.X_test), split.y_test)
+    used = dict(est_params)
+    used.update(
+        search="PrivateRandomSearch",
+        accounting=search.accounting_,
+        mean_runs=TUNING_MEAN_RUNS,
+        run_epsilon=float(search.run_epsilon_),
+        search_epsilon=float(search.epsilon_),
+        best_params=search.best_params_,
+    )
+    relation = str(getattr(search.dp_event_, "neighbouring", "replace-one"))
+    return acc, math.nan, math.nan, seconds, used, [], relation
 
 
 def _progress(enabled: bool, total: int):
@@ -441,7 +586,8 @@ def run_bench(
     known = list_algorithms()
     all_peers = set(_peers.PEERS)
     if algorithms is None:
-        algorithms = [*known, *(p for p in _peers.PEERS if p not in known)]
+        algorithms = [a for a in DEFAULT_ALGORITHMS if a in known]
+        algorithms += list(_peers.PEERS)
     algorithms = list(dict.fromkeys(algorithms))
     notes: list[str] = []
     status = _peers.peer_status()
@@ -474,8 +620,8 @@ def run_bench(
             continue
         if excess_risk and splits[-1].task == "multiclass":
             notes.append(
-                f"{name}: excess empirical risk not computed (one-vs-rest: one non-private "
-                "reference solve per class and objective)"
+                f"{name}: excess empirical risk not computed (multi-class: a non-private "
+                "reference solve per model and objective)"
             )
         if _maybe_sparse(splits[-1]):
             notes.append(f"{name}: features stored as CSR (mostly zeros; same values)")

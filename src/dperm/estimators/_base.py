@@ -1,17 +1,21 @@
 """Common machinery of dperm's scikit-learn estimators (thin adapters, no privacy logic).
 
-``fit`` validates, clips rows to ``data_norm`` (counting them), appends the
-intercept column, resolves Λ, the regularizer and the constraint, and calls the
+``fit`` validates (float32 and float64 input kept as they are, CSR kept sparse),
+builds the :class:`~dperm.design.Design` of X — rows clipped to ``data_norm`` by a
+per-row scale (counted), the intercept an implicit public column, X never
+copied — resolves Λ, the regularizer and the constraint, and calls the
 registered mechanism (:mod:`dperm.estimators._mechanisms`) once per binary
 problem with its share of the budget.  All privacy calibration lives in the
 algorithm modules.
 
-Intercept.  With ``fit_intercept=True`` a constant feature of value
-``intercept_scaling`` = s is appended to every (already clipped) row; its
-coefficient times s is ``intercept_``.  The augmented rows satisfy
-‖(x, s)‖ ≤ √(data_norm² + s²) — a public bound, used as the effective
-``data_norm_`` of the mechanism — so no row is clipped because of the
-intercept, and the intercept is regularized like every other coefficient
+Intercept.  With ``fit_intercept=True`` every (already clipped) row gets a
+constant feature of value ``intercept_scaling`` = s — implicitly, inside the
+Design's products (``docs/data_path.md``); its coefficient times s is
+``intercept_``.  The augmented rows satisfy
+‖(x, s)‖ ≤ √(data_norm² + s²) — a public bound
+(:func:`~dperm.design.augmented_bound`), used as the effective ``data_norm_``
+of the mechanism — so no row is clipped because of the intercept, and the
+intercept is regularized like every other coefficient
 (the privacy proofs need the strong convexity in every direction).  A
 :class:`~dperm.norms.Norm` given as ``penalty=`` is the exception: it is defined on
 the d features and acts on the first d coordinates only (value, prox, LMO,
@@ -43,15 +47,16 @@ import numbers
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .._rng import check_random_state
-from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive, clip_rows
-from ..accounting.events import REPLACE_ONE, Composed, DpEvent, SelfComposed
+from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive
+from ..accounting.events import REPLACE_ONE, Composed, DpEvent, EpsilonDelta, SelfComposed
+from ..accounting.ledger import charge
 from ..constraints import Constraint, get_constraint
+from ..design import Design, as_design, augmented_bound
 from ..exceptions import (
     InvalidDataError,
     InvalidPrivacyParameter,
@@ -70,6 +75,7 @@ try:  # scikit-learn ≥ 1.6
 except ImportError:  # pragma: no cover - older scikit-learn
 
     def _sk_validate_data(estimator, X, y="no_validation", reset=True, **kw):
+        kw["force_all_finite"] = kw.pop("ensure_all_finite", True)
         return estimator._validate_data(X, y, reset=reset, **kw)
 
 
@@ -82,7 +88,7 @@ __all__ = [
 
 _PENALTIES = ("l2", "l1", "elasticnet", "none")
 #: mechanisms that fit the multinomial (softmax) model as one problem
-_MULTINOMIAL_MECHANISMS = ("dp-sgd", "dp-gd", "dp-sgd-single")
+_MULTINOMIAL_MECHANISMS = ("dp-sgd", "dp-gd", "dp-sgd-single", "objective", "output", "amp")
 
 #: mechanisms whose privacy proof covers per-record weights in [0, 1] (module docstring):
 #: they touch the data only through the loss's values/derivatives of full-batch
@@ -97,39 +103,39 @@ _SAMPLE_WEIGHT_MECHANISMS = (
     "dp-gd-avg",
 )
 
-#: relative slack added to the augmented row bound so that floating-point
-#: rounding of √(‖x‖² + s²) never exceeds it (a larger public bound is always valid)
-_BOUND_SLACK = 1e-12
+#: dtypes kept as they are (no copy); others are converted to float64
+_DTYPES = [np.float64, np.float32]
 
 
-def _validate(estimator, X, y=None, *, reset: bool, y_numeric: bool = False):
+def _validate(
+    estimator, X, y=None, *, reset: bool, y_numeric: bool = False, finite_check: bool = True
+):
     """scikit-learn's validation (messages the estimator checks expect), with
-    every ValueError re-raised as a dperm InvalidDataError."""
+    every ValueError re-raised as a dperm InvalidDataError.  float32/float64
+    arrays and CSR matrices are returned without a copy.  ``finite_check=False``
+    leaves the NaN/inf check of X to the caller (``fit``: the row-norm pass of the
+    Design raises InvalidDataError, one pass over X instead of two)."""
+    if type(X).__module__.split(".")[0] == "dask":  # never gathered (dperm._dask)
+        from .._dask import validate_estimator_input
+
+        return validate_estimator_input(estimator, X, y, reset=reset)
     try:
         if y is None and not reset:
-            return _sk_validate_data(
-                estimator, X, reset=False, accept_sparse="csr", dtype=np.float64
-            )
+            return _sk_validate_data(estimator, X, reset=False, accept_sparse="csr", dtype=_DTYPES)
         return _sk_validate_data(
             estimator,
             X,
             y,
             reset=reset,
             accept_sparse="csr",
-            dtype=np.float64,
+            dtype=_DTYPES,
             y_numeric=y_numeric,
+            ensure_all_finite=finite_check,
         )
     except InvalidDataError:
         raise
     except ValueError as exc:
         raise InvalidDataError(str(exc)) from None
-
-
-def _append_intercept(X, scaling: float):
-    col = np.full((X.shape[0], 1), scaling)
-    if sp.issparse(X):
-        return sp.hstack([X, sp.csr_matrix(col)], format="csr")
-    return np.hstack([X, col])
 
 
 class _WeightedLoss(GLMLoss):
@@ -151,6 +157,11 @@ class _WeightedLoss(GLMLoss):
         if item in ("base", "weight"):
             raise AttributeError(item)
         return getattr(self.base, item)
+
+    def _design_terms(self):
+        # the fused passes of a Design evaluate the base loss block by block and
+        # apply the weights themselves (X is never copied, weights stay aligned)
+        return self.base, self.weight
 
     def _w(self, z) -> np.ndarray:
         if np.shape(z)[0] != self.weight.shape[0]:
@@ -202,6 +213,10 @@ def _check_sample_weight(sample_weight, n: int, mechanism) -> np.ndarray | None:
             f"proof is not shown to cover weighted records); supported: "
             f"{list(_SAMPLE_WEIGHT_MECHANISMS)}"
         )
+    if type(sample_weight).__module__.split(".")[0] == "dask":  # checked on the workers
+        from .._dask import check_sample_weight
+
+        return check_sample_weight(sample_weight, n)
     try:
         w = np.asarray(sample_weight, dtype=np.float64)
     except (TypeError, ValueError):
@@ -380,10 +395,8 @@ class DPLinearModelBase(BaseEstimator):
                 f"fit_intercept must be a bool, got {self.fit_intercept!r}"
             )
         scaling = check_positive(self.intercept_scaling, "intercept_scaling")
-        if self.fit_intercept:
-            eff_norm = math.sqrt(data_norm**2 + scaling**2) * (1.0 + _BOUND_SLACK)
-        else:
-            eff_norm = data_norm
+        # the Design's public bound: the mechanisms' as_design(X, data_norm_) is a no-op
+        eff_norm = augmented_bound(data_norm, scaling if self.fit_intercept else None)
         return epsilon, delta, data_norm, scaling, eff_norm
 
     def _resolve_alpha(self, n: int, d_aug: int, epsilon_per_call: float, eff_norm: float):
@@ -447,12 +460,13 @@ class DPLinearModelBase(BaseEstimator):
         return get_constraint(name, radius)
 
     # ----- data preparation --------------------------------------------------------
-    def _design(self, X, *, warn: bool = True):
-        """Clip rows to ``data_norm`` and append the intercept column (public maps)."""
-        X, n_clipped = clip_rows(X, self.data_norm, warn=warn)
-        if self.fit_intercept:
-            X = _append_intercept(X, float(self.intercept_scaling))
-        return X, n_clipped
+    def _design(self, X, *, warn: bool = True) -> tuple[Design, int]:
+        """(Design, n_clipped): the rows clipped to ``data_norm`` by a per-row scale
+        and the implicit intercept column ``intercept_scaling`` (public maps; X is
+        referenced, never copied)."""
+        scaling = float(self.intercept_scaling) if self.fit_intercept else None
+        D = as_design(X, self.data_norm, intercept_scaling=scaling, warn=warn)
+        return D, D.n_clipped
 
     # ----- fit ---------------------------------------------------------------------
     def fit(self, X, y, sample_weight=None):
@@ -462,7 +476,10 @@ class DPLinearModelBase(BaseEstimator):
         ----------
         X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             Rows with ‖x‖₂ > ``data_norm`` are clipped to ``data_norm`` (counted
-            in ``n_clipped_``, with a :class:`~dperm.exceptions.ClippingWarning`).
+            in ``n_clipped_``, with a :class:`~dperm.exceptions.ClippingWarning`)
+            by a per-row scale inside the products: X is not copied (float32 and
+            float64 arrays, C or F order, memmaps and CSR matrices are used as
+            they are; see ``docs/data_path.md``).
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,) or None, default None
             Per-record weights wᵢ ∈ [0, 1] (a public bound; part of the record):
@@ -491,7 +508,10 @@ class DPLinearModelBase(BaseEstimator):
             raise InvalidDataError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None"
             )
-        X, y = _validate(self, X, y, reset=True, y_numeric=not self._is_classifier)
+        # NaN/inf in X are refused by the Design's row-norm pass (as_design, below)
+        X, y = _validate(
+            self, X, y, reset=True, y_numeric=not self._is_classifier, finite_check=False
+        )
         n, d = X.shape
         epsilon, delta, _data_norm, _scaling, eff_norm = self._check_params(n, d)
         weight = _check_sample_weight(sample_weight, n, self.mechanism)
@@ -513,6 +533,8 @@ class DPLinearModelBase(BaseEstimator):
         adapter = get_mechanism(self.mechanism)
         fit_loss = self.loss_ if weight is None else _WeightedLoss(self.loss_, weight)
 
+        # an active dperm.budget / Ledger.active() is charged before the data is read
+        charge(EpsilonDelta(epsilon, delta), type(self).__name__)
         thetas, events, diagnostics = [], [], []
         for target in problems:  # one binary problem per class (one-vs-rest), not rows
             res = adapter(self, fit_loss, Xd, target, eps_k, delta_k, rng)
@@ -604,7 +626,8 @@ class DPLinearModelBase(BaseEstimator):
         """X coefᵀ + intercept: shape (n_samples,) for one problem, else (n_samples, k)."""
         check_is_fitted(self, "coef_")
         X = _validate(self, X, reset=False)
-        scores = np.asarray(X @ np.atleast_2d(self.coef_).T) + np.atleast_1d(self.intercept_)
+        # a Design without clipping: float32 rows are multiplied in float64, block by block
+        scores = Design(X).matvec(np.atleast_2d(self.coef_).T) + np.atleast_1d(self.intercept_)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def privacy_statement(self) -> str:
@@ -630,11 +653,16 @@ class DPLinearClassifierBase(DPLinearModelBase):
     _is_classifier = True
 
     def _encode_targets(self, y):
-        try:
-            check_classification_targets(y)
-        except ValueError as exc:
-            raise LabelError(str(exc)) from None
+        if type(y).__module__.split(".")[0] == "dask":  # encoded on the workers
+            from .._dask import encode_class_targets
+
+            return encode_class_targets(self, y)
         public = getattr(self, "classes", None)
+        if public is None:  # with a public label set, the isin check below suffices
+            try:
+                check_classification_targets(y)  # (a sort of y: ~6 ms per 4·10⁵ rows)
+            except ValueError as exc:
+                raise LabelError(str(exc)) from None
         if public is None:
             # read off the data, as scikit-learn does: which labels occur is then
             # not protected (one record with a rare label changes classes_, the shape

@@ -27,8 +27,8 @@ def default_constraint_radius(label_bound: float, data_norm: float, n_features: 
     ‖θ‖ ≲ d·B/R; r allows predictions up to ±d·B on rows at the norm bound.
     It uses only public quantities (the label bound B, the row bound R of the
     design including the intercept column, its width d).  It does not bind
-    on California housing (‖θ_OLS‖ = 31 < r = 40 with the public schema); it
-    binds on ill-conditioned designs such as CASP (‖θ_OLS‖ ≈ 1.8·10⁴, from
+    on California housing (‖θ_OLS‖ = 16 < r = 40 with the public schema); it
+    binds on ill-conditioned designs such as CASP (‖θ_OLS‖ ≈ 9·10³, from
     nearly collinear columns).  The former rule 4·B/R sat below ‖θ_OLS‖ on
     California.
 
@@ -67,7 +67,14 @@ class DPLinearRegression(RegressorMixin, DPLinearModelBase):
     XᵀX, Xᵀy and λ_min, an adaptive ridge, a PSD-safe solve, the intercept
     unpenalized; it needs only the public bounds ``data_norm`` and
     ``label_bound`` (``alpha`` adds a public ridge nΛ; "auto" = 0).  "ssp" is
-    the non-adaptive variant.  The ERM mechanisms ("objective", "output", …)
+    the non-adaptive variant.  "tukey" is the bound-free Tukey-depth mechanism
+    (Amin et al. 2023, Algorithm 1; :mod:`dperm.algorithms.tukey_regression`):
+    least squares on m = n/(2p) disjoint blocks, a propose-test-release check and
+    an exponential mechanism over the approximate Tukey depth of the m models; it
+    uses no bound (rows are still clipped to ``data_norm``, a per-record map), takes
+    no ridge; when its test fails it releases the zero model with a
+    ``UserWarning``, and when too few rows make the test hopeless it refuses before
+    reading the data (InvalidPrivacyParameter).  The ERM mechanisms ("objective", "output", …)
     minimize (1/n)Σ (⟨θ, xᵢ⟩ − yᵢ)²/2 + (Λ/2)‖θ‖² over a bounded convex set C;
     the squared loss is Lipschitz only on a bounded domain
     (L = R(R·radius + label_bound)), so without ``constraint`` /
@@ -164,9 +171,10 @@ class DPLinearRegression(RegressorMixin, DPLinearModelBase):
         y = float_labels(y)
         bound = check_positive(self.label_bound, "label_bound")
         if y.size and np.max(np.abs(y)) > bound:
+            # no data-dependent number in the message (the largest |y| is a record's value)
             raise LabelError(
-                f"targets must satisfy |y| ≤ label_bound={bound:g}; the largest |y| is "
-                f"{np.max(np.abs(y)):g} (clip y to the public bound first)"
+                f"targets must satisfy |y| ≤ label_bound={bound:g}; some targets exceed it "
+                "(clip y to the public bound first)"
             )
         return [y]
 

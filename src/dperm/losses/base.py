@@ -11,6 +11,13 @@ CSR matrices alike — an (n, d) array of gradients is never formed.
 
 The empirical risk is the *mean* L(θ) = (1/n) Σᵢ φ(⟨θ, xᵢ⟩, yᵢ).
 
+X may be an ndarray, a CSR matrix or a :class:`dperm.design.Design` (the view
+the estimators and algorithms pass: clipped rows and the intercept applied
+inside the products, X never copied).  On a Design, value and gradient come
+from one fused pass over X (:meth:`~dperm.design.Design.glm_value_and_gradient`)
+and Hessian-vector products from another
+(:meth:`~dperm.design.Design.glm_hessian_vector`).
+
 The constants that privacy proofs need are functions of public bounds only:
 
 * ``lipschitz(data_norm, ...)`` — L with ‖∇ℓ(θ; x, y)‖ ≤ L for every ‖x‖ ≤ data_norm
@@ -29,16 +36,21 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_positive
+from ..design import Design
 from ..exceptions import InvalidPrivacyParameter
 
 __all__ = ["GLMLoss", "check_smooth_glm_loss"]
 
 
 def _matvec(X, theta: np.ndarray) -> np.ndarray:
+    if isinstance(X, Design):
+        return X.matvec(theta)
     return np.asarray(X @ theta).ravel()
 
 
 def _rmatvec(X, s: np.ndarray) -> np.ndarray:
+    if isinstance(X, Design):
+        return X.rmatvec(s)
     return np.asarray(X.T @ s).ravel()
 
 
@@ -93,26 +105,41 @@ class GLMLoss(ABC):
         """c = sup_z |∂²φ/∂z²| (``inf`` for non-smooth losses)."""
 
     # ----- derived quantities -------------------------------------------------------
+    def _design_terms(self):
+        """(elementwise loss, per-record weights or None) for the fused passes of a
+        :class:`~dperm.design.Design` (a weighted loss returns its base and weights)."""
+        return self, None
+
     def value(self, theta: np.ndarray, X, y: np.ndarray) -> float:
         """Empirical risk L(θ) = mean φ(⟨θ, xᵢ⟩, yᵢ).
 
         Parameters
         ----------
         theta : ndarray of shape (d,)
-        X : ndarray or csr_matrix of shape (n, d)
+        X : ndarray, csr_matrix or Design of shape (n, d)
         y : ndarray of shape (n,)
         """
+        if isinstance(X, Design):
+            base, w = self._design_terms()
+            return X.glm_value(base, theta, y, weights=w) / X.shape[0]
         return float(np.mean(self.pointwise(_matvec(X, theta), y)))
 
     def gradient(self, theta: np.ndarray, X, y: np.ndarray) -> np.ndarray:
         """∇L(θ) = (1/n) Xᵀ s, shape (d,)."""
+        if isinstance(X, Design):
+            base, w = self._design_terms()
+            return X.glm_gradient_sum(base, theta, y, weights=w) / X.shape[0]
         s = self.derivative(_matvec(X, theta), y)
         return _rmatvec(X, s) / X.shape[0]
 
     def value_and_gradient(self, theta: np.ndarray, X, y: np.ndarray) -> tuple[float, np.ndarray]:
-        """(L(θ), ∇L(θ)) with one product X θ."""
-        z = _matvec(X, theta)
+        """(L(θ), ∇L(θ)) with one pass over X."""
         n = X.shape[0]
+        if isinstance(X, Design):
+            base, w = self._design_terms()
+            v, g = X.glm_value_and_gradient(base, theta, y, weights=w)
+            return v / n, g / n
+        z = _matvec(X, theta)
         return float(np.mean(self.pointwise(z, y))), _rmatvec(X, self.derivative(z, y)) / n
 
     def per_example_gradient_scale(self, theta: np.ndarray, X, y: np.ndarray) -> np.ndarray:
@@ -121,16 +148,33 @@ class GLMLoss(ABC):
 
     def per_example_gradients(self, theta: np.ndarray, X, y: np.ndarray) -> np.ndarray:
         """The (n, d) matrix of per-example gradients (for tests and generic code;
-        the fast paths never form it)."""
+        the fast paths never form it; a Design is materialized here)."""
         s = self.per_example_gradient_scale(theta, X, y)
+        if isinstance(X, Design):
+            X = X.to_dense()
         if sp.issparse(X):
             return np.asarray(sp.diags(s) @ X.toarray())
         return s[:, None] * X
 
     def hessian_vector_product(self, theta: np.ndarray, X, y: np.ndarray, v: np.ndarray):
         """∇²L(θ) v = (1/n) Xᵀ (φ''(z) ⊙ X v), shape (d,)."""
+        if isinstance(X, Design):
+            base, w = self._design_terms()
+            return X.glm_hessian_vector(base, theta, y, v, weights=w) / X.shape[0]
         w = self.second_derivative(_matvec(X, theta), y)
         return _rmatvec(X, w * _matvec(X, v)) / X.shape[0]
+
+    def hessian(self, theta: np.ndarray, X, y: np.ndarray) -> np.ndarray:
+        """∇²L(θ) = (1/n) Xᵀ diag(φ''(z)) X, shape (d, d) (one pass over X on a Design;
+        for Newton steps on narrow designs)."""
+        n = X.shape[0]
+        if isinstance(X, Design):
+            base, w = self._design_terms()
+            return X.glm_hessian(base, theta, y, weights=w) / n
+        h = self.second_derivative(_matvec(X, theta), y)
+        if sp.issparse(X):
+            return np.asarray((X.T @ sp.diags(h) @ X).toarray()) / n
+        return X.T @ (X * h[:, None]) / n
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

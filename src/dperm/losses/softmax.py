@@ -36,7 +36,7 @@ from .._validation import check_count
 from ..exceptions import InvalidDataError, LabelError, PrivacyLeakWarning
 from .base import _check_data_norm
 
-__all__ = ["Softmax"]
+__all__ = ["FlatSoftmax", "Softmax"]
 
 
 def _scores(X, theta: np.ndarray) -> np.ndarray:
@@ -237,3 +237,67 @@ class Softmax:
         if not isinstance(k, numbers.Integral) or k < 2:
             raise LabelError(f"n_classes must be an integer ≥ 2, got {k!r}")
         return np.zeros((int(n_features), int(k)))
+
+
+class FlatSoftmax:
+    """:class:`Softmax` with a flattened parameter θ = vec(Θ) of shape (d·k,)
+    (C order, Θ of shape (d, k)), so that the vector solvers of
+    :mod:`dperm.solvers` minimize it unchanged.
+
+    Values, gradients (flattened) and Hessian-vector products are those of the
+    wrapped loss; ``curvature`` (1/2) and ``smooth`` are its own.  Used by
+    objective and output perturbation for the multinomial model.
+
+    Parameters
+    ----------
+    loss : Softmax
+    n_classes : int ≥ 2
+        k (the shape of Θ; must be public).
+    """
+
+    smooth = True
+    classification = True
+    multiclass = True
+
+    def __init__(self, loss: Softmax, n_classes: int):
+        self.loss = loss
+        self.n_classes = check_count(n_classes, "n_classes", 2)
+        self.name = loss.name
+
+    def __repr__(self) -> str:
+        return f"FlatSoftmax({self.loss!r}, n_classes={self.n_classes})"
+
+    @property
+    def curvature(self) -> float:
+        """sup λ_max(diag(p) − ppᵀ) ≤ 1/2."""
+        return self.loss.curvature
+
+    def matrix(self, theta, X) -> np.ndarray:
+        """θ of shape (d·k,) as Θ of shape (d, k)."""
+        return np.asarray(theta, dtype=np.float64).reshape(X.shape[1], self.n_classes)
+
+    def value(self, theta, X, y) -> float:
+        """L(Θ)."""
+        return self.loss.value(self.matrix(theta, X), X, y)
+
+    def gradient(self, theta, X, y) -> np.ndarray:
+        """vec ∇L(Θ), shape (d·k,)."""
+        return self.loss.gradient(self.matrix(theta, X), X, y).ravel()
+
+    def value_and_gradient(self, theta, X, y) -> tuple[float, np.ndarray]:
+        """(L(Θ), vec ∇L(Θ))."""
+        v, g = self.loss.value_and_gradient(self.matrix(theta, X), X, y)
+        return v, g.ravel()
+
+    def hessian_vector_product(self, theta, X, y, v) -> np.ndarray:
+        """vec ∇²L(Θ)[V], V = ``v`` reshaped to (d, k)."""
+        V = self.matrix(v, X)
+        return self.loss.hessian_vector_product(self.matrix(theta, X), X, y, V).ravel()
+
+    def lipschitz(self, data_norm, **bounds) -> float:
+        """√2·R (Frobenius)."""
+        return self.loss.lipschitz(data_norm, **bounds)
+
+    def smoothness(self, data_norm, **bounds) -> float:
+        """R²/2."""
+        return self.loss.smoothness(data_norm, **bounds)

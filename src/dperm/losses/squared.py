@@ -50,10 +50,12 @@ class Squared(GLMLoss):
 
     def check_labels(self, y):
         y = float_labels(y)
-        if y.size and np.max(np.abs(y)) > self.label_bound:
+        over = int(np.count_nonzero(np.abs(y) > self.label_bound))
+        if over:
+            # the count, never the values: they are part of the private records
             raise LabelError(
-                f"labels must satisfy |y| ≤ label_bound={self.label_bound:g}; the largest |y| "
-                f"is {np.max(np.abs(y)):g} (clip y to the public bound first)"
+                f"labels must satisfy |y| ≤ label_bound={self.label_bound:g}; {over} label(s) "
+                "do not (clip y to the public bound first)"
             )
         return y
 

@@ -30,7 +30,13 @@ from .._validation import check_binary_labels, check_count
 from ..exceptions import InvalidPrivacyParameter
 from .base import GLMLoss
 
-__all__ = ["ZeroOne", "covering_radius", "private_linear_classifier", "sphere_net"]
+__all__ = [
+    "ZeroOne",
+    "covering_radius",
+    "estimator_fit",
+    "private_linear_classifier",
+    "sphere_net",
+]
 
 
 class ZeroOne(GLMLoss):
@@ -154,9 +160,12 @@ def private_linear_classifier(
     from ..algorithms.base import Result
 
     rng = check_random_state(random_state)
-    d = np.shape(X)[1] if np.ndim(X) == 2 else 0
+    shape = getattr(X, "shape", None)  # a dperm Design is never converted to an array
+    if shape is None:
+        shape = np.shape(X)
+    d = shape[1] if len(shape) == 2 else 0
     if d < 1:
-        raise InvalidPrivacyParameter(f"X must have shape (n, d), got shape {np.shape(X)}")
+        raise InvalidPrivacyParameter(f"X must have shape (n, d), got shape {tuple(shape)}")
     net = sphere_net(d, net_size, random_state=rng)
     res = exponential_erm.fit(
         ZeroOne(),
@@ -170,3 +179,29 @@ def private_linear_classifier(
     )
     diag = dict(res.diagnostics, algorithm="exponential-erm-zero-one", net_size=net.shape[0])
     return Result(theta=res.theta, event=res.event, diagnostics=diag)
+
+
+def estimator_fit(estimator, loss, X, y, epsilon, delta, rng):
+    """The estimators' adapter (``mechanism="zero-one-net"``): the 0-1 loss of the
+    classifier sign(⟨θ, x⟩) over the public net :func:`sphere_net` of the
+    augmented space (intercept column included; ``estimator.net_size`` if set,
+    else 64 directions), whatever the estimator's loss (the 0-1 loss needs no
+    surrogate).  Classification only; no penalty, no constraint.
+
+    Raises
+    ------
+    InvalidPrivacyParameter, LabelError
+    """
+    if estimator.regularizer_ is not None or estimator.l2_ > 0 or estimator.constraint_ is not None:
+        raise InvalidPrivacyParameter(
+            "mechanism 'zero-one-net' minimizes the 0-1 loss over a net of directions: use "
+            "penalty='l2' with alpha='auto' (no penalty is applied) and no constraint"
+        )
+    return private_linear_classifier(
+        X,
+        y,
+        epsilon=epsilon,
+        net_size=getattr(estimator, "net_size", None) or 64,
+        data_norm=estimator.data_norm_,
+        random_state=rng,
+    )

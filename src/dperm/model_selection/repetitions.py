@@ -257,7 +257,10 @@ def liu_talwar_guarantee(
     run, and in any case after T = ⌈log(1/δ₂)/γ⌉ runs; output the best.  If Q
     is (ε₁, δ₁)-DP the output is (3ε₁ + 3√(2δ₁), √(2δ₁)·T + δ₂)-DP.
     (The stopping cap makes the tail (1 − γ)^T ≤ e^{−γT} ≤ δ₂; rounding T up
-    only enlarges that slack and the √(2δ₁)T term.)
+    only enlarges that slack and the √(2δ₁)T term.)  Restated from the paper
+    (arXiv 1811.07971, Section 3); the paper's text was not available to compare
+    the constants with, so they are checked numerically instead on worst-case
+    base mechanisms (``docs/model_selection.md``).
 
     Parameters
     ----------

@@ -87,10 +87,11 @@ def _with_relation(cls, relation: str, **kwargs) -> DpEvent:
 
 
 def _certified_epsilon(event: DpEvent, delta: float) -> float:
-    """ε of one run's event at δ_run (Gaussian: exact; else basic, then RDP)."""
+    """ε of one run's event at δ_run (Gaussian: exact; else basic, then PLD — the
+    accountant of the replace-one Poisson events of DP-SGD — then RDP)."""
     if isinstance(event, Gaussian):
         return gaussian_epsilon(event.noise_multiplier, delta)
-    for name in ("basic", "rdp"):
+    for name in ("basic", "pld", "rdp"):
         try:
             return epsilon_spent(event, delta, name)
         except UnsupportedEventError:
@@ -466,7 +467,9 @@ class PrivateRandomSearch(BaseEstimator):
 #: log-spaced values around it)
 DEFAULT_ALPHA_GRID: tuple = ("auto", *(float(a) for a in np.geomspace(1e-5, 1e-2, 7)))
 _PURE_MECHANISMS = ("objective", "output")
-_NOTHING_TO_TUNE = ("amp-nt", "frank-wolfe")
+#: mechanisms whose Λ the theorem fixes (AMP: its default is the theorem's minimum, which
+#: depends on the per-run ε, so a fixed grid would fall below it)
+_NOTHING_TO_TUNE = ("amp", "amp-nt", "frank-wolfe")
 
 
 def tuning_search(estimator, *, mean_runs: float = 10.0) -> PrivateRandomSearch:

@@ -1,0 +1,1001 @@
+"""The Dask backend of the GLM data path: :class:`DaskDesign` (issue #12 §2).
+
+Design principle 7, "one oracle, many backends": the algorithms talk to the
+data only through the methods of :class:`~dperm.design.Design`; this module
+serves them from a ``dask.array.Array`` (or a ``dask.dataframe.DataFrame``)
+whose partitions live on a cluster.
+
+What runs where
+---------------
+* **Workers** (one task per row partition): the row norms and clip scales
+  (one pass, persisted next to the partition), the per-partition sums of a
+  fused pass — loss values, gradients, Hessian-vector products, clipped
+  per-example gradient sums — and, for Poisson sampling, the Bernoulli(q)
+  draw of every record of the partition.  Each task builds a numpy
+  :class:`~dperm.design.Design` of its partition and calls the *same* method
+  the one-machine path calls, so the arithmetic of a partition is exactly the
+  one-machine arithmetic (no second implementation of any formula).
+* **Scheduler**: adds the per-partition d-vectors in a tree (fan-in 8).
+* **Client** (this process): the optimizer state θ, the privacy-critical noise
+  (drawn once per step by :func:`dperm.algorithms._gradient_loop.run` from the
+  fit's generator, in the same order as on one machine), the accounting, and
+  the d-vectors the passes return.  X, y and the per-row vectors are never
+  gathered onto the client; only the scalars n_clipped and the finite checks.
+
+Sampling is the accountant's law exactly (:meth:`DaskDesign.batches`):
+
+* Poisson sampling (rate q): each partition p draws, at step t, one
+  independent Bernoulli(q) per record from its own generator seeded by
+  ``SeedSequence(entropy, spawn_key=(*root, t, p))`` — ``root`` is spawned from
+  the fit's sampling generator, so a run is deterministic given
+  ``random_state`` and the partitioning, and the streams of distinct
+  (t, p) are independent (:class:`numpy.random.SeedSequence`).  The
+  inclusions are the partial sums of iid Geometric(q) gaps, exactly the
+  Bernoulli(q) process of :class:`~dperm.algorithms._gradient_loop.PoissonSampler`.
+* Fixed-size sampling without replacement and shuffling: the global row
+  indices of a batch (b integers) are drawn on the client by the sampler
+  itself — the very same code as on one machine, so the law is uniform over
+  b-subsets by construction — and each partition receives its own indices.
+  (Shuffling draws a permutation of n on the client: 8 bytes per row.)
+* Full batches (DP-GD): every row, no draw.
+
+Per-step latency.  A DP-SGD step is one round trip: the client sends θ and the
+step's descriptor, every partition returns a d-vector, the scheduler reduces
+them.  θ of a step depends on the previous step's noisy gradient, so steps
+cannot be batched; the fixed overhead (a few ms per step on a local cluster,
+measured in ``benchmarks/REPORT.md``) dominates when batches are small.
+DP-GD and the perturbation methods need tens to hundreds of passes, each
+bandwidth-bound on the workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from .design import Design, _clip_scale, _row_norms, augmented_bound
+from .exceptions import ClippingWarning, InvalidDataError
+
+__all__ = ["DaskDesign", "PoissonStep", "as_dask_design", "is_dask_collection", "map_labels"]
+
+#: fan-in of the tree that adds the per-partition results on the scheduler
+_FAN_IN = 8
+#: columns of the per-row auxiliary array persisted next to each partition
+_XNORM, _SCALE, _ICOL, _NORM = range(4)
+
+
+def is_dask_collection(obj) -> bool:
+    """True for a Dask collection (checked without importing dask)."""
+    return type(obj).__module__.split(".")[0] == "dask"
+
+
+# ============================================================================ inputs
+def _as_dask_array(X, name: str = "X"):
+    """A 2-D dask array with known row chunks and one column chunk (lazy; a
+    DataFrame is converted with its partition lengths, a count)."""
+    import dask.array as da
+
+    if _is_dataframe(X):
+        bad = [c for c, t in X.dtypes.items() if t.kind not in "biuf"]
+        if bad:
+            raise InvalidDataError(
+                f"{name} must be numeric: column(s) {bad[:5]} have non-numeric dtypes "
+                "(transform them with a public schema first: dperm.datasets.dask_io)"
+            )
+        X = X.to_dask_array(lengths=True)
+    if not isinstance(X, da.Array):
+        raise InvalidDataError(
+            f"{name} must be a dask.array.Array or dask.dataframe.DataFrame, got {type(X).__name__}"
+        )
+    if X.ndim != 2:
+        raise InvalidDataError(
+            f"{name} must be a 2-D array of shape (n_samples, n_features), got an array "
+            f"with shape {X.shape}"
+        )
+    _check_known(X, name)
+    if X.dtype.kind not in "biuf":
+        raise InvalidDataError(f"{name} must be numeric: got dtype {X.dtype}")
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    if X.shape[0] < 1:
+        raise InvalidDataError(f"{name} must have at least 1 sample(s), got shape {X.shape}")
+    if X.shape[1] < 1:
+        raise InvalidDataError(f"{name} must have at least 1 feature, got shape {X.shape}")
+    if len(X.chunks[1]) > 1:  # one column chunk: a partition is a block of whole rows
+        X = X.rechunk({1: -1})
+    return X
+
+
+def _is_dataframe(obj) -> bool:
+    mod = type(obj).__module__
+    return mod.startswith("dask.dataframe") or mod.startswith("dask_expr")
+
+
+def _check_known(A, name: str) -> None:
+    if any(isinstance(c, float) and math.isnan(c) for c in A.chunks[0]) or any(
+        isinstance(c, float) and math.isnan(c) for c in A.shape
+    ):
+        raise InvalidDataError(
+            f"{name} has unknown chunk sizes (rows per partition), so its rows cannot be "
+            f"aligned; call {name}.compute_chunk_sizes() or build it with known lengths "
+            "(e.g. dataframe.to_dask_array(lengths=True))"
+        )
+
+
+# ============================================================================ worker side
+@dataclasses.dataclass(frozen=True)
+class _Spec:
+    """What a worker needs to rebuild the view of its partition (small, picklable)."""
+
+    data_norm: float | None
+    bound: float
+    intercept: float | None  # constant s, or None
+    per_row_intercept: bool  # intercept values in the aux column (after a re-clip)
+    clipped: bool  # the scale column is used (data_norm given or re-clipped)
+
+
+def _local_design(xb, auxb, spec: _Spec) -> Design:
+    """The one-machine :class:`Design` of one partition (views of its arrays)."""
+    icol = auxb[:, _ICOL] if spec.per_row_intercept else spec.intercept
+    view = Design(
+        xb,
+        scale=auxb[:, _SCALE] if spec.clipped else None,
+        intercept=icol,
+        xnorms=auxb[:, _XNORM],
+        data_norm=spec.data_norm,
+        bound=spec.bound,
+    )
+    view._norms = auxb[:, _NORM]
+    return view
+
+
+def _aux_block(xb, data_norm, width, intercept):
+    """(m, 4) float64 per-row vectors of a partition: raw norm ‖xᵢ‖, clip scale cᵢ,
+    intercept value bᵢ, effective norm ‖x̃ᵢ‖ — the formulas of
+    :func:`dperm.design.as_design` and :meth:`Design.row_norms`, row by row.
+
+    Raises InvalidDataError on NaN/inf (the finite check of the same pass)."""
+    norms = _row_norms(xb)
+    out = np.empty((norms.shape[0], 4))
+    out[:, _XNORM] = norms
+    out[:, _SCALE] = 1.0
+    nx = norms
+    if data_norm is not None:
+        scale, _ = _clip_scale(norms, data_norm, width)
+        if scale is not None:
+            out[:, _SCALE] = scale
+            nx = norms * scale
+    out[:, _ICOL] = 0.0 if intercept is None else intercept
+    if intercept is not None:
+        nx = np.sqrt(nx * nx + np.square(intercept))
+    out[:, _NORM] = nx
+    return out
+
+
+def _reclip_block(auxb, data_norm, width, has_intercept):
+    """Re-clip the whole effective rows of a partition to ``data_norm``
+    (:func:`dperm.design._reclip`, row by row)."""
+    out = np.array(auxb, dtype=np.float64, copy=True)
+    t, _ = _clip_scale(auxb[:, _NORM], data_norm, width)
+    if t is not None:
+        out[:, _SCALE] *= t
+        if has_intercept:
+            out[:, _ICOL] *= t
+        out[:, _NORM] *= t
+    return out
+
+
+def _flat(result) -> np.ndarray:
+    """A pass's result as one float64 vector (value first when there is one)."""
+    if isinstance(result, tuple):
+        value, grad = result
+        return np.concatenate([[float(value)], np.ravel(grad)])
+    if np.ndim(result) == 0:
+        return np.array([float(result)])
+    return np.ravel(np.asarray(result, dtype=np.float64))
+
+
+@dataclasses.dataclass(frozen=True)
+class PoissonStep:
+    """The row descriptor of one Poisson-sampled step: every record of partition
+    p joins with probability q, drawn on the worker from
+    ``SeedSequence(entropy, spawn_key=(*spawn_key, step, p))``."""
+
+    entropy: int
+    spawn_key: tuple
+    step: int
+    sampling_rate: float
+
+    def local_rows(self, p: int, n_rows: int) -> np.ndarray:
+        """The sampled row indices (sorted, 0-based) of partition ``p`` of ``n_rows``
+        rows: the partial sums of iid Geometric(q) gaps that are ≤ n_rows, i.e.
+        independent Bernoulli(q) inclusions."""
+        q = self.sampling_rate
+        ss = np.random.SeedSequence(self.entropy, spawn_key=(*self.spawn_key, self.step, p))
+        rng = np.random.default_rng(ss)
+        m = q * n_rows
+        k = max(1, int(m + 6.0 * math.sqrt(m * (1.0 - q)) + 16))
+        pos = np.cumsum(rng.geometric(q, size=k)) - 1
+        while pos[-1] < n_rows:  # rare: extend the Bernoulli process (law unchanged)
+            pos = np.concatenate([pos, pos[-1] + np.cumsum(rng.geometric(q, size=k))])
+        return pos[: pos.searchsorted(n_rows)]
+
+
+def _partial(op, p, xb, auxb, yb, wb, spec, args, rows):
+    """One partition's contribution to a pass (runs on a worker)."""
+    if isinstance(rows, PoissonStep):
+        rows = rows.local_rows(p, xb.shape[0])
+    view = _local_design(xb, auxb, spec)
+    if rows is not None and len(rows) == 0:
+        return np.zeros(args["size"])
+    if op == "vg":
+        res = view.glm_value_and_gradient(args["loss"], args["theta"], yb, weights=wb, rows=rows)
+    elif op == "g":
+        res = view.glm_gradient_sum(args["loss"], args["theta"], yb, weights=wb, rows=rows)
+    elif op == "v":
+        res = view.glm_value(args["loss"], args["theta"], yb, weights=wb)
+    elif op == "hv":
+        res = view.glm_hessian_vector(args["loss"], args["theta"], yb, args["v"], weights=wb)
+    elif op == "clip":
+        res = view.glm_clipped_sum(
+            args["loss"], args["theta"], yb, args["C"], weights=wb, rows=rows
+        )
+    elif op == "softclip":
+        res = view.softmax_clipped_sum(args["loss"], args["theta"], yb, args["C"], rows=rows)
+    elif op == "rmatvec":
+        res = view.rmatvec(yb)
+    elif op == "gram":
+        res = view.gram(wb)
+    elif op == "hess":
+        res = view.glm_hessian(args["loss"], args["theta"], yb, weights=wb)
+    elif op == "count":
+        res = np.array([float(view.X.shape[0] if rows is None else len(rows))])
+    else:  # pragma: no cover - internal
+        raise ValueError(op)
+    return _flat(res)
+
+
+def _partial_group(op, ps, xs, auxs, ys, ws, spec, args, rows):
+    """The sum of :func:`_partial` over the partitions ``ps`` held by one worker."""
+    out = None
+    for i, p in enumerate(ps):
+        r = _partial(
+            op,
+            p,
+            xs[i],
+            auxs[i],
+            None if ys is None else ys[i],
+            None if ws is None else ws[i],
+            spec,
+            args,
+            rows[i],
+        )
+        out = r if out is None else out + r
+    return out
+
+
+def _block_futures(arr, client):
+    """The futures of a persisted array's blocks, in block order (None if some
+    block is not a future of ``client``, i.e. the array is not persisted there)."""
+    from dask.core import flatten
+    from distributed import futures_of
+
+    futs = {f.key: f for f in futures_of(arr) if f.client is client}
+    keys = list(flatten(arr.__dask_keys__()))
+    if not keys or not all(k in futs for k in keys):
+        return None
+    return [futs[k] for k in keys]
+
+
+def _placement(X, aux):
+    """(client, {worker: [partition]}, X futures, aux futures), or None when the
+    scheduler is not a distributed Client or X is not persisted on it."""
+    import dask
+
+    try:
+        sched = dask.base.get_scheduler(collections=[X])
+    except Exception:  # pragma: no cover - no scheduler configured
+        return None
+    client = getattr(sched, "__self__", None)
+    if client is None or type(client).__name__ != "Client":
+        return None
+    xf = _block_futures(X, client)
+    af = _block_futures(aux, client)
+    if xf is None or af is None:
+        return None
+    who = client.who_has(xf)
+    groups: dict = {}
+    for p, f in enumerate(xf):
+        holders = sorted(who.get(f.key, ()))
+        if not holders:
+            return None
+        groups.setdefault(holders[0], []).append(p)
+    return client, groups, xf, af
+
+
+def _sum(*parts):
+    out = np.array(parts[0], dtype=np.float64, copy=True)
+    for a in parts[1:]:
+        out += a
+    return out
+
+
+def _margins_block(xb, auxb, spec, theta):
+    return _local_design(xb, auxb, spec).matvec(theta)
+
+
+def _labels_block(yb, check, name):
+    """Run a label check on one partition (errors propagate to the client)."""
+    return np.asarray(check(yb, name), dtype=np.float64)
+
+
+def _target_block(yb):
+    """check_X_y's rules for a numeric target on one partition."""
+    yb = np.asarray(yb)
+    if yb.ndim == 2:
+        yb = yb.ravel()
+    if yb.dtype.kind not in "biuf":
+        return yb
+    yb = yb.astype(np.float64)
+    if not np.all(np.isfinite(yb)):
+        raise InvalidDataError("y contains NaN or infinite values")
+    return yb
+
+
+# ============================================================================ the view
+class DaskDesign(Design):
+    """A :class:`~dperm.design.Design` whose rows live in the partitions of a Dask
+    array on a cluster (or on the local threaded scheduler, out of core).
+
+    Build one with :func:`as_dask_design` (or :func:`dperm.design.as_design`, which
+    dispatches here for any Dask collection).  Every pass of the Design interface
+    runs one task per row partition on the workers and returns only the reduced
+    d-vector (or (d, k) array) to the client; n-vectors (:meth:`matvec`,
+    :meth:`row_norms`) are returned as lazy Dask arrays that stay on the cluster.
+    :meth:`to_dense`, :meth:`materialize` and ``numpy.asarray`` raise: X is never
+    gathered onto the client.
+
+    Attributes
+    ----------
+    X : dask.array.Array of shape (n, n_features)
+        float32 or float64, one chunk of whole rows per partition.
+    aux : dask.array.Array of shape (n, 4), float64, persisted
+        Per-row raw norm, clip scale, intercept value and effective norm,
+        chunked like X (32 bytes per row on the workers).
+    n_partitions : int
+    Other attributes as :class:`~dperm.design.Design`.
+    """
+
+    is_distributed = True
+
+    def __init__(self, X, aux, *, spec: _Spec, n_clipped: int):
+        # per-row intercept values (after a re-clip) stay on the workers, in aux
+        icol = 0.0 if spec.per_row_intercept else spec.intercept
+        super().__init__(
+            X, intercept=icol, data_norm=spec.data_norm, bound=spec.bound, n_clipped=n_clipped
+        )
+        self.aux = aux
+        self._spec = spec
+        self.is_sparse = False
+        self.n_partitions = len(X.chunks[0])
+        self._offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
+        self._aligned: dict = {}
+        self._where = None  # (client, partitions per worker, futures), found on first pass
+
+    # ----- description -------------------------------------------------------------
+    @property
+    def intercept_scaling(self) -> float | None:
+        return None if self._spec.per_row_intercept else self._spec.intercept
+
+    @property
+    def fit_intercept(self) -> bool:
+        return self._spec.per_row_intercept or self._spec.intercept is not None
+
+    @property
+    def scale(self):
+        """The per-row clip scale cᵢ as a lazy Dask array (None when unclipped)."""
+        return self.aux[:, _SCALE] if self._spec.clipped else None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held on the client by the view: none per row."""
+        return 0
+
+    def __repr__(self) -> str:
+        icol = "per row" if self._spec.per_row_intercept else self._spec.intercept
+        return (
+            f"DaskDesign({self.shape[0]}×{self.n_features} {self.X.dtype}, "
+            f"{self.n_partitions} partitions, data_norm={self.data_norm!r}, "
+            f"intercept={icol!r}, n_clipped={self.n_clipped})"
+        )
+
+    # ----- alignment of n-vectors ----------------------------------------------------
+    def align(self, v, name: str = "y"):
+        """``v`` (an n-vector: numpy array, Dask array or Series) as a Dask array
+        chunked like X's rows, persisted on the workers (cached per Dask key, so a
+        derived target, e.g. the ±1 encoding of a class, is computed once).
+
+        Raises
+        ------
+        InvalidDataError
+            Wrong length, not 1-D, or unknown chunk sizes.
+        """
+        if v is None:
+            return None
+        key = getattr(v, "name", None) if is_dask_collection(v) else None
+        if key is not None and key in self._aligned:
+            return self._aligned[key]
+        v = _row_vector(v, self.X.chunks[0], name)
+        v = v.persist()
+        if key is not None:
+            if len(self._aligned) >= 8:
+                self._aligned.clear()
+            self._aligned[key] = v
+        self._aligned[v.name] = v  # an aligned array is its own alignment
+        return v
+
+    def check_target(self, y, name: str = "y"):
+        """``check_X_y``'s rules for y, run on the workers: 1-D, length n, numeric
+        targets as float64 and finite (non-numeric targets are kept).  Errors are
+        raised here, on the client, before anything is fitted."""
+        out = _checked_target(self.X, y, name)
+        self._aligned[out.name] = out
+        return out
+
+    # ----- the passes ----------------------------------------------------------------
+    def _blocks_for(self, rows):
+        """[(partition index, local rows)] of the partitions a pass must visit."""
+        P = self.n_partitions
+        if rows is None or isinstance(rows, PoissonStep):
+            return [(p, rows) for p in range(P)]
+        n = self.shape[0]
+        if isinstance(rows, slice):
+            rows = np.arange(n)[rows]
+        elif isinstance(rows, numbers.Integral):
+            rows = np.array([int(rows)])
+        rows = np.asarray(rows)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        rows = rows.astype(np.int64, copy=False)
+        if rows.size and (rows.min() < -n or rows.max() >= n):
+            raise InvalidDataError(f"row indices out of range for a design with {n} rows")
+        rows = np.where(rows < 0, rows + n, rows)
+        part = np.searchsorted(self._offsets, rows, side="right") - 1
+        order = np.argsort(part, kind="stable")
+        rows, part = rows[order], part[order]
+        cuts = np.searchsorted(part, np.arange(P + 1))
+        out = []
+        for p in range(P):
+            a, b = cuts[p], cuts[p + 1]
+            if b > a:
+                out.append((p, rows[a:b] - self._offsets[p]))
+        return out
+
+    def _pass(self, op, *, y=None, weights=None, rows=None, size, **args):
+        """Run ``op`` on every partition (or those ``rows`` touches) and add the
+        results; returns a float64 vector of length ``size``."""
+        if y is not None:
+            y = self.align(y)
+        if weights is not None:
+            weights = self.align(weights, "weights")
+        args["size"] = size
+        blocks = self._blocks_for(rows)
+        if not blocks:
+            return np.zeros(size)
+        fast = self._placement()
+        if fast is not None:
+            return self._pass_by_worker(fast, op, y, weights, blocks, args)
+        return self._pass_by_graph(op, y, weights, blocks, args)
+
+    def _placement(self):
+        """(client, {worker: [partitions]}, futures of X and aux) when a distributed
+        Client is the scheduler and X is persisted on its workers, else None."""
+        if self._where is None:
+            self._where = _placement(self.X, self.aux) or False
+        return self._where or None
+
+    def _pass_by_worker(self, where, op, y, weights, blocks, args):
+        """One task per worker over the partitions it holds (pinned there, so no
+        partition moves); the per-worker sums are added in a tree of fan-in 8 (on
+        the client when there are at most 8 workers: 8 d-vectors)."""
+        client, groups, xf, af = where
+        yf = None if y is None else _block_futures(y, client)
+        wf = None if weights is None else _block_futures(weights, client)
+        if (y is not None and yf is None) or (weights is not None and wf is None):
+            return self._pass_by_graph(op, y, weights, blocks, args)
+        rows = dict(blocks)
+        futs = []
+        for worker, ps in groups.items():
+            ps = [p for p in ps if p in rows]
+            if not ps:
+                continue
+            futs.append(
+                client.submit(
+                    _partial_group,
+                    op,
+                    ps,
+                    [xf[p] for p in ps],
+                    [af[p] for p in ps],
+                    None if yf is None else [yf[p] for p in ps],
+                    None if wf is None else [wf[p] for p in ps],
+                    self._spec,
+                    args,
+                    [rows[p] for p in ps],
+                    workers=[worker],
+                    pure=False,
+                )
+            )
+        while len(futs) > _FAN_IN:
+            futs = [
+                client.submit(_sum, *futs[i : i + _FAN_IN], pure=False)
+                for i in range(0, len(futs), _FAN_IN)
+            ]
+        return np.asarray(_sum(*client.gather(futs)), dtype=np.float64)
+
+    def _pass_by_graph(self, op, y, weights, blocks, args):
+        """The same pass as a Dask graph (any scheduler; X need not be persisted):
+        one task per partition, a tree of fan-in 8 adds them."""
+        import dask
+        from dask.delayed import delayed
+
+        xs = self.X.to_delayed().ravel()
+        auxs = self.aux.to_delayed().ravel()
+        ys = y.to_delayed().ravel() if y is not None else None
+        ws = weights.to_delayed().ravel() if weights is not None else None
+        part = delayed(_partial, pure=False)
+        parts = [
+            part(
+                op,
+                p,
+                xs[p],
+                auxs[p],
+                None if ys is None else ys[p],
+                None if ws is None else ws[p],
+                self._spec,
+                args,
+                r,
+            )
+            for p, r in blocks
+        ]
+        add = delayed(_sum, pure=False)
+        while len(parts) > 1:
+            parts = [add(*parts[i : i + _FAN_IN]) for i in range(0, len(parts), _FAN_IN)]
+        (out,) = dask.compute(parts[0])
+        return np.asarray(out, dtype=np.float64)
+
+    def _theta_size(self, theta) -> tuple[np.ndarray, tuple]:
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape[0] != self.shape[1]:
+            self._split(theta)  # raises the one-machine error
+        return theta, theta.shape
+
+    def glm_value_and_gradient(self, loss, theta, y, *, weights=None, rows=None):
+        """(Σ wᵢφᵢ, Σ wᵢφ'ᵢ x̃ᵢ) over ``rows`` (default all): per-partition sums on the
+        workers, added; see :meth:`dperm.design.Design.glm_value_and_gradient`."""
+        theta, shape = self._theta_size(theta)
+        out = self._pass(
+            "vg", y=y, weights=weights, rows=rows, size=1 + theta.size, loss=loss, theta=theta
+        )
+        return float(out[0]), out[1:].reshape(shape)
+
+    def glm_gradient_sum(self, loss, theta, y, *, weights=None, rows=None):
+        """Σ wᵢφ'ᵢ x̃ᵢ over ``rows``, reduced over the partitions."""
+        theta, shape = self._theta_size(theta)
+        out = self._pass(
+            "g", y=y, weights=weights, rows=rows, size=theta.size, loss=loss, theta=theta
+        )
+        return out.reshape(shape)
+
+    def glm_value(self, loss, theta, y, *, weights=None) -> float:
+        """Σ wᵢφᵢ, reduced over the partitions."""
+        theta, _ = self._theta_size(theta)
+        return float(self._pass("v", y=y, weights=weights, size=1, loss=loss, theta=theta)[0])
+
+    def glm_hessian_vector(self, loss, theta, y, v, *, weights=None):
+        """Σ wᵢφ''ᵢ (x̃ᵢᵀv) x̃ᵢ, reduced over the partitions."""
+        theta, shape = self._theta_size(theta)
+        v = np.asarray(v, dtype=np.float64)
+        out = self._pass("hv", y=y, weights=weights, size=theta.size, loss=loss, theta=theta, v=v)
+        return out.reshape(shape)
+
+    def glm_clipped_sum(self, loss, theta, y, clipping_norm, *, weights=None, rows=None):
+        """Σ_{i∈rows} clip_C(wᵢφ'ᵢ x̃ᵢ) (Abadi et al. 2016, Algorithm 1): each partition
+        clips and sums its own rows of the batch (``rows`` = None, global indices, or
+        a :class:`PoissonStep` drawn on the workers); only the d-vector comes back.
+        The noise is added by the caller, on the client."""
+        return self._clipped("clip", loss, theta, y, clipping_norm, weights, rows)
+
+    def softmax_clipped_sum(self, loss, theta, y, clipping_norm, *, rows=None):
+        """Σ clip_C(x̃ᵢ rᵢᵀ) (d_eff, k), reduced over the partitions."""
+        return self._clipped("softclip", loss, theta, y, clipping_norm, None, rows)
+
+    def _clipped(self, op, loss, theta, y, clipping_norm, weights, rows):
+        theta, shape = self._theta_size(theta)
+        C = float(clipping_norm)
+        args = dict(size=theta.size, loss=loss, theta=theta, C=C)
+        return self._pass(op, y=y, weights=weights, rows=rows, **args).reshape(shape)
+
+    def batch_size(self, rows) -> int:
+        """The number of records a row descriptor selects (a reduction; for tests
+        and diagnostics — the size of a Poisson batch is private)."""
+        return int(self._pass("count", rows=rows, size=1)[0])
+
+    def batches(self, sampler, rng, steps: int):
+        """The row descriptors of ``steps`` steps of ``sampler``, same law as on one
+        machine: Poisson → :class:`PoissonStep` (one Bernoulli(q) per record, drawn
+        on the workers from seeds spawned from ``rng``); full batches → None; every
+        other sampler → its own index arrays, drawn on the client (b integers a
+        step)."""
+        from .algorithms._gradient_loop import PoissonSampler
+
+        if isinstance(sampler, PoissonSampler) and sampler.sampling_rate < 1.0:
+            root = _spawn_root(rng)
+            q = float(sampler.sampling_rate)
+            return (PoissonStep(root.entropy, tuple(root.spawn_key), t, q) for t in range(steps))
+        return sampler.batches(rng, steps)
+
+    # ----- products --------------------------------------------------------------------
+    def matvec(self, theta):
+        """Margins x̃ᵢᵀθ as a lazy Dask array (n,) or (n, k), chunked like X."""
+        theta, _ = self._theta_size(theta)
+        extra = () if theta.ndim == 1 else (theta.shape[1],)
+        chunks = (self.X.chunks[0], *[(k,) for k in extra])
+        return self.X.map_blocks(
+            _margins_block,
+            self.aux,
+            self._spec,
+            theta,
+            dtype=np.float64,
+            chunks=chunks,
+            drop_axis=[] if extra else [1],
+            meta=np.empty((0,) * (1 + len(extra))),
+        )
+
+    def rmatvec(self, v):
+        """Σᵢ vᵢ x̃ᵢ (d_eff,) for an n-vector ``v`` (Dask or numpy), reduced on the cluster."""
+        out = self._pass("rmatvec", y=v, size=self.shape[1])
+        return out
+
+    def row_norms(self):
+        """‖x̃ᵢ‖ of the effective rows as a lazy Dask array (persisted with X's
+        partitions)."""
+        return self.aux[:, _NORM]
+
+    def _raw_norms(self):
+        return self.aux[:, _XNORM]
+
+    def gram(self, weights=None) -> np.ndarray:
+        D = self.shape[1]
+        return self._pass("gram", weights=weights, size=D * D).reshape(D, D)
+
+    def glm_hessian(self, loss, theta, y, *, weights=None) -> np.ndarray:
+        """Σᵢ wᵢ φ''ᵢ x̃ᵢ x̃ᵢᵀ (d_eff, d_eff), reduced over the partitions."""
+        theta, _ = self._theta_size(theta)
+        D = self.shape[1]
+        out = self._pass("hess", y=y, weights=weights, size=D * D, loss=loss, theta=theta)
+        return out.reshape(D, D)
+
+    def take(self, rows) -> Design:
+        """The rows ``rows`` gathered to the client as a one-machine Design (copies
+        those rows: for small explicit subsets only)."""
+        import dask
+
+        if rows is None:
+            return self
+        blocks = self._blocks_for(rows)
+        xs = self.X.to_delayed().ravel()
+        auxs = self.aux.to_delayed().ravel()
+        got = dask.compute([(xs[p][r], auxs[p][r]) for p, r in blocks])[0]
+        xb = np.concatenate([g[0] for g in got])
+        auxb = np.concatenate([g[1] for g in got])
+        view = _local_design(xb, auxb, self._spec)
+        view.n_clipped = (
+            int(np.count_nonzero(auxb[:, _XNORM] > self.data_norm)) if self.data_norm else 0
+        )
+        return view
+
+    def _blocks(self, rows=None):
+        # the one-machine block iterator would slice X on the client: every pass of
+        # this class is served by the workers instead (a new Design method that is not
+        # overridden here fails loudly rather than gathering X)
+        raise NotImplementedError(
+            "internal: this Design method has no Dask implementation (dperm._dask)"
+        )
+
+    _raw_matvec = _raw_rmatvec = _weighted_gram = _glm_pass = _blocks
+
+    def to_dense(self):
+        raise InvalidDataError(
+            "this algorithm needs the whole design matrix on one machine, which the Dask "
+            "backend never gathers onto the client; use a mechanism whose work is sums over "
+            "records (dp-sgd, dp-gd, objective, output, amp, frank-wolfe) or a numpy array"
+        )
+
+    def materialize(self):
+        return self.to_dense()
+
+    # ----- re-clipping -------------------------------------------------------------------
+    def reclip(self, data_norm: float, warn: bool = True) -> DaskDesign:
+        """The whole effective rows (intercept included) clipped again to
+        ``data_norm`` (:func:`dperm.design._reclip` on every partition)."""
+        width = self.shape[1] + 4
+        aux = self.aux.map_blocks(
+            _reclip_block, data_norm, width, self.fit_intercept, dtype=np.float64
+        ).persist()
+        n_clipped = _count_above(self.aux, _NORM, data_norm)
+        spec = _Spec(
+            data_norm=data_norm if self.data_norm is None else min(self.data_norm, data_norm),
+            bound=data_norm,
+            intercept=None,
+            per_row_intercept=self.fit_intercept,
+            clipped=True,
+        )
+        if n_clipped and warn:
+            _warn_clipped(n_clipped, data_norm)
+        return DaskDesign(self.X, aux, spec=spec, n_clipped=n_clipped)
+
+
+def _count_above(aux, col, bound) -> int:
+    """Rows whose column ``col`` of ``aux`` exceeds ``bound``: a scalar reduction on
+    the workers (it also raises any error of the pass that built ``aux``)."""
+    return int((aux[:, col] > bound).sum().compute())
+
+
+def _one(block):
+    return np.zeros(1)
+
+
+def _force(A) -> None:
+    """Compute a persisted array's blocks (a tiny reduction) so that errors raised
+    by its tasks surface now, on the client."""
+    chunks = ((1,) * len(A.chunks[0]),)
+    A.map_blocks(_one, chunks=chunks, drop_axis=list(range(1, A.ndim)), dtype=float).sum().compute()
+
+
+def map_labels(check, y, name: str = "y"):
+    """Apply a label check of :mod:`dperm._validation` (``check(y_block, name)`` →
+    float64 labels, raising :class:`~dperm.exceptions.LabelError`) to every
+    partition of a Dask vector on the workers; the checked labels are persisted
+    (chunked like ``y``) and any error is raised here, on the client."""
+    out = y.map_blocks(_labels_block, check, name, dtype=np.float64).persist()
+    _force(out)
+    return out
+
+
+def _spawn_root(rng) -> np.random.SeedSequence:
+    """A child SeedSequence of the generator's own SeedSequence (spawned, so that
+    its streams are independent of every other stream of the fit), or one seeded
+    from the generator's output when it has none."""
+    ss = getattr(rng.bit_generator, "seed_seq", None)
+    if isinstance(ss, np.random.SeedSequence):
+        return ss.spawn(1)[0]
+    return np.random.SeedSequence(rng.integers(0, 2**32, size=8, dtype=np.uint64).tolist())
+
+
+def _warn_clipped(n_clipped: int, data_norm: float) -> None:
+    warnings.warn(
+        f"{n_clipped} row(s) had an ℓ2 norm above data_norm={data_norm:g} and were clipped to it",
+        ClippingWarning,
+        stacklevel=4,
+    )
+
+
+# ============================================================================ building
+def as_dask_design(X, data_norm=None, *, intercept_scaling=None, warn: bool = True) -> DaskDesign:
+    """A :class:`DaskDesign` of a Dask array or DataFrame: rows clipped to ``data_norm``
+    by a per-row scale and an implicit intercept ``intercept_scaling``, computed in one
+    pass on the workers (the row norms, which is also the finite check) and persisted
+    next to X's partitions.  X itself is neither copied nor persisted (persist it
+    first if it fits in the cluster's memory: every pass reads it).
+
+    Parameters
+    ----------
+    X : dask.array.Array or dask.dataframe.DataFrame of shape (n, d)
+        Numeric; known row chunk sizes (a DataFrame's partition lengths are counted).
+    data_norm : float > 0 or None
+    intercept_scaling : float > 0 or None
+    warn : bool, default True
+
+    Returns
+    -------
+    DaskDesign
+
+    Raises
+    ------
+    InvalidDataError
+        Not 2-D, empty, non-numeric, NaN/inf in any partition, unknown chunk sizes.
+    InvalidPrivacyParameter
+        ``data_norm`` or ``intercept_scaling`` not a positive finite number.
+    """
+    from ._validation import check_positive
+
+    if data_norm is not None:
+        data_norm = check_positive(data_norm, "data_norm")
+    s = (
+        None
+        if intercept_scaling is None
+        else check_positive(intercept_scaling, "intercept_scaling")
+    )
+    X = _as_dask_array(X)
+    width = X.shape[1]
+    aux = X.map_blocks(
+        _aux_block,
+        data_norm,
+        width,
+        s,
+        dtype=np.float64,
+        chunks=(X.chunks[0], (4,)),
+        meta=np.empty((0, 4)),
+    ).persist()
+    # one reduction: rows with a NaN/inf (raised by the pass) and rows above the bound
+    n_clipped = 0 if data_norm is None else _count_above(aux, _XNORM, data_norm)
+    if data_norm is None:
+        _force(aux)
+    if n_clipped and warn:
+        _warn_clipped(n_clipped, data_norm)
+    spec = _Spec(
+        data_norm=data_norm,
+        bound=math.inf if data_norm is None else augmented_bound(data_norm, s),
+        intercept=s,
+        per_row_intercept=False,
+        clipped=data_norm is not None,
+    )
+    return DaskDesign(X, aux, spec=spec, n_clipped=n_clipped)
+
+
+# ============================================================================ estimators
+def validate_estimator_input(estimator, X, y=None, *, reset: bool):
+    """The estimators' input validation for a Dask X (and y), lazily: X as a 2-D
+    numeric Dask array with known row chunks (``n_features_in_`` set on fit,
+    checked on predict), y aligned to X's partitions and checked on the workers.
+    Nothing is gathered; NaN/inf in X is found by the row-norm pass of
+    :func:`as_dask_design`.
+
+    Returns
+    -------
+    X or (X, y)
+
+    Raises
+    ------
+    InvalidDataError
+    """
+    X = _as_dask_array(X)
+    d = X.shape[1]
+    if reset:
+        estimator.n_features_in_ = d
+    elif getattr(estimator, "n_features_in_", d) != d:
+        raise InvalidDataError(
+            f"X has {d} features, but {type(estimator).__name__} is expecting "
+            f"{estimator.n_features_in_} features as input"
+        )
+    if y is None:
+        return X
+    return X, _checked_target(X, y)
+
+
+def _row_vector(v, chunks, name: str):
+    """An n-vector (numpy, Dask array or Series; shape (n,) or (n, 1)) as a 1-D Dask
+    array chunked like X's rows (lazy).
+
+    Raises
+    ------
+    InvalidDataError
+        Not 1-D, a length other than n, unknown chunk sizes (the messages of
+        :func:`dperm._validation.check_X_y`).
+    """
+    import dask.array as da
+
+    if _is_dataframe(v):
+        v = v.to_dask_array(lengths=True)
+    if not isinstance(v, da.Array):
+        v = np.asarray(v)
+    if v.ndim == 2 and v.shape[1] == 1:
+        v = v[:, 0]
+    if v.ndim != 1:
+        raise InvalidDataError(f"{name} must be 1-D of shape (n_samples,), got shape {v.shape}")
+    n = sum(chunks)
+    if isinstance(v, da.Array):
+        _check_known(v, name)
+    if v.shape[0] != n:
+        raise InvalidDataError(
+            f"X and {name} have inconsistent numbers of samples: X has {n}, {name} has {v.shape[0]}"
+        )
+    if not isinstance(v, da.Array):
+        return da.from_array(v, chunks=(chunks,))
+    return v if v.chunks[0] == chunks else v.rechunk({0: chunks})
+
+
+def _checked_target(X, y, name: str = "y"):
+    """y aligned to X's row partitions, persisted, with ``check_X_y``'s rules
+    (numeric targets as finite float64), errors raised now."""
+    y = _row_vector(y, X.chunks[0], name)
+    if y.dtype.kind in "biuf":
+        y = y.map_blocks(_target_block, dtype=np.float64)
+    y = y.persist()
+    _force(y)
+    return y
+
+
+def encode_class_targets(estimator, y):
+    """The one-vs-rest ±1 targets of a classifier for a Dask y (lazy, on the workers).
+
+    ``classes_`` is the public ``classes`` when given (labels outside it raise
+    :class:`~dperm.exceptions.LabelError`, checked on the workers); otherwise it
+    is read off the data (``dask.array.unique``: a few labels reach the client),
+    exactly as on one machine, and ``fit`` warns that the label set is then not
+    protected.
+
+    Raises
+    ------
+    LabelError
+    """
+    import dask.array as da
+
+    from .exceptions import LabelError
+
+    public = getattr(estimator, "classes", None)
+    if public is None:
+        estimator.classes_ = np.asarray(da.unique(y).compute())
+    else:
+        estimator.classes_ = np.unique(np.asarray(public))
+        n_unknown = int((~da.isin(y, estimator.classes_)).sum().compute())
+        if n_unknown:
+            raise LabelError(
+                f"y has {n_unknown} label(s) outside classes={estimator.classes_.tolist()}"
+            )
+    k = estimator.classes_.shape[0]
+    if k < 2:
+        raise LabelError(
+            f"{type(estimator).__name__} needs samples of at least 2 classes in the data, "
+            f"got 1 class: {estimator.classes_.tolist()}"
+        )
+    estimator._classes_from_data = public is None
+    if getattr(estimator, "multi_class", "ovr") == "multinomial" and k > 2:
+        raise InvalidDataError(
+            "multi_class='multinomial' is not available on the Dask backend yet; use "
+            "multi_class='ovr' or a numpy array"
+        )
+    classes = estimator.classes_[1:] if k == 2 else estimator.classes_
+    return [da.where(y == c, 1.0, -1.0).persist() for c in classes]
+
+
+def _weight_block(wb):
+    wb = np.asarray(wb, dtype=np.float64)
+    bad = ~np.isfinite(wb) | (wb < 0) | (wb > 1)
+    if bad.any():
+        raise InvalidDataError(
+            "sample_weight must be finite and in [0, 1] (a public bound: a weight > 1 "
+            f"would raise one record's sensitivity); {int(bad.sum())} weight(s) in a "
+            "partition are not (their values are not echoed: they are part of the "
+            "private records)"
+        )
+    return wb
+
+
+def check_sample_weight(sample_weight, n: int):
+    """Dask sample weights of length n, checked in [0, 1] on the workers (the rules
+    of the one-machine path; aligned to X's partitions by the design's passes).
+
+    Raises
+    ------
+    InvalidDataError
+    """
+    import dask.array as da
+
+    w = sample_weight
+    if _is_dataframe(w):
+        w = w.to_dask_array(lengths=True)
+    if not isinstance(w, da.Array) or w.ndim != 1:
+        raise InvalidDataError(
+            f"sample_weight must have shape ({n},), got {getattr(w, 'shape', type(w))}"
+        )
+    _check_known(w, "sample_weight")
+    if w.shape != (n,):
+        raise InvalidDataError(f"sample_weight must have shape ({n},), got {w.shape}")
+    w = w.map_blocks(_weight_block, dtype=np.float64).persist()
+    _force(w)
+    return w

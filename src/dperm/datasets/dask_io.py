@@ -1,0 +1,343 @@
+"""Out-of-core readers for the Dask backend: Parquet/CSV directories with a public
+schema (``dask.dataframe``), numpy ``.npy`` memmaps and Zarr arrays (``dask.array``).
+
+Nothing here reads a statistic of the data: the numeric bounds, the category lists
+and the label encoding come from the caller (a column without a public bound, or a
+categorical column without its category list, is refused — there is no
+``allow_data_bounds`` on the cluster path).  Each partition is mapped to features
+by :meth:`dperm.datasets.Schema.transform` on the workers — the very per-record
+map of the one-machine loaders — and divided by the schema's public worst-case
+norm.  The only things the client learns are the column names and dtypes
+(metadata) and the number of rows of each partition (a count, needed to align the
+partitions; n is public under the estimators' replace-one relation).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..exceptions import (
+    DataFileNotFoundError,
+    InvalidDataError,
+    InvalidPrivacyParameter,
+    UnknownNameError,
+)
+from .dataset import Dataset
+from .schema import Schema, _as_bound_pair, _cat, _num
+
+__all__ = ["open_array", "read_dask"]
+
+_PARQUET = (".parquet", ".pq")
+
+
+def _files(path: Path, kind: str | None) -> tuple[str, str]:
+    """(format, dask path/glob) of a file, a directory of files or a glob."""
+    if any(ch in str(path) for ch in "*?["):
+        matches = sorted(glob.glob(str(path)))
+        where = str(path)
+    elif path.is_dir():
+        matches = sorted(str(p) for p in path.iterdir() if p.is_file())
+        where = str(path)
+    elif path.is_file():
+        matches, where = [str(path)], str(path)
+    else:
+        raise DataFileNotFoundError(f"data not found: expected a file or directory at {path}")
+    if kind is None:
+        sfx = {os.path.splitext(m)[1].lower() for m in matches}
+        kind = "parquet" if sfx & set(_PARQUET) else "csv" if ".csv" in sfx else None
+    if kind not in ("parquet", "csv"):
+        raise InvalidDataError(
+            f"{path}: no .parquet/.pq or .csv files found (pass format='parquet' or 'csv')"
+        )
+    if kind == "csv" and path.is_dir():
+        where = str(path / "*.csv")
+    return kind, where
+
+
+def _encode_target(values, positive_label, label_bound) -> np.ndarray:
+    """The label map of one partition: ±1 (binary, ``positive_label`` ↦ +1) or the
+    float target clipped to ±``label_bound`` (regression)."""
+    values = np.asarray(values)
+    if positive_label is not None:
+        if values.dtype.kind in "OUST" or isinstance(positive_label, str):
+            return np.where(values.astype(str) == str(positive_label), 1.0, -1.0)
+        return np.where(values == positive_label, 1.0, -1.0)
+    y = values.astype(np.float64)
+    if label_bound is not None:
+        y = np.clip(y, -label_bound, label_bound)
+    return y
+
+
+def _features(frame, schema: Schema, scale: float, dtype) -> np.ndarray:
+    """The schema's per-record map of one partition, divided by the public ``scale``."""
+    X, _ = schema.transform(frame)
+    X /= scale
+    return X.astype(dtype, copy=False)
+
+
+def read_dask(
+    path: str | Path,
+    target: str,
+    *,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
+    categories: Mapping[str, Sequence] | None = None,
+    categorical: Sequence[str] | None = None,
+    log_columns: Sequence[str] = (),
+    positive_label=None,
+    task: str | None = None,
+    label_bound: float | None = None,
+    center: bool | None = None,
+    dtype=np.float64,
+    format: str | None = None,
+    blocksize: str | int | None = "64MB",
+) -> Dataset:
+    """Read a Parquet or CSV directory as Dask arrays with a public schema.
+
+    The one-machine counterpart is :func:`dperm.datasets.load_csv`; the schema
+    rules are the same, with two differences that keep every constant public on
+    a cluster: a numeric column without a bound and a categorical column without
+    its category list are refused (there is no ``allow_data_bounds``), and the
+    label encoding must be given (``positive_label`` for a binary task, or
+    ``task="regression"``) instead of read off the distinct values.  Rows with a
+    missing value are dropped (a per-record filter); there is no test split.
+
+    Parameters
+    ----------
+    path : str or Path
+        A directory of ``.parquet``/``.pq`` or ``.csv`` files, one file, or a glob.
+    target : str
+        The label column.
+    bounds : dict column → (lo, hi)
+        Public bounds of every numeric feature column.
+    categories : dict column → list
+        Public category lists of the categorical columns.
+    categorical : sequence of str, optional
+        Categorical columns (default: the columns in ``categories`` and every
+        non-numeric column of the metadata).
+    log_columns : sequence of str, default ()
+    positive_label : optional
+        Target value mapped to +1 (every other → −1): a binary task.
+    task : {"binary", "regression"}, optional
+        "regression" keeps the float target, clipped to ``label_bound``.
+    label_bound : float, optional
+        Regression: public bound on ``|y|``.
+    center : bool, optional
+        As :func:`~dperm.datasets.load_csv` (default: centered for regression).
+    dtype : numpy dtype, default float64
+        Of the features (float32 halves the workers' memory; products still
+        accumulate in float64).
+    format : {"parquet", "csv"}, optional
+        Default: from the file suffixes.
+    blocksize : str or int, optional
+        CSV bytes per partition (``dask.dataframe.read_csv``).
+
+    Returns
+    -------
+    Dataset
+        ``X_train`` a Dask array (n, d) with known partition sizes, ``y_train`` a
+        Dask array chunked like it, ``row_norm_bound`` = 1 (rows divided by the
+        schema's public worst-case norm), ``X_test`` None.
+
+    Raises
+    ------
+    DataFileNotFoundError
+        Nothing at ``path``.
+    UnknownNameError
+        ``target`` or a named column not in the data; an unknown ``task``.
+    InvalidPrivacyParameter
+        A numeric column without a public bound, a categorical column without a
+        category list, no label encoding, a bad bound.
+    InvalidDataError
+        No readable files; an empty result.
+    """
+    import dask.dataframe as dd
+
+    path = Path(path)
+    kind, where = _files(path, format)
+    cats = {k: [str(v) for v in vals] for k, vals in dict(categories or {}).items()}
+    categorical = list(cats) if categorical is None else list(categorical)
+    dtypes = dict.fromkeys(categorical, "str")
+    if kind == "parquet":
+        frame = dd.read_parquet(where)
+    else:
+        frame = dd.read_csv(where, dtype=dtypes or None, blocksize=blocksize)
+    header = [str(c) for c in frame.columns]
+
+    def require(names, what):
+        unknown = [c for c in names if c not in header]
+        if unknown:
+            raise UnknownNameError(f"{what} column(s) {unknown} not in {path}; columns: {header}")
+
+    require([target], "target")
+    require(categorical, "categorical")
+    require(cats, "categories")
+    bounds = dict(bounds or {})
+    require(bounds, "bounds")
+    require(log_columns, "log_columns")
+    features = [c for c in header if c != target]
+    meta = frame._meta
+    categorical += [
+        c for c in features if c not in categorical and meta[c].dtype.kind not in "biuf"
+    ]
+    numeric = [c for c in features if c not in categorical]
+    no_bound = [c for c in numeric if c not in bounds]
+    if no_bound:  # the same refusal as the one-machine reader (no data bounds here)
+        raise InvalidPrivacyParameter(
+            f"numeric column(s) {no_bound} have no public bound: pass bounds={{column: (lo, hi)}} "
+            "from public knowledge (documentation, domain ranges); the Dask reader never "
+            "reads bounds from the data"
+        )
+    no_cats = [c for c in categorical if c not in cats]
+    if no_cats:
+        raise InvalidPrivacyParameter(
+            f"categorical column(s) {no_cats} have no public category list: pass "
+            "categories={column: [values]}; the Dask reader never reads them from the data"
+        )
+    if task not in (None, "binary", "regression"):
+        raise UnknownNameError(
+            f"task must be 'binary' or 'regression' on the Dask path, got {task!r} "
+            "(multi-class models are not available on the Dask backend)"
+        )
+    if task == "regression" and positive_label is not None:
+        raise InvalidPrivacyParameter("positive_label is for a binary task, not regression")
+    if task is None:
+        if positive_label is None:
+            raise InvalidPrivacyParameter(
+                "the Dask reader needs the public label encoding: positive_label= (binary: "
+                "that value ↦ +1, every other ↦ −1) or task='regression'"
+            )
+        task = "binary"
+    if task == "binary" and positive_label is None:
+        raise InvalidPrivacyParameter("task='binary' needs positive_label= on the Dask path")
+    if label_bound is not None:
+        label_bound = float(label_bound)
+        if not label_bound > 0 or not np.isfinite(label_bound):
+            raise InvalidPrivacyParameter(f"label_bound must be > 0 and finite, got {label_bound}")
+    center = task == "regression" if center is None else bool(center)
+    log_set = set(log_columns)
+    cols = []
+    for c in features:
+        if c in categorical:
+            cols.append(_cat(c, cats[c], "user-supplied categories"))
+        else:
+            lo, hi = _as_bound_pair(bounds[c], c)
+            cols.append(_num(c, lo, hi, "user-supplied bound", log=c in log_set, center=center))
+    schema = Schema(tuple(cols))
+    if categorical and kind == "parquet":
+        frame = frame.astype(dict.fromkeys(categorical, str))
+    frame = frame.dropna()
+    return _to_arrays(frame, schema, target, positive_label, label_bound, task, dtype, path)
+
+
+def _to_arrays(frame, schema, target, positive_label, label_bound, task, dtype, path) -> Dataset:
+    import dask.array as da
+    from dask import compute, delayed
+
+    parts = frame.to_delayed()
+    lengths = compute(*[delayed(len)(p) for p in parts])  # counts only
+    if sum(lengths) == 0:
+        raise InvalidDataError(f"{path}: no rows (after dropping rows with missing values)")
+    d = len(schema.feature_names)
+    scale = schema.worst_case_norm
+    dtype = np.dtype(dtype)
+    feat = delayed(_features, pure=True)
+    lab = delayed(_encode_target, pure=True)
+    xs, ys = [], []
+    for p, m in zip(parts, lengths, strict=True):
+        if m == 0:
+            continue
+        xs.append(da.from_delayed(feat(p, schema, scale, dtype), shape=(m, d), dtype=dtype))
+        ys.append(
+            da.from_delayed(
+                lab(p[target], positive_label, label_bound), shape=(m,), dtype=np.float64
+            )
+        )
+    X = da.concatenate(xs, axis=0)
+    y = da.concatenate(ys, axis=0)
+    desc = (
+        f"{path} read with dask ({len(xs)} partitions, {sum(lengths)} rows after dropping "
+        f"rows with missing values); target {target!r}: "
+        + (f"{positive_label!r} ↦ +1, other ↦ −1" if task == "binary" else "regression")
+        + f"; rows divided by the public worst-case norm {scale:.4g}"
+    )
+    return Dataset(
+        name=path.stem or str(path),
+        X_train=X,
+        y_train=y,
+        X_test=None,
+        y_test=None,
+        feature_names=schema.feature_names,
+        task=task,
+        row_norm_bound=1.0,
+        label_bound=label_bound if task == "regression" else None,
+        description=desc,
+    )
+
+
+def _npy_block(path: str, start: int, stop: int) -> np.ndarray:
+    """Rows [start, stop) of a ``.npy`` file, read through a memmap on the worker."""
+    return np.asarray(np.load(path, mmap_mode="r")[start:stop])
+
+
+def open_array(path: str | Path, *, chunk_rows: int | None = None):
+    """A numpy ``.npy`` file (memory-mapped, read by the workers) or a Zarr array
+    as a 2-D Dask array chunked by rows.
+
+    The file is opened where the task runs (each task memory-maps its own rows),
+    so nothing of the array passes through the client; every worker must see the
+    same path (a shared file system) — or use Zarr on an object store.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``*.npy`` or a Zarr store (``*.zarr`` directory or URL).
+    chunk_rows : int, optional
+        Rows per partition (default: ~128 MB per partition for ``.npy``, the
+        store's chunks for Zarr, merged to whole rows).
+
+    Returns
+    -------
+    dask.array.Array
+
+    Raises
+    ------
+    DataFileNotFoundError, InvalidDataError
+    """
+    import dask.array as da
+    from dask import delayed
+
+    s = str(path)
+    if s.endswith(".npy"):
+        if not Path(s).is_file():
+            raise DataFileNotFoundError(f"array file not found: expected {s}")
+        mm = np.load(s, mmap_mode="r")  # reads the header only
+        shape, dt = mm.shape, mm.dtype
+        del mm
+        if len(shape) != 2:
+            raise InvalidDataError(f"{s}: expected a 2-D array, got shape {shape}")
+        rows = chunk_rows or max(1, (128 << 20) // max(1, shape[1] * dt.itemsize))
+        block = delayed(_npy_block, pure=True)
+        blocks = [
+            da.from_delayed(
+                block(s, a, min(shape[0], a + rows)),
+                shape=(min(shape[0], a + rows) - a, shape[1]),
+                dtype=dt,
+            )
+            for a in range(0, shape[0], rows)
+        ]
+        return da.concatenate(blocks, axis=0)
+    if "://" not in s and not Path(s).exists():
+        raise DataFileNotFoundError(f"Zarr store not found: expected {s}")
+    try:
+        arr = da.from_zarr(s)
+    except Exception as exc:  # zarr raises many kinds of errors for a bad store
+        raise InvalidDataError(f"{s}: cannot open as a Zarr array ({exc})") from None
+    if arr.ndim != 2:
+        raise InvalidDataError(f"{s}: expected a 2-D array, got shape {arr.shape}")
+    chunks = {1: -1} if chunk_rows is None else {0: chunk_rows, 1: -1}
+    return arr.rechunk(chunks)

@@ -1,0 +1,80 @@
+"""The :class:`Dataset` result type of every loader."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+
+@dataclass
+class Dataset:
+    """A loaded dataset, already mapped to features by a public schema.
+
+    Attributes
+    ----------
+    name : str
+        Dataset name (as passed to :func:`load`, or the file stem).
+    X_train : ndarray or scipy.sparse.csr_matrix of float64, shape (n_train, d)
+    y_train : ndarray of shape (n_train,)
+        Binary tasks: float64 labels in {-1, +1}.  Multi-class: int64 labels
+        ``0 .. k-1``.  Regression: float64 targets, clipped to
+        ``[-label_bound, label_bound]`` when ``label_bound`` is set.
+    X_test, y_test : same types as the training arrays, or None
+        None when the dataset has no test part.
+    feature_names : list of str, length d
+        Numeric columns keep their name; one-hot columns are ``"column=value"``.
+    task : {"binary", "multiclass", "regression"}
+    row_norm_bound : float
+        Public bound on the ℓ2 norm of every row of ``X_train`` and ``X_test``
+        after the loader's scaling (1.0 with ``normalize_rows=True``).  It
+        comes from the schema, never from the data; ``math.inf`` when no public
+        bound exists (e.g. raw svmlight rows without ``normalize_rows``), in
+        which case the caller must choose ``data_norm`` and clip.
+    label_bound : float or None
+        Regression only: public bound on ``|y|``.  None when unknown.
+    description : str
+        Human-readable provenance: source, schema, label mapping, split.
+    n_unknown_categories : int, default 0
+        Number of (row, categorical column) cells whose value is not in the
+        public category list; such cells are encoded as all-zero.
+    classes : tuple or None
+        The *public* label set of a classification task, to pass to the
+        estimators as ``classes=``: (−1.0, +1.0) for every binary task (the
+        loaders encode the positive class as +1), (0, …, 9) for MNIST.  None for
+        regression and for a multi-class CSV/svmlight file, whose label set was
+        read off the file (then the estimators warn that it is not protected).
+    """
+
+    name: str
+    X_train: np.ndarray | sp.csr_matrix = field(repr=False)
+    y_train: np.ndarray = field(repr=False)
+    X_test: np.ndarray | sp.csr_matrix | None = field(repr=False)
+    y_test: np.ndarray | None = field(repr=False)
+    feature_names: list[str] = field(repr=False)
+    task: str
+    row_norm_bound: float
+    label_bound: float | None
+    description: str = field(repr=False)
+    n_unknown_categories: int = 0
+    classes: tuple | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self.classes is None and self.task == "binary":
+            self.classes = (-1.0, 1.0)  # the encoding of every binary loader
+
+    @property
+    def n_features(self) -> int:
+        """Number of feature columns ``d``."""
+        return int(self.X_train.shape[1])
+
+    @property
+    def n_train(self) -> int:
+        """Number of training rows."""
+        return int(self.X_train.shape[0])
+
+    @property
+    def n_test(self) -> int:
+        """Number of test rows (0 when there is no test part)."""
+        return 0 if self.X_test is None else int(self.X_test.shape[0])

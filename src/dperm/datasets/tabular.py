@@ -1,0 +1,232 @@
+"""Generic CSV / Parquet reader with a schema from the caller."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from .._rng import check_random_state
+from ..exceptions import (
+    DataFileNotFoundError,
+    InvalidDataError,
+    InvalidPrivacyParameter,
+    PrivacyLeakWarning,
+    UnknownNameError,
+)
+from ._prepare import _check_test_size, _encode_labels, _finish_schema, _norm_text, _split_indices
+from .dataset import Dataset
+from .schema import CategoricalColumn, NumericColumn, Schema, _as_bound_pair, _cat, _num
+
+
+def load_csv(
+    path: str | Path,
+    target: str,
+    *,
+    categorical: Sequence[str] | None = None,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
+    categories: Mapping[str, Sequence] | None = None,
+    log_columns: Sequence[str] = (),
+    test_size: float = 0.2,
+    random_state=0,
+    positive_label=None,
+    task: str | None = None,
+    label_bound: float | None = None,
+    allow_data_bounds: bool = False,
+    normalize_rows: bool = True,
+    center: bool | None = None,
+) -> Dataset:
+    """Load a CSV file (with a header row) with a schema from the caller.
+
+    A path ending in ``.parquet`` or ``.pq`` is read as Parquet (needs a pandas
+    Parquet engine, e.g. pyarrow) under the same schema rules.
+
+    Numeric columns are scaled with **user-passed public bounds** only; a numeric
+    column without a bound is an error unless ``allow_data_bounds=True``, which
+    takes the bound from the data's min/max and emits
+    :class:`~dperm.exceptions.PrivacyLeakWarning` (the resulting model then has
+    **no** end-to-end DP guarantee: the bounds themselves reveal the extreme
+    records).  Categorical columns are one-hot encoded with the lists in
+    ``categories``; a column without a list gets the sorted set of values found
+    in the file, with a :class:`~dperm.exceptions.PrivacyLeakWarning` (the
+    category set is itself data-dependent; pass the public list).
+
+    Rows with a missing value in any column are dropped (a per-record filter).
+
+    Parameters
+    ----------
+    path : str or Path
+    target : str
+        Name of the label column.
+    categorical : sequence of str, optional
+        Categorical feature columns.  Default: every non-numeric column.
+        Listed columns are read as text, so ``categories`` are compared as strings.
+    bounds : dict column → (lo, hi), optional
+        Public bounds of the numeric columns.
+    categories : dict column → list, optional
+        Public category lists.
+    log_columns : sequence of str, default ()
+        Numeric columns to scale on a log1p scale (need ``lo ≥ 0``).
+    test_size : float in [0, 1), default 0.2
+        Random split (stratified for classification); 0 → no test part.
+    random_state : int, SeedSequence, Generator or None, default 0
+    positive_label : optional
+        Target value mapped to +1 (every other value → −1); implies a binary task.
+    task : {"binary", "multiclass", "regression"}, optional
+        Inferred when None: ``positive_label`` → binary; non-integer floats →
+        regression; otherwise 2 distinct values → binary (the larger/later
+        sorted value is +1), more → multiclass (sorted values → 0..k−1).
+    label_bound : float, optional
+        Regression: public bound on ``|y|``; targets are clipped to it.
+    allow_data_bounds : bool, default False
+        Allow bounds read from the data (privacy leak, warned).
+    normalize_rows : bool, default True
+        Divide rows by the public worst-case norm √(#numeric + #categorical).
+    center : bool or None, default None
+        Map every numeric column to ``[−1, 1]``, centered at the midpoint of its public
+        bounds (:class:`NumericColumn` ``center=True``) instead of ``[0, 1]``; the row
+        bound is unchanged.  None: centered for a regression task (where it is what
+        sufficient-statistics regression needs, see ``docs/datasets.md``), not for
+        classification.
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    DataFileNotFoundError
+        If ``path`` does not exist.
+    UnknownNameError
+        If ``target`` or a column named in ``categorical``/``bounds``/``categories``/
+        ``log_columns`` is not in the file, or ``task`` is unknown.
+    InvalidPrivacyParameter
+        If a numeric column has no bound and ``allow_data_bounds`` is False, or
+        a bound is not a finite pair with ``lo < hi``.
+    InvalidDataError, LabelError
+        Empty data, a non-numeric column treated as numeric, bad labels.
+
+    Warns
+    -----
+    PrivacyLeakWarning
+        When bounds or category lists are taken from the data.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataFileNotFoundError(f"CSV file not found: expected {path}")
+    test_size = _check_test_size(test_size)
+    parquet = path.suffix.lower() in (".parquet", ".pq")
+    try:
+        if parquet:  # same schema rules; needs a Parquet engine (pyarrow)
+            whole = pd.read_parquet(path)
+            header = [str(c) for c in whole.columns]
+        else:
+            header = pd.read_csv(path, nrows=0).columns.tolist()
+    except pd.errors.EmptyDataError:
+        raise InvalidDataError(f"{path}: the file is empty (no header row)") from None
+    except ImportError as exc:
+        raise InvalidDataError(f"{path}: cannot read Parquet ({exc})") from None
+    categorical = None if categorical is None else list(categorical)
+
+    def require(names, what):
+        unknown = [c for c in names if c not in header]
+        if unknown:
+            raise UnknownNameError(f"{what} column(s) {unknown} not in {path}; columns: {header}")
+
+    require([target], "target")
+    if categorical is not None:
+        require(categorical, "categorical")
+    dtypes = {c: "str" for c in (categorical or [])}
+    if parquet:
+        frame = whole.astype(dtypes) if dtypes else whole
+    else:
+        frame = pd.read_csv(path, dtype=dtypes or None, engine="c")
+    n_raw = len(frame)
+    frame = frame.dropna().reset_index(drop=True)
+    if len(frame) == 0:
+        raise InvalidDataError(f"{path}: no rows left after dropping rows with missing values")
+    features = [c for c in frame.columns if c != target]
+    if categorical is None:
+        categorical = [c for c in features if not pd.api.types.is_numeric_dtype(frame[c])]
+    if target in categorical:
+        raise InvalidDataError(f"target {target!r} is listed as a categorical feature")
+    numeric = [c for c in features if c not in categorical]
+    bounds = dict(bounds or {})
+    categories = dict(categories or {})
+    require(bounds, "bounds")
+    require(categories, "categories")
+    require(log_columns, "log_columns")
+    not_numeric = [c for c in [*bounds, *log_columns] if c not in numeric]
+    if not_numeric:
+        raise UnknownNameError(
+            f"bounds or log_columns given for non-numeric column(s) {not_numeric}; "
+            f"numeric columns: {numeric}"
+        )
+    for c in numeric:
+        if not pd.api.types.is_numeric_dtype(frame[c]):
+            raise InvalidDataError(
+                f"column {c!r} is not numeric; list it in categorical= to one-hot encode it"
+            )
+    no_bound = [c for c in numeric if c not in bounds]
+    if no_bound and not allow_data_bounds:
+        raise InvalidPrivacyParameter(
+            f"numeric column(s) {no_bound} have no public bound: pass bounds={{column: (lo, hi)}} "
+            "from public knowledge (documentation, domain ranges). allow_data_bounds=True reads "
+            "them from the data instead, which leaks privacy."
+        )
+    if no_bound:
+        warnings.warn(
+            f"bounds of numeric column(s) {no_bound} are taken from the data (min/max); this "
+            "leaks privacy, so the result has no end-to-end DP guarantee. Pass bounds= for one.",
+            PrivacyLeakWarning,
+            stacklevel=2,
+        )
+        for c in no_bound:
+            lo, hi = float(frame[c].min()), float(frame[c].max())
+            bounds[c] = (lo, hi if hi > lo else lo + 1.0)
+    no_cats = [c for c in categorical if c not in categories]
+    if no_cats:
+        warnings.warn(
+            f"category lists of column(s) {no_cats} are taken from the values present in the "
+            "data; the category set is data-dependent. Pass categories= with public lists.",
+            PrivacyLeakWarning,
+            stacklevel=2,
+        )
+        for c in no_cats:
+            categories[c] = sorted(frame[c].astype(str).unique().tolist())
+    y_raw = frame[target].to_numpy()
+    y_enc, _, task, label_text = _encode_labels(y_raw, None, task, positive_label, label_bound)
+    center = task == "regression" if center is None else bool(center)
+    cols: list[NumericColumn | CategoricalColumn] = []
+    log_set = set(log_columns)
+    for c in features:
+        if c in categorical:
+            cols.append(_cat(c, categories[c], "user-supplied categories"))
+        else:
+            lo, hi = _as_bound_pair(bounds[c], c)
+            cols.append(_num(c, lo, hi, "user-supplied bound", log=c in log_set, center=center))
+    schema = Schema(tuple(cols))
+    rng = check_random_state(random_state)
+    strat = y_enc if task != "regression" else None
+    tr, te = _split_indices(len(frame), test_size, rng, stratify=strat)
+    desc = (
+        f"CSV file {path}; {n_raw} rows, {n_raw - len(frame)} dropped for missing values; "
+        f"target {target!r}: {label_text}. Split test_size={test_size}, "
+        f"random_state={random_state!r}. " + _norm_text(schema, normalize_rows)
+    )
+    if no_bound or no_cats:
+        desc += " WARNING: bounds or categories were read from the data (privacy leak)."
+    return _finish_schema(
+        path.stem,
+        schema,
+        frame.iloc[tr],
+        frame.iloc[te] if te.size else None,
+        y_enc[tr],
+        y_enc[te] if te.size else None,
+        task,
+        normalize_rows,
+        float(label_bound) if (task == "regression" and label_bound is not None) else None,
+        desc,
+    )
