@@ -243,3 +243,15 @@ def test_fit_passes_the_public_multiclass_label_set(monkeypatch):
     assert res.exit_code == 0, res.output
     assert "PrivacyLeakWarning" not in res.stderr
     assert seen["est"].classes_.tolist() == [0, 1, 2] and seen["est"].coef_.shape == (3, 3)
+
+
+def test_audit_list_prints_every_registered_runner_and_missing_options_exit_2(capsys):
+    from dperm.audit import available_runners
+
+    code, out, _ = _run_main(["audit", "--list"], capsys)
+    assert code == 0
+    assert out.split() == available_runners()
+    assert {"objective", "dp-sgd", "adassp", "tukey", "dual-frank-wolfe"} <= set(out.split())
+    code, _, err = _run_main(["audit", "--epsilon", "1"], capsys)
+    assert code == 2
+    assert "--mechanism" in err and len(err.strip().splitlines()) == 1

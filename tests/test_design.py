@@ -142,6 +142,36 @@ def test_n_clipped_counts_rows_above_the_bound_and_warns():
     assert np.shares_memory(D.X, X)
 
 
+@pytest.mark.parametrize("kind", ["float64", "float32", "csr", "frame"])
+def test_rows_normalized_to_the_bound_are_not_counted_as_clipped(kind):
+    # Issue #13: rows of unit norm up to rounding were reported as clipped (and warned
+    # about), differently for numpy, a DataFrame and float32 copies of the same data.
+    pd = pytest.importorskip("pandas")
+    from dperm import DPLogisticRegression
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(4000, 37))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    A = {
+        "float64": X,
+        "float32": X.astype(np.float32),
+        "csr": sp.csr_matrix(X),
+        "frame": pd.DataFrame(X),
+    }[kind]
+    y = np.where(X[:, 0] > 0, 1, -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClippingWarning)
+        clf = DPLogisticRegression(epsilon=1.0, data_norm=1.0, classes=[-1, 1], random_state=0)
+        clf.fit(A, y)
+    assert clf.n_clipped_ == 0
+    # the rows are still scaled into the exact bound (only the count is tolerant) ...
+    D = as_design(np.asarray(A.toarray() if kind == "csr" else A), 1.0)
+    assert np.all(D.row_norms() <= 1.0)
+    # ... and rows above the bound by more than rounding are counted
+    with pytest.warns(ClippingWarning):
+        assert as_design(X * (1 + 1e-9), 1.0).n_clipped == X.shape[0]
+
+
 def test_duplicate_csr_entries_give_the_true_row_norm():
     X = sp.csr_matrix((np.array([3.0, 1.0, 3.0]), np.array([0, 0, 1]), np.array([0, 3])), (1, 2))
     assert not X.has_canonical_format  # the row is (4, 3): norm 5

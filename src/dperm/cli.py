@@ -809,7 +809,8 @@ def bench_cmd(
         str | None,
         typer.Option(
             "--algorithms",
-            help="Comma-separated: non-private, registered mechanisms, peers (default: all).",
+            help="Comma-separated: non-private, registered mechanisms, tuned variants, peers "
+            "(default: the published comparison plus dperm's other classifiers).",
         ),
     ] = None,
     repeats: Annotated[int, typer.Option("--repeats", help="Private fits per cell.")] = 3,
@@ -847,15 +848,17 @@ def bench_cmd(
 @app.command("audit")
 def audit_cmd(
     mechanism: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--mechanism",
-            help="Audit runner: objective, output, dp-gd, dp-gd-add-remove, dp-sgd, "
-            "dp-sgd-replace-one, estimator-dp-sgd, amp, amp-nt, bolt-on, gaussian, laplace, "
-            "snapping, discrete-gaussian.",
+            help="Audit runner, e.g. objective, output, dp-gd, dp-sgd, estimator-dp-sgd, amp, "
+            "adassp, tukey, dual-frank-wolfe (`dperm audit --list` prints every one).",
         ),
-    ],
-    epsilon: Annotated[float, typer.Option("--epsilon", help="Claimed ε.")],
+    ] = None,
+    epsilon: Annotated[float | None, typer.Option("--epsilon", help="Claimed ε.")] = None,
+    list_runners: Annotated[
+        bool, typer.Option("--list", help="Print the available audit runners and exit.")
+    ] = False,
     delta: Annotated[
         float | None, typer.Option("--delta", help="Claimed δ (default: the mechanism's).")
     ] = None,
@@ -878,6 +881,15 @@ def audit_cmd(
 ) -> None:
     """Empirical lower bound ε_LB on the ε a mechanism really spends (canary audit)."""
     with _one_line_errors():
+        if list_runners:
+            from .audit import available_runners
+
+            typer.echo("\n".join(available_runners()))
+            return
+        if mechanism is None or epsilon is None:
+            raise InvalidPrivacyParameter(
+                "dperm audit needs --mechanism NAME and --epsilon EPS (or --list)"
+            )
         from ._cli_audit import audit_command, render
 
         result = audit_command(

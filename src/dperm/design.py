@@ -215,13 +215,26 @@ def _row_norms(X) -> np.ndarray:
     return norms
 
 
-def _clip_scale(norms: np.ndarray, bound: float, width: int):
+def _count_tolerance(width: int, dtype) -> float:
+    """Relative excess over the bound that rounding alone can produce in a row that
+    was normalized to the bound in ``dtype`` ((width + 16) ulps of that dtype)."""
+    eps = np.finfo(dtype).eps if np.issubdtype(dtype, np.floating) else _U
+    return (width + 16) * float(eps)
+
+
+def _clip_scale(norms: np.ndarray, bound: float, width: int, count_tol: float = 0.0):
     """(scale or None, n_clipped): cᵢ = R(1 − κ)/‖xᵢ‖ where ‖xᵢ‖ > R(1 − κ) (module
-    docstring); n_clipped counts the rows whose computed norm exceeds R."""
+    docstring); n_clipped counts the rows whose computed norm exceeds R(1 + count_tol).
+
+    ``count_tol`` only changes what is *counted* (and warned about): rows that exceed
+    the bound by no more than the rounding of their own dtype (a row normalized to
+    unit norm in float32, say) are not reported as clipped.  They are still scaled
+    into the exact bound like every row above R(1 − κ), so the privacy guarantee
+    does not depend on it."""
     kappa = (width + 16) * _U
     thr = bound * (1.0 - kappa)
     over = norms > thr
-    n_clipped = int(np.count_nonzero(norms > bound))
+    n_clipped = int(np.count_nonzero(norms > bound * (1.0 + count_tol)))
     if not over.any():
         return None, 0
     scale = np.ones_like(norms)
@@ -991,7 +1004,8 @@ def as_design(X, data_norm=None, *, intercept_scaling=None, warn: bool = True) -
     scale, n_clipped = None, 0
     if data_norm is not None:
         xnorms = _row_norms(X)  # also the finite check
-        scale, n_clipped = _clip_scale(xnorms, data_norm, X.shape[1])
+        tol = _count_tolerance(X.shape[1], X.dtype)
+        scale, n_clipped = _clip_scale(xnorms, data_norm, X.shape[1], tol)
     else:
         _check_finite(X)
     if n_clipped and warn:

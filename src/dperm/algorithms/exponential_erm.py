@@ -251,10 +251,11 @@ def fit(
         raise InvalidDataError("candidates contain NaN or infinite values")
     if label_bound is not None:
         label_bound = check_positive(label_bound, "label_bound")
-        if y.size and np.max(np.abs(y)) > label_bound:
+        over = int(np.count_nonzero(np.abs(y) > label_bound))
+        if over:  # the count, never the values (they are part of the private records)
             raise LabelError(
-                f"labels must satisfy |y| ≤ label_bound={label_bound:g}; the largest |y| is "
-                f"{np.max(np.abs(y)):g} (clip y to the public bound first)"
+                f"labels must satisfy |y| ≤ label_bound={label_bound:g}; {over} label(s) "
+                "do not (clip y to the public bound first)"
             )
     rng = check_random_state(random_state)
 

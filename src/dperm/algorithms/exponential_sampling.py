@@ -610,10 +610,11 @@ def fit(
             )
     if label_bound is not None:
         label_bound = check_positive(label_bound, "label_bound")
-        if y.size and np.max(np.abs(y)) > label_bound:
+        over = int(np.count_nonzero(np.abs(y) > label_bound))
+        if over:  # the count, never the values (they are part of the private records)
             raise LabelError(
-                f"labels must satisfy |y| ≤ label_bound={label_bound:g}; the largest |y| is "
-                f"{np.max(np.abs(y)):g}"
+                f"labels must satisfy |y| ≤ label_bound={label_bound:g}; {over} label(s) "
+                "do not (clip y to the public bound first)"
             )
     sens, lo, hi = sensitivity(
         loss, radius=R, data_norm=data_norm, loss_bounds=loss_bounds, label_bound=label_bound

@@ -595,7 +595,7 @@ class DPLinearModelBase(BaseEstimator):
 
     def _multinomial(self, n_problems: int) -> bool:
         """True when a k > 2 class problem is fitted as one multinomial (softmax)
-        model; only the gradient-perturbation mechanisms support it."""
+        model; the mechanisms in ``_MULTINOMIAL_MECHANISMS`` support it."""
         mode = getattr(self, "multi_class", "ovr")
         if mode not in ("ovr", "multinomial"):
             raise UnknownNameError(
@@ -605,7 +605,7 @@ class DPLinearModelBase(BaseEstimator):
             return False
         if self.mechanism not in _MULTINOMIAL_MECHANISMS:
             raise InvalidPrivacyParameter(
-                f"multi_class='multinomial' needs a gradient-perturbation mechanism "
+                f"multi_class='multinomial' needs one of the mechanisms "
                 f"{list(_MULTINOMIAL_MECHANISMS)}, got mechanism={self.mechanism!r}"
             )
         return True

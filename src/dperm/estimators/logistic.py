@@ -31,11 +31,11 @@ COMMON_PARAMETERS_DOC = """
         Regularization strength Λ: the objective is
         (1/n)Σ ℓ + (Λ/2)‖θ‖² (penalty="l2").  "auto" is a public rule of
         (n, d, ε, R) registered with the mechanism (R = ``data_norm_``, the
-        effective row bound): for "objective" Λ = 2√2 R²/(20√n) (the
-        non-private regularized-ERM choice; the mechanism adds the extra
-        strong convexity its theorem needs), for "output"
-        Λ = (2R²/20)(√d/(nε))^{1/2}.  See
-        :func:`dperm.estimators._mechanisms.objective_alpha_rule`.  The value
+        effective row bound): for "objective" and "output" the minimizer of
+        the mechanism's excess-risk bound at this ε (it grows as ε shrinks),
+        floored at R²/n; constants chosen on training splits only.  See
+        :func:`dperm.estimators._mechanisms.objective_alpha_rule` and
+        :func:`~dperm.estimators._mechanisms.output_alpha_rule`.  The value
         used is ``alpha_``.
     fit_intercept : bool, default=True
         Append a constant feature ``intercept_scaling``; the effective row bound
@@ -137,9 +137,11 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
         With k > 2 classes: "ovr" fits k binary problems at (ε/k, δ/k) each;
         "multinomial" fits one softmax model (loss
         :class:`~dperm.losses.Softmax`, Lipschitz √2·R) with the whole
-        budget — only with the gradient-perturbation mechanisms ("dp-sgd",
+        budget — with the gradient-perturbation mechanisms ("dp-sgd",
         "dp-gd", "dp-sgd-single"), whose clipping bounds the per-example
-        gradient of the (d, k) parameter matrix.
+        gradient of the (d, k) parameter matrix, and with "objective",
+        "output" and "amp" (softmax sensitivity and Jacobian bounds derived in
+        ``docs/objective_perturbation.md``).
     Attributes
     ----------{COMMON_ATTRIBUTES_DOC}
     Examples
