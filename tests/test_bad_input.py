@@ -126,6 +126,8 @@ _SPECS: dict[str, tuple[dict, float]] = {
     "frank_wolfe.fit": ({"radius": 1.0}, 1e-5),
     "dual_frank_wolfe.fit": ({"norm": L1Norm(3), "alpha": 0.1, "lam": 0.1, "n_steps": 3}, 0.0),
     "structured_output_perturbation.fit": ({"norm": L1Norm(3), "alpha": 0.1, "lam": 0.1}, 0.0),
+    # d = 3 needs the ridge-regularized target (exact in any d); Λ = 1 keeps it cheap
+    "exponential_sampling.fit": ({"alpha": 1.0, "radius": 1.0}, 0.0),
     "exponential_erm.fit": (
         {"candidates": np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, -1.0, 0.5]])},
         0.0,
