@@ -8,13 +8,9 @@ import numpy as np
 import pytest
 
 from dperm.accounting.events import PureEpsilon
+from dperm.algorithms.zero_one_net import covering_radius, private_linear_classifier, sphere_net
 from dperm.exceptions import InvalidPrivacyParameter, LabelError
-from dperm.losses.zero_one import (
-    ZeroOne,
-    covering_radius,
-    private_linear_classifier,
-    sphere_net,
-)
+from dperm.losses.zero_one import ZeroOne
 
 
 def _margin_data(n, d, gamma, seed=0):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ._version import __version__
 from .exceptions import (
     BudgetExceededError,
     ClippingWarning,
@@ -37,14 +38,6 @@ from .exceptions import (
     UnsupportedEventError,
     UnsupportedOperationError,
 )
-
-try:  # the installed distribution's version (pyproject.toml), one source of truth
-    from importlib.metadata import PackageNotFoundError as _PkgNotFound
-    from importlib.metadata import version as _dist_version
-
-    __version__ = _dist_version("dperm")
-except _PkgNotFound:  # pragma: no cover - running from a source tree without install
-    __version__ = "0.0.0+unknown"
 
 _LAZY = {
     # estimators

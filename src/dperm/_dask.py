@@ -31,7 +31,7 @@ Sampling is the accountant's law exactly (:meth:`DaskDesign.batches`):
   ``random_state`` and the partitioning, and the streams of distinct
   (t, p) are independent (:class:`numpy.random.SeedSequence`).  The
   inclusions are the partial sums of iid Geometric(q) gaps, exactly the
-  Bernoulli(q) process of :class:`~dperm.algorithms._gradient_loop.PoissonSampler`.
+  Bernoulli(q) process of :class:`~dperm.sampling.PoissonSampler`.
 * Fixed-size sampling without replacement and shuffling: the global row
   indices of a batch (b integers) are drawn on the client by the sampler
   itself — the very same code as on one machine, so the law is uniform over
@@ -59,6 +59,7 @@ import numpy as np
 
 from .design import Design, _clip_scale, _row_norms, augmented_bound
 from .exceptions import ClippingWarning, InvalidDataError
+from .sampling import PoissonSampler
 
 __all__ = ["DaskDesign", "PoissonStep", "as_dask_design", "is_dask_collection", "map_labels"]
 
@@ -630,8 +631,6 @@ class DaskDesign(Design):
         on the workers from seeds spawned from ``rng``); full batches → None; every
         other sampler → its own index arrays, drawn on the client (b integers a
         step)."""
-        from .algorithms._gradient_loop import PoissonSampler
-
         if isinstance(sampler, PoissonSampler) and sampler.sampling_rate < 1.0:
             root = _spawn_root(rng)
             q = float(sampler.sampling_rate)

@@ -50,7 +50,7 @@ def _root(
 ) -> None:
     """Differentially private empirical risk minimization."""
     if version:
-        from . import __version__
+        from ._version import __version__
 
         typer.echo(f"dperm {__version__}")
         raise typer.Exit()

@@ -268,7 +268,7 @@ def _pipeline_privacy(pipe) -> tuple[DpEvent, float, float]:
 
 
 def _pipeline_statement(pipe) -> str:
-    from . import __version__
+    from ._version import __version__
 
     event, eps, delta = _pipeline_privacy(pipe)
     relation = getattr(event, "neighbouring", REPLACE_ONE)
@@ -451,7 +451,7 @@ def privacy_statement(model) -> str:
     if _is_pipeline(model):
         return _pipeline_statement(model)
     _fitted_model(model)
-    from . import __version__
+    from ._version import __version__
 
     params = model.get_params(deep=False)
     event: DpEvent = model.dp_event_
@@ -786,7 +786,7 @@ def save(model, path: str | os.PathLike) -> Path:
 
 
 def _version() -> str:
-    from . import __version__
+    from ._version import __version__
 
     return __version__
 

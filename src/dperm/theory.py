@@ -51,6 +51,7 @@ from ._validation import (
     check_positive,
 )
 from .exceptions import InvalidPrivacyParameter, UnknownNameError
+from .losses.base import MARGIN_BOUND
 
 __all__ = [
     "ALGORITHMS",
@@ -195,7 +196,7 @@ def _gradient_methods(algorithm, n, d, epsilon, delta, lip, lam, radius, theta_n
 def _objective(n, d, epsilon, delta, lip, beta, lam, radius, theta_norm):
     if lam > 0:
         beta = _need(beta, "smoothness", "objective")
-        from .algorithms.objective_perturbation import MARGIN_BOUND, tight_calibration
+        from .algorithms.objective_perturbation import tight_calibration
 
         # the default (tight) calibration, with the algorithm's Δ choice: the prior
         # ‖θ‖ ≤ MARGIN_BOUND/R is MARGIN_BOUND/L for the losses with |φ'| ≤ 1
@@ -528,7 +529,7 @@ def bound_for_estimator(estimator, n_samples: int) -> TheoryBound | None:
     (Λ actually used), ``constraint_`` and the per-call ``diagnostics_``
     (ε, δ of one call; AMP's α and γ; bolt-on's k, b, η).  Without a constraint
     the convex bounds use ‖θ*‖ ≤ MARGIN_BOUND/R, the public prior of the
-    estimators' defaults (:data:`dperm.estimators._mechanisms.MARGIN_BOUND`).
+    estimators' defaults (:data:`dperm.losses.MARGIN_BOUND`).
 
     Parameters
     ----------
@@ -540,8 +541,6 @@ def bound_for_estimator(estimator, n_samples: int) -> TheoryBound | None:
     -------
     TheoryBound or None
     """
-    from .estimators._mechanisms import MARGIN_BOUND
-
     mechanism = getattr(estimator, "mechanism", None)
     if mechanism in ("structured-output", "dual-frank-wolfe"):
         dg0 = estimator.diagnostics_

@@ -116,7 +116,7 @@ from ..exceptions import (
     UnsupportedOperationError,
 )
 from ..losses import Hinge, Huber, HuberSVM, Logistic, Quantile, Squared
-from ..losses.base import GLMLoss
+from ..losses.base import MARGIN_BOUND, GLMLoss
 from ..theory import exponential_sampling_bound
 from .base import Result
 from .exponential_erm import loss_interval
@@ -716,7 +716,7 @@ def estimator_fit(estimator, loss, X, y, epsilon, delta, rng) -> Result:
     """The estimators' adapter (``mechanism="exponential-sampling"``): the ball is
     the estimator's ℓ2 constraint (``constraint="l2"``, ``constraint_radius``) or,
     by default, the public prior ‖θ‖ ≤ MARGIN_BOUND/``data_norm_``
-    (:data:`dperm.estimators._mechanisms.MARGIN_BOUND`); Λ = ``l2_`` (``alpha="auto"``:
+    (:data:`dperm.losses.MARGIN_BOUND`); Λ = ``l2_`` (``alpha="auto"``:
     :func:`default_alpha`).  Penalties other than ℓ2 and other constraint sets
     are refused; sizes beyond :data:`MAX_WORK` get a clear
     UnsupportedOperationError before any data is touched.
@@ -726,7 +726,6 @@ def estimator_fit(estimator, loss, X, y, epsilon, delta, rng) -> Result:
     InvalidPrivacyParameter, UnsupportedOperationError
     """
     from ..constraints import L2Ball
-    from ..estimators._mechanisms import MARGIN_BOUND
 
     if estimator.regularizer_ is not None:
         raise InvalidPrivacyParameter(

@@ -95,7 +95,7 @@ from ..exceptions import (
     LabelError,
     UnknownNameError,
 )
-from ..losses.base import GLMLoss, check_smooth_glm_loss
+from ..losses.base import MARGIN_BOUND, GLMLoss, check_smooth_glm_loss
 from ..losses.softmax import FlatSoftmax, Softmax
 from ..mechanisms.gamma_norm import gamma_norm_noise
 from ..mechanisms.gaussian import gaussian_noise
@@ -118,11 +118,6 @@ __all__ = [
 
 _NOISES = ("auto", "gamma", "gaussian")
 _CALIBRATIONS = ("tight", "paper")
-
-#: Public prior bound on the margin scale R·‖θ*‖ (per class) of the normalized problem:
-#: a model whose log-odds never exceed ±20 (probabilities within 2e-9 of 0 or 1).  Used
-#: by the choice of Δ and by the estimators' default Λ rules (never by a privacy proof).
-MARGIN_BOUND = 20.0
 
 
 # ----------------------------------------------------------------------------- calibration

@@ -774,14 +774,14 @@ def _run_exponential_sampling(X, y, epsilon, delta, rng):
 @register_runner(
     "zero-one-net",
     neighbouring="replace-one",
-    module="dperm.losses.zero_one",
+    module="dperm.algorithms.zero_one_net",
     n=20,
     d=2,
     description="0-1 loss over the default 64-direction net of the circle (exponential "
     "mechanism, Δ = 1)",
 )
 def _run_zero_one_net(X, y, epsilon, delta, rng):
-    from ..losses.zero_one import private_linear_classifier
+    from ..algorithms.zero_one_net import private_linear_classifier
 
     return private_linear_classifier(X, y, epsilon=epsilon, random_state=rng).theta
 

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import UnknownNameError
+from ..losses.base import MARGIN_BOUND, OUTPUT_MARGIN_BOUND
 
 __all__ = [
     "MARGIN_BOUND",
@@ -115,13 +116,6 @@ def get_mechanism(name: str) -> Adapter:
 
 
 # ----------------------------------------------------------------------------- default Λ
-#: Public prior bound on the margin scale R·‖θ*‖ of the normalized problem (per class):
-#: a model whose log-odds never exceed ±20 (probabilities within 2e-9 of 0 or 1).
-MARGIN_BOUND = 20.0
-#: The prior bound B₀ of the output-perturbation rule (its proxy is a looser upper
-#: bound of the risk than objective perturbation's, so the constant differs; chosen on
-#: validation splits of the training rows, see :func:`output_alpha_rule`).
-OUTPUT_MARGIN_BOUND = 10.0
 
 
 def _logistic_constants(data_norm: float, n_classes: int, d: int) -> dict:
@@ -661,8 +655,8 @@ def _exponential_sampling_adapter(estimator, loss, X, y, epsilon, delta, rng):
 
 
 def _zero_one_net_adapter(estimator, loss, X, y, epsilon, delta, rng):
-    """The 0-1 loss over a net of directions: :func:`dperm.losses.zero_one.estimator_fit`."""
-    from ..losses import zero_one
+    """The 0-1 loss over a net of directions (:func:`~dperm.algorithms.zero_one_net.estimator_fit`)."""
+    from ..algorithms import zero_one_net as zero_one
 
     return zero_one.estimator_fit(estimator, loss, X, y, epsilon, delta, rng)
 

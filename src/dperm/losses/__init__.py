@@ -4,7 +4,7 @@ product, and the Lipschitz/smoothness constants privacy proofs need."""
 from __future__ import annotations
 
 from ..exceptions import UnknownNameError
-from .base import GLMLoss
+from .base import MARGIN_BOUND, OUTPUT_MARGIN_BOUND, GLMLoss
 from .hinge import Hinge
 from .huber import Huber
 from .huber_svm import HuberSVM
@@ -14,6 +14,8 @@ from .softmax import Softmax
 from .squared import Squared
 
 __all__ = [
+    "MARGIN_BOUND",
+    "OUTPUT_MARGIN_BOUND",
     "GLMLoss",
     "Hinge",
     "Huber",

@@ -39,7 +39,7 @@ from .._validation import check_positive
 from ..design import Design
 from ..exceptions import InvalidPrivacyParameter
 
-__all__ = ["GLMLoss", "check_smooth_glm_loss"]
+__all__ = ["MARGIN_BOUND", "OUTPUT_MARGIN_BOUND", "GLMLoss", "check_smooth_glm_loss"]
 
 
 def _matvec(X, theta: np.ndarray) -> np.ndarray:
@@ -52,6 +52,18 @@ def _rmatvec(X, s: np.ndarray) -> np.ndarray:
     if isinstance(X, Design):
         return X.rmatvec(s)
     return np.asarray(X.T @ s).ravel()
+
+
+#: Public prior bound on the margin scale R·‖θ*‖ of the normalized problem (per class):
+#: a model whose log-odds never exceed ±20 (probabilities within 2e-9 of 0 or 1).  Used
+#: by objective perturbation's choice of Δ, the estimators' default Λ and constraint
+#: rules and the theory's ‖θ*‖ prior — never by a privacy proof.
+MARGIN_BOUND = 20.0
+#: The prior bound B₀ of the output-perturbation Λ rule (its proxy is a looser upper
+#: bound of the risk than objective perturbation's, so the constant differs; chosen on
+#: validation splits of the training rows, see
+#: :func:`dperm.estimators._mechanisms.output_alpha_rule`).
+OUTPUT_MARGIN_BOUND = 10.0
 
 
 class GLMLoss(ABC):
