@@ -655,7 +655,8 @@ def _exponential_sampling_adapter(estimator, loss, X, y, epsilon, delta, rng):
 
 
 def _zero_one_net_adapter(estimator, loss, X, y, epsilon, delta, rng):
-    """The 0-1 loss over a net of directions (:func:`~dperm.algorithms.zero_one_net.estimator_fit`)."""
+    """The 0-1 loss over a net of directions
+    (:func:`dperm.algorithms.zero_one_net.estimator_fit`)."""
     from ..algorithms import zero_one_net as zero_one
 
     return zero_one.estimator_fit(estimator, loss, X, y, epsilon, delta, rng)
