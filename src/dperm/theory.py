@@ -50,6 +50,7 @@ from ._validation import (
     check_nonnegative,
     check_positive,
 )
+from .bounds import exponential_sampling_bound
 from .exceptions import InvalidPrivacyParameter, UnknownNameError
 from .losses.base import MARGIN_BOUND
 
@@ -727,70 +728,6 @@ def _structured_for_estimator(estimator, n_samples: int) -> TheoryBound | None:
         )
     except (InvalidPrivacyParameter, KeyError):
         return None
-
-
-def exponential_sampling_bound(
-    *,
-    n: int,
-    d: int,
-    epsilon: float,
-    lipschitz: float,
-    radius: float,
-    sensitivity: float | None = None,
-    beta: float = 0.05,
-) -> float:
-    """High-probability excess empirical risk of exponential sampling over an ℓ2 ball.
-
-    For θ̂ drawn with density ∝ exp(−ε F(θ)/(2Δ)) on C = {‖θ‖₂ ≤ R}, where
-    F = Σᵢ ℓ(·; xᵢ, yᵢ) is convex and nL-Lipschitz on C, with probability ≥ 1 − β
-    (β ≤ 1/e)
-
-        L(θ̂) − min_C L ≤ (4Δ / (nε)) · ( d · ln max(1, εG/(2Δ)) + ln(1/β) ),
-        G = 2nLR (≥ max_C F − min_C F),  L = F/n the mean loss,
-
-    so with the default Δ = 2LR it is (8LR/(nε))(d ln max(1, nε/2) + ln(1/β)).
-    Derivation (the standard level-set argument for the exponential mechanism
-    on a convex set, as used by Bassily–Smith–Thakurta, FOCS 2014, §3; written
-    out here with our own constants — neither the paper's theorem nor the
-    lecture's could be retrieved to compare): with a = ε/(2Δ) and
-    S_t = {F ≤ F* + t}, convexity gives S_t ⊇ θ* + (t/G)(C − θ*), so vol(C)/vol(S_t) ≤ (G/t)^d and
-    P(F(θ̂) ≥ F* + 2t) ≤ (G/t)^d e^{−at}; t₀ = (d ln max(1, aG) + ln(1/β))/a
-    makes the right side ≤ β (t₀ ≥ 1/a because ln(1/β) ≥ 1), and the gap is 2t₀.
-
-    Parameters
-    ----------
-    n, d : int ≥ 1
-    epsilon : float > 0
-    lipschitz : float > 0
-        L, a bound on ‖∇ℓ(θ; x, y)‖₂ over C.
-    radius : float > 0
-        R of the ball C.
-    sensitivity : float > 0, optional
-        Δ of the sampler; default 2LR.
-    beta : float in (0, 1/e]
-
-    Returns
-    -------
-    float
-        The bound in mean-loss units.
-
-    Raises
-    ------
-    InvalidPrivacyParameter
-    """
-    n = check_count(n, "n")
-    d = check_count(d, "d")
-    epsilon = check_epsilon(epsilon)
-    lip = check_positive(lipschitz, "lipschitz")
-    R = check_positive(radius, "radius")
-    beta = float(beta)
-    if not (0.0 < beta <= math.exp(-1.0)):
-        raise InvalidPrivacyParameter(f"beta must be in (0, 1/e], got {beta!r}")
-    sens = 2.0 * lip * R if sensitivity is None else check_positive(sensitivity, "sensitivity")
-    a = epsilon / (2.0 * sens)
-    G = 2.0 * n * lip * R
-    t0 = (d * math.log(max(1.0, a * G)) + math.log(1.0 / beta)) / a
-    return 2.0 * min(t0, G / 2.0) / n
 
 
 # ----------------------------------------------------------- dual Frank-Wolfe (#11, K–D Thm 4)

@@ -108,6 +108,7 @@ from .._validation import (
     check_X_y,
 )
 from ..accounting.events import PureEpsilon
+from ..bounds import exponential_sampling_bound
 from ..design import as_design
 from ..exceptions import (
     ConvergenceError,
@@ -117,7 +118,6 @@ from ..exceptions import (
 )
 from ..losses import Hinge, Huber, HuberSVM, Logistic, Quantile, Squared
 from ..losses.base import MARGIN_BOUND, GLMLoss
-from ..theory import exponential_sampling_bound
 from .base import Result
 from .exponential_erm import loss_interval
 
