@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
     echo "# the README as pip's -c constraints file.  Regenerate: bash tools/freeze_constraints.sh"
     "$VENV/bin/python" -m pip freeze --exclude-editable | grep -viE '^dperm([=@ ]|$)'
 } > constraints.txt.new
-for pkg in ruff pytest pytest-xdist hypothesis mpmath numpy scipy scikit-learn pandas typer \
+for pkg in ruff import-linter pytest pytest-xdist hypothesis mpmath numpy scipy scikit-learn pandas typer \
     rich matplotlib dp-accounting threadpoolctl mkdocs mkdocs-material mkdocstrings \
     mkdocstrings-python; do
     if ! grep -qi "^${pkg}==" constraints.txt.new; then
