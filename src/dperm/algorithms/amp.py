@@ -65,11 +65,10 @@ from .._validation import (
     check_epsilon,
     check_positive,
     check_probability,
-    check_X_y,
 )
 from ..accounting.events import Composed, EpsilonDelta
 from ..constraints import Constraint, Polytope, constraint_l2_radius
-from ..design import as_design
+from ..design import as_design, check_X_y
 from ..exceptions import ConvergenceError, InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import GLMLoss, check_smooth_glm_loss
 from ..losses.softmax import FlatSoftmax, Softmax

@@ -52,11 +52,10 @@ from .._validation import (
     check_epsilon,
     check_nonnegative,
     check_positive,
-    check_X_y,
 )
 from ..accounting.events import Gaussian, PureEpsilon
 from ..constraints import Constraint, L2Ball, Polytope, constraint_l2_radius
-from ..design import as_design
+from ..design import as_design, check_X_y
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import GLMLoss, check_smooth_glm_loss
 from ..mechanisms.gamma_norm import gamma_norm_noise

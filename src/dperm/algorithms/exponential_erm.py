@@ -41,10 +41,9 @@ from .._validation import (
     check_epsilon,
     check_positive,
     check_probability,
-    check_X_y,
 )
 from ..accounting.events import PureEpsilon
-from ..design import as_design
+from ..design import as_design, check_X_y
 from ..exceptions import (
     ClippingWarning,
     InvalidDataError,

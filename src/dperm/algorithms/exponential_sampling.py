@@ -105,11 +105,10 @@ from .._validation import (
     check_epsilon,
     check_nonnegative,
     check_positive,
-    check_X_y,
 )
 from ..accounting.events import PureEpsilon
 from ..bounds import exponential_sampling_bound
-from ..design import as_design
+from ..design import as_design, check_X_y
 from ..exceptions import (
     ConvergenceError,
     InvalidPrivacyParameter,

@@ -87,11 +87,10 @@ from .._validation import (
     check_delta,
     check_epsilon,
     check_positive,
-    check_X_y,
 )
 from ..accounting.events import PureEpsilon, SelfComposed
 from ..constraints import L1Ball, Polytope
-from ..design import Design, as_design
+from ..design import Design, as_design, check_X_y
 from ..exceptions import ClippingWarning, InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import GLMLoss
 from ..mechanisms import exponential_mechanism, laplace_noise

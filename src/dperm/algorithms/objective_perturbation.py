@@ -84,11 +84,10 @@ from .._validation import (
     check_epsilon,
     check_nonnegative,
     check_positive,
-    check_X_y,
 )
 from ..accounting.events import EpsilonDelta, PureEpsilon
 from ..constraints import Constraint, Polytope, constraint_l2_radius
-from ..design import as_design
+from ..design import as_design, check_X_y
 from ..exceptions import (
     ConvergenceError,
     InvalidPrivacyParameter,

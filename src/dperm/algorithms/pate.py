@@ -47,11 +47,10 @@ from .._validation import (
     check_delta,
     check_epsilon,
     check_positive,
-    check_X,
-    check_X_y,
 )
 from ..accounting.events import DpEvent
 from ..accounting.registry import accountant_factory, epsilon_spent
+from ..design import check_X, check_X_y
 from ..exceptions import (
     InvalidDataError,
     InvalidPrivacyParameter,

@@ -65,7 +65,8 @@ import math
 
 import numpy as np
 
-from .._validation import check_nonnegative, check_positive, check_probability, check_X_y
+from .._validation import check_nonnegative, check_positive, check_probability
+from ..design import check_X_y
 from ..exceptions import InvalidPrivacyParameter
 from ..losses.base import GLMLoss
 from ..norms import Norm, gaussian_width

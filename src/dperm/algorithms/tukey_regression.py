@@ -97,8 +97,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._rng import check_random_state
-from .._validation import check_count, check_delta, check_epsilon, check_probability, check_X_y
+from .._validation import check_count, check_delta, check_epsilon, check_probability
 from ..accounting.events import EpsilonDelta
+from ..design import check_X_y
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, LabelError
 from .base import Result
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from .._validation import check_positive, float_labels
+from .._validation import check_positive
 from ..constraints import get_constraint
+from ..design import float_labels
 from ..exceptions import InvalidPrivacyParameter, LabelError
 from ..losses import Squared
 from ._base import DPLinearModelBase

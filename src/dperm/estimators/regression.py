@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_positive, float_labels
+from .._validation import check_positive
 from ..constraints import get_constraint
+from ..design import float_labels
 from ..losses import Huber, Quantile
 from ._base import DPLinearModelBase
 from .linear import DPLinearRegression, _design_norm, default_constraint_radius

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_binary_labels
+from ..design import check_binary_labels
 from .base import GLMLoss, _check_data_norm
 
 __all__ = ["Hinge"]

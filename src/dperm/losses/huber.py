@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_positive, float_labels
+from .._validation import check_positive
+from ..design import float_labels
 from .base import GLMLoss, _check_data_norm
 
 __all__ = ["Huber"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .._validation import check_binary_labels
+from ..design import check_binary_labels
 from .base import GLMLoss, _check_data_norm
 
 __all__ = ["Logistic"]

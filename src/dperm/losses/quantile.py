@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from .._validation import check_probability, float_labels
+from .._validation import check_probability
+from ..design import float_labels
 from ..exceptions import InvalidPrivacyParameter
 from .base import GLMLoss, _check_data_norm
 

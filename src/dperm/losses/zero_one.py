@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_binary_labels
+from ..design import check_binary_labels
 from .base import GLMLoss
 
 __all__ = ["ZeroOne"]
