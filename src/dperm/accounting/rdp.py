@@ -73,21 +73,8 @@ import numpy as np
 
 from .._validation import check_delta, check_nonnegative
 from ..exceptions import UnknownNameError, UnsupportedEventError
-from .base import Accountant
-from .events import (
-    REPLACE_ONE,
-    Composed,
-    DpEvent,
-    EpsilonDelta,
-    Gaussian,
-    Laplace,
-    NonPrivate,
-    NoOp,
-    PoissonSampled,
-    PureEpsilon,
-    SampledWithoutReplacement,
-    SelfComposed,
-)
+from . import events as ev
+from .base import Accountant, register_structural_rules
 from .rdp_closed_forms import (
     DEFAULT_ORDERS,
     _check_orders,
@@ -124,7 +111,7 @@ _CONVERSIONS = ("improved", "classic")
 
 # ------------------------------------------------------------ event dispatch
 @functools.singledispatch
-def effective_noise_multiplier(event: DpEvent) -> float | None:
+def effective_noise_multiplier(event: ev.DpEvent) -> float | None:
     """σ of the single Gaussian mechanism equivalent to ``event``.
 
     A composition of Gaussian mechanisms with noise multipliers σᵢ on the same
@@ -142,17 +129,17 @@ def effective_noise_multiplier(event: DpEvent) -> float | None:
 
 
 @effective_noise_multiplier.register
-def _(event: Gaussian) -> float | None:
+def _(event: ev.Gaussian) -> float | None:
     return event.noise_multiplier
 
 
 @effective_noise_multiplier.register
-def _(event: NoOp) -> float | None:
+def _(event: ev.NoOp) -> float | None:
     return math.inf
 
 
 @effective_noise_multiplier.register
-def _(event: SelfComposed) -> float | None:
+def _(event: ev.SelfComposed) -> float | None:
     s = effective_noise_multiplier(event.event)
     if s is None:
         return None
@@ -162,7 +149,7 @@ def _(event: SelfComposed) -> float | None:
 
 
 @effective_noise_multiplier.register
-def _(event: Composed) -> float | None:
+def _(event: ev.Composed) -> float | None:
     inv = 0.0
     for e in event.events:
         s = effective_noise_multiplier(e)
@@ -178,7 +165,7 @@ def _(event: Composed) -> float | None:
 
 
 @functools.singledispatch
-def rdp_of(event: DpEvent, orders: np.ndarray) -> np.ndarray:
+def rdp_of(event: ev.DpEvent, orders: np.ndarray) -> np.ndarray:
     """RDP of ``event`` at ``orders`` (one rule per event type).
 
     Parameters
@@ -201,33 +188,32 @@ def rdp_of(event: DpEvent, orders: np.ndarray) -> np.ndarray:
     )
 
 
-@rdp_of.register
-def _(event: NoOp, orders: np.ndarray) -> np.ndarray:
-    return np.zeros(orders.shape)
+register_structural_rules(
+    rdp_of,
+    zero=lambda orders: np.zeros(orders.shape),
+    non_private=lambda orders: np.full(orders.shape, np.inf),
+    repeat=lambda rdp, k: k * rdp,
+    add=lambda total, rdp: total + rdp,
+)
 
 
 @rdp_of.register
-def _(event: NonPrivate, orders: np.ndarray) -> np.ndarray:
-    return np.full(orders.shape, np.inf)
-
-
-@rdp_of.register
-def _(event: Gaussian, orders: np.ndarray) -> np.ndarray:
+def _(event: ev.Gaussian, orders: np.ndarray) -> np.ndarray:
     return rdp_gaussian(event.noise_multiplier, orders)
 
 
 @rdp_of.register
-def _(event: Laplace, orders: np.ndarray) -> np.ndarray:
+def _(event: ev.Laplace, orders: np.ndarray) -> np.ndarray:
     return rdp_laplace(event.noise_multiplier, orders)
 
 
 @rdp_of.register
-def _(event: PureEpsilon, orders: np.ndarray) -> np.ndarray:
+def _(event: ev.PureEpsilon, orders: np.ndarray) -> np.ndarray:
     return rdp_pure_epsilon(event.epsilon, orders)
 
 
 @rdp_of.register
-def _(event: EpsilonDelta, orders: np.ndarray) -> np.ndarray:
+def _(event: ev.EpsilonDelta, orders: np.ndarray) -> np.ndarray:
     if event.delta == 0.0:
         return rdp_pure_epsilon(event.epsilon, orders)
     raise UnsupportedEventError(
@@ -236,23 +222,7 @@ def _(event: EpsilonDelta, orders: np.ndarray) -> np.ndarray:
     )
 
 
-@rdp_of.register
-def _(event: SelfComposed, orders: np.ndarray) -> np.ndarray:
-    inner = rdp_of(event.event, orders)
-    if event.count == 0:
-        return np.zeros(orders.shape)
-    return event.count * inner
-
-
-@rdp_of.register
-def _(event: Composed, orders: np.ndarray) -> np.ndarray:
-    total = np.zeros(orders.shape)
-    for e in event.events:
-        total = total + rdp_of(e, orders)
-    return total
-
-
-def _subsampled_sigma(event: PoissonSampled | SampledWithoutReplacement) -> float:
+def _subsampled_sigma(event: ev.PoissonSampled | ev.SampledWithoutReplacement) -> float:
     sigma = effective_noise_multiplier(event.event)
     if sigma is None:
         raise UnsupportedEventError(
@@ -263,7 +233,7 @@ def _subsampled_sigma(event: PoissonSampled | SampledWithoutReplacement) -> floa
 
 
 @rdp_of.register
-def _(event: PoissonSampled, orders: np.ndarray) -> np.ndarray:
+def _(event: ev.PoissonSampled, orders: np.ndarray) -> np.ndarray:
     sigma = _subsampled_sigma(event)
     if math.isinf(sigma) or event.sampling_rate == 0.0:
         return np.zeros(orders.shape)
@@ -271,7 +241,7 @@ def _(event: PoissonSampled, orders: np.ndarray) -> np.ndarray:
         return rdp_gaussian(sigma, orders)
     if sigma == 0.0:  # no noise: ∞ is a valid bound under either relation
         return np.full(orders.shape, np.inf)
-    if event.neighbouring == REPLACE_ONE:
+    if event.neighbouring == ev.REPLACE_ONE:
         raise UnsupportedEventError(
             f"the RDP accountant has no exact RDP for a replace-one Poisson-subsampled "
             f"Gaussian ({event!r}): use the 'pld' accountant (exact replace-one PLD) or "
@@ -281,7 +251,7 @@ def _(event: PoissonSampled, orders: np.ndarray) -> np.ndarray:
 
 
 @rdp_of.register
-def _(event: SampledWithoutReplacement, orders: np.ndarray) -> np.ndarray:
+def _(event: ev.SampledWithoutReplacement, orders: np.ndarray) -> np.ndarray:
     sigma = _subsampled_sigma(event)
     if math.isinf(sigma) or event.sample_size == 0:
         return np.zeros(orders.shape)
@@ -289,7 +259,7 @@ def _(event: SampledWithoutReplacement, orders: np.ndarray) -> np.ndarray:
     return rdp_sampled_without_replacement_gaussian(gamma, sigma, orders)
 
 
-def compute_rdp(event: DpEvent, orders=None) -> np.ndarray:
+def compute_rdp(event: ev.DpEvent, orders=None) -> np.ndarray:
     """RDP of ``event`` at ``orders`` (default :data:`DEFAULT_ORDERS`).
 
     Parameters
@@ -314,6 +284,18 @@ def compute_rdp(event: DpEvent, orders=None) -> np.ndarray:
 
 
 # --------------------------------------------------------------- conversions
+def _check_conversion(conversion: str) -> None:
+    if conversion not in _CONVERSIONS:
+        raise UnknownNameError(f"conversion must be one of {_CONVERSIONS}, got {conversion!r}")
+
+
+def _curve(orders, rdp) -> tuple[np.ndarray, np.ndarray]:
+    """(orders, RDP) as float arrays, an RDP that is NaN read as ∞ and clamped to ≥ 0."""
+    a = np.asarray(orders, dtype=np.float64)
+    r = np.asarray(rdp, dtype=np.float64)
+    return a, np.where(np.isnan(r), np.inf, np.maximum(r, 0.0))
+
+
 def rdp_to_epsilon(orders, rdp, delta: float, conversion: str = "improved") -> tuple[float, float]:
     """Convert RDP curve to (ε, δ)-DP: the smallest ε over the orders.
 
@@ -334,12 +316,9 @@ def rdp_to_epsilon(orders, rdp, delta: float, conversion: str = "improved") -> t
     (epsilon, order) : (float, float)
         ε ≥ 0 (∞ if no order certifies a finite ε; order is then NaN).
     """
-    if conversion not in _CONVERSIONS:
-        raise UnknownNameError(f"conversion must be one of {_CONVERSIONS}, got {conversion!r}")
+    _check_conversion(conversion)
     delta = check_delta(delta, "delta", allow_zero=True)
-    a = np.asarray(orders, dtype=np.float64)
-    r = np.asarray(rdp, dtype=np.float64)
-    r = np.where(np.isnan(r), np.inf, np.maximum(r, 0.0))
+    a, r = _curve(orders, rdp)
     if delta == 0.0:
         return (0.0, float(a[0])) if np.all(r == 0.0) else (math.inf, math.nan)
     log_delta = math.log(delta)
@@ -378,12 +357,9 @@ def rdp_to_delta(orders, rdp, epsilon: float, conversion: str = "improved") -> t
     (delta, order) : (float, float)
         δ in [0, 1].
     """
-    if conversion not in _CONVERSIONS:
-        raise UnknownNameError(f"conversion must be one of {_CONVERSIONS}, got {conversion!r}")
+    _check_conversion(conversion)
     epsilon = check_nonnegative(epsilon, "epsilon", allow_inf=True)
-    a = np.asarray(orders, dtype=np.float64)
-    r = np.asarray(rdp, dtype=np.float64)
-    r = np.where(np.isnan(r), np.inf, np.maximum(r, 0.0))
+    a, r = _curve(orders, rdp)
     if math.isinf(epsilon):
         return (0.0, float(a[0])) if np.all(np.isfinite(r)) else (1.0, math.nan)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -434,11 +410,10 @@ class RdpAccountant(Accountant):
     name = "rdp"
 
     def __init__(
-        self, orders=None, conversion: str = "improved", *, neighbouring: str = REPLACE_ONE
+        self, orders=None, conversion: str = "improved", *, neighbouring: str = ev.REPLACE_ONE
     ) -> None:
         super().__init__(neighbouring)
-        if conversion not in _CONVERSIONS:
-            raise UnknownNameError(f"conversion must be one of {_CONVERSIONS}, got {conversion!r}")
+        _check_conversion(conversion)
         self._custom_orders = orders is not None
         self._orders = _readonly(_check_orders(orders).copy())
         self.conversion = conversion
@@ -460,7 +435,7 @@ class RdpAccountant(Accountant):
         """The composed RDP at each order, shape (n_orders,)."""
         return self._rdp.copy()
 
-    def _prepare(self, event: DpEvent, count: int) -> np.ndarray:
+    def _prepare(self, event: ev.DpEvent, count: int) -> np.ndarray:
         with np.errstate(over="ignore"):
             cost = np.asarray(rdp_of(event, self._orders), dtype=np.float64)
         return np.where(np.isnan(cost), np.inf, cost)

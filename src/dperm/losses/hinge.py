@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 
-from .._validation import check_binary_labels
 from .base import GLMLoss, _check_data_norm
 
 __all__ = ["Hinge"]
@@ -32,9 +31,6 @@ class Hinge(GLMLoss):
 
     def second_derivative(self, z, y):
         return np.zeros_like(np.asarray(z, dtype=float))
-
-    def check_labels(self, y):
-        return check_binary_labels(y)
 
     @property
     def curvature(self) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_positive, float_labels
+from .._validation import check_positive
 from .base import GLMLoss, _check_data_norm
 
 __all__ = ["Huber"]
@@ -35,9 +35,6 @@ class Huber(GLMLoss):
     def __init__(self, h: float = 1.0):
         self.h = check_positive(h, "h")
 
-    def __repr__(self) -> str:
-        return f"Huber(h={self.h!r})"
-
     def pointwise(self, z, y):
         r = np.abs(np.asarray(z, dtype=float) - y)
         h = self.h
@@ -48,9 +45,6 @@ class Huber(GLMLoss):
 
     def second_derivative(self, z, y):
         return (np.abs(np.asarray(z, dtype=float) - y) <= self.h).astype(float)
-
-    def check_labels(self, y):
-        return float_labels(y)
 
     @property
     def curvature(self) -> float:

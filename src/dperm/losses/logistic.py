@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .._validation import check_binary_labels
 from .base import GLMLoss, _check_data_norm
 
 __all__ = ["Logistic"]
@@ -33,9 +32,6 @@ class Logistic(GLMLoss):
     def second_derivative(self, z, y):
         p = expit(z)
         return p * (1.0 - p)
-
-    def check_labels(self, y):
-        return check_binary_labels(y)
 
     @property
     def curvature(self) -> float:

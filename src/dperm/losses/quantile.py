@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_probability, float_labels
+from .._validation import check_probability
 from ..exceptions import InvalidPrivacyParameter
 from .base import GLMLoss, _check_data_norm
 
@@ -31,9 +31,6 @@ class Quantile(GLMLoss):
             raise InvalidPrivacyParameter(f"quantile must be in (0, 1), got {quantile!r}")
         self.quantile = q
 
-    def __repr__(self) -> str:
-        return f"Quantile(quantile={self.quantile!r})"
-
     def pointwise(self, z, y):
         r = y - z
         return np.maximum(self.quantile * r, (self.quantile - 1.0) * r)
@@ -43,9 +40,6 @@ class Quantile(GLMLoss):
 
     def second_derivative(self, z, y):
         return np.zeros_like(np.asarray(z, dtype=float))
-
-    def check_labels(self, y):
-        return float_labels(y)
 
     @property
     def curvature(self) -> float:

@@ -35,9 +35,6 @@ class Squared(GLMLoss):
     def __init__(self, label_bound: float = 1.0):
         self.label_bound = check_positive(label_bound, "label_bound")
 
-    def __repr__(self) -> str:
-        return f"Squared(label_bound={self.label_bound!r})"
-
     def pointwise(self, z, y):
         r = z - y
         return 0.5 * r * r

@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 
-from .._validation import check_binary_labels
 from .base import GLMLoss
 
 __all__ = ["ZeroOne"]
@@ -41,10 +40,6 @@ class ZeroOne(GLMLoss):
     def second_derivative(self, z, y):
         """0 (a.e.)."""
         return np.zeros(np.broadcast_shapes(np.shape(z), np.shape(y)))
-
-    def check_labels(self, y):
-        """Labels must be in {−1, +1} (raises :class:`dperm.exceptions.LabelError`)."""
-        return check_binary_labels(y)
 
     def lipschitz(self, data_norm, **bounds):
         """∞: the 0-1 loss jumps at y z = 0."""

@@ -129,11 +129,15 @@ def gaussian_mechanism(
     return out, Gaussian(noise_multiplier=noise_multiplier)
 
 
-def _finite_array(value) -> np.ndarray:
+def _finite_array(value, *, non_empty: bool = False) -> np.ndarray:
+    """``value`` as a float64 array of finite numbers (at least one if ``non_empty``);
+    InvalidDataError otherwise."""
     try:
         v = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise InvalidDataError(f"value must be numeric: {exc}") from None
+    if non_empty and v.size == 0:
+        raise InvalidDataError("value must hold at least one number, got an empty array")
     if not np.all(np.isfinite(v)):
         raise InvalidDataError("value contains NaN or infinite entries")
     return v

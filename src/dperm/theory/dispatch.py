@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._validation import check_count, check_delta, check_epsilon, check_positive
+from .._validation import check_delta, check_positive
+from ..bounds import _check_problem
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import MARGIN_BOUND
 from .base import TheoryBound, _diagnostics, _n_coef, _strong
@@ -111,9 +112,7 @@ def theoretical_bound(
             f"unknown algorithm {algorithm!r} for theoretical_bound; choose one of "
             f"{list(ALGORITHMS)}"
         )
-    n = check_count(n, "n")
-    d = check_count(d, "d")
-    epsilon = check_epsilon(epsilon)
+    n, d, epsilon = _check_problem(n, d, epsilon)
     delta = check_delta(delta)
     lip = check_positive(lipschitz, "lipschitz")
     beta = None if smoothness is None else check_positive(smoothness, "smoothness", allow_inf=True)

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from .._validation import check_count, check_delta, check_epsilon, check_nonnegative, check_positive
+from ..bounds import _check_problem
 from ..exceptions import InvalidPrivacyParameter
 from .base import TheoryBound, _diagnostics, _n_coef, _noise_moments, _output_noise_cost
 
@@ -90,9 +91,7 @@ def structured_output_bound(
     ------
     InvalidPrivacyParameter
     """
-    n = check_count(n, "n")
-    d = check_count(d, "d")
-    epsilon = check_epsilon(epsilon)
+    n, d, epsilon = _check_problem(n, d, epsilon)
     delta = check_delta(delta)
     lip = check_positive(lipschitz, "lipschitz")
     lam_sc = check_positive(strong_convexity, "strong_convexity")
@@ -227,9 +226,7 @@ def dual_frank_wolfe_bound(
     ------
     InvalidPrivacyParameter
     """
-    n = check_count(n, "n")
-    d = check_count(d, "d")
-    eps0 = check_epsilon(epsilon_step)
+    n, d, eps0 = _check_problem(n, d, epsilon_step)
     T = check_count(n_steps, "n_steps")
     log_n = check_nonnegative(log_n_vertices, "log_n_vertices")
     rho = check_positive(vertex_radius, "vertex_radius")
