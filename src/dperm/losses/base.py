@@ -116,7 +116,8 @@ class GLMLoss(ABC):
     @property
     @abstractmethod
     def curvature(self) -> float:
-        """c = sup_z |∂²φ/∂z²| (``inf`` for non-smooth losses)."""
+        """c = sup_z |∂²φ/∂z²| (``inf`` for non-smooth losses); a loss whose c is a
+        constant states it as a class attribute, like ``name``."""
 
     # ----- derived quantities -------------------------------------------------------
     def _design_terms(self):

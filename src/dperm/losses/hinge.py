@@ -22,6 +22,7 @@ class Hinge(GLMLoss):
     name = "hinge"
     smooth = False
     classification = True
+    curvature = math.inf
 
     def pointwise(self, z, y):
         return np.maximum(0.0, 1.0 - y * z)
@@ -31,10 +32,6 @@ class Hinge(GLMLoss):
 
     def second_derivative(self, z, y):
         return np.zeros_like(np.asarray(z, dtype=float))
-
-    @property
-    def curvature(self) -> float:
-        return math.inf
 
     def lipschitz(self, data_norm, **bounds):
         """L = data_norm."""

@@ -31,6 +31,7 @@ class Huber(GLMLoss):
     name = "huber"
     smooth = True
     classification = False
+    curvature = 1.0
 
     def __init__(self, h: float = 1.0):
         self.h = check_positive(h, "h")
@@ -45,10 +46,6 @@ class Huber(GLMLoss):
 
     def second_derivative(self, z, y):
         return (np.abs(np.asarray(z, dtype=float) - y) <= self.h).astype(float)
-
-    @property
-    def curvature(self) -> float:
-        return 1.0
 
     def lipschitz(self, data_norm, **bounds):
         """L = h · data_norm (any label, any θ)."""

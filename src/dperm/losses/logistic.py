@@ -22,6 +22,7 @@ class Logistic(GLMLoss):
     name = "logistic"
     smooth = True
     classification = True
+    curvature = 0.25
 
     def pointwise(self, z, y):
         return np.logaddexp(0.0, -y * z)
@@ -32,10 +33,6 @@ class Logistic(GLMLoss):
     def second_derivative(self, z, y):
         p = expit(z)
         return p * (1.0 - p)
-
-    @property
-    def curvature(self) -> float:
-        return 0.25
 
     def lipschitz(self, data_norm, **bounds):
         """L = data_norm (|φ'| ≤ 1)."""

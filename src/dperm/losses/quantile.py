@@ -24,6 +24,7 @@ class Quantile(GLMLoss):
     name = "quantile"
     smooth = False
     classification = False
+    curvature = math.inf
 
     def __init__(self, quantile: float = 0.5):
         q = check_probability(quantile, "quantile")
@@ -40,10 +41,6 @@ class Quantile(GLMLoss):
 
     def second_derivative(self, z, y):
         return np.zeros_like(np.asarray(z, dtype=float))
-
-    @property
-    def curvature(self) -> float:
-        return math.inf
 
     def lipschitz(self, data_norm, **bounds):
         """L = max(τ, 1 − τ) · data_norm."""

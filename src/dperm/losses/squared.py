@@ -31,6 +31,7 @@ class Squared(GLMLoss):
     name = "squared"
     smooth = True
     classification = False
+    curvature = 1.0
 
     def __init__(self, label_bound: float = 1.0):
         self.label_bound = check_positive(label_bound, "label_bound")
@@ -55,10 +56,6 @@ class Squared(GLMLoss):
                 "do not (clip y to the public bound first)"
             )
         return y
-
-    @property
-    def curvature(self) -> float:
-        return 1.0
 
     def lipschitz(self, data_norm, *, radius: float | None = None, **bounds):
         """L = data_norm · (data_norm · radius + label_bound) over ‖θ‖ ≤ radius.

@@ -28,6 +28,7 @@ class ZeroOne(GLMLoss):
     name = "zero_one"
     smooth = False
     classification = True
+    curvature = math.inf  # ∞ (not twice differentiable)
 
     def pointwise(self, z, y):
         """1[yᵢ zᵢ ≤ 0] elementwise (broadcasting z and y)."""
@@ -47,9 +48,4 @@ class ZeroOne(GLMLoss):
 
     def smoothness(self, data_norm, **bounds):
         """∞."""
-        return math.inf
-
-    @property
-    def curvature(self) -> float:
-        """∞ (not twice differentiable)."""
         return math.inf
