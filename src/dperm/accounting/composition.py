@@ -97,6 +97,7 @@ def _atom(eps: float, delta: float) -> Counter[Atom]:
     return Counter({(float(eps), float(delta)): 1})
 
 
+# NoOp, NonPrivate, SelfComposed, Composed, PureEpsilon, EpsilonDelta: the shared rules
 register_multiset_rules(approx_dp_atoms, non_private=(math.inf, 0.0), eps_delta=_atom)
 
 

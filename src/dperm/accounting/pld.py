@@ -111,6 +111,7 @@ def _eps_delta_term(eps: float, delta: float) -> Counter[Term]:
     return Counter({("eps_delta", eps, delta): 1})
 
 
+# NoOp, NonPrivate, SelfComposed, Composed, PureEpsilon, EpsilonDelta: the shared rules
 register_multiset_rules(pld_terms, non_private=_NON_PRIVATE, eps_delta=_eps_delta_term)
 
 

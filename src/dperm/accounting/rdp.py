@@ -188,6 +188,7 @@ def rdp_of(event: ev.DpEvent, orders: np.ndarray) -> np.ndarray:
     )
 
 
+# NoOp, NonPrivate, SelfComposed, Composed: the rules every accountant shares (base.py)
 register_structural_rules(
     rdp_of,
     zero=lambda orders: np.zeros(orders.shape),

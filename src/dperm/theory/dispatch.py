@@ -54,7 +54,7 @@ def theoretical_bound(
     n_candidates: int | None = None,
     loss_range: float | None = None,
 ) -> TheoryBound:
-    """The expected excess empirical risk bound of ``algorithm`` (see the module docstring).
+    """The expected excess empirical risk bound of ``algorithm`` (see :mod:`dperm.theory`).
 
     Parameters
     ----------

@@ -78,7 +78,7 @@ def structured_output_bound(
     Derived here (in the spirit of Kumar & Deisenroth 2019, Theorem 1, whose
     exact statement dperm does not reproduce): for rotation-invariant zero-mean
     noise κ (Gamma-norm or Gaussian, κ = ‖κ‖·u with u uniform on the sphere),
-    the smooth part costs fact (ii) of the module docstring, and by the triangle
+    the smooth part costs fact (ii) of :mod:`dperm.theory`, and by the triangle
     inequality Ω(θ̂ + κ) − Ω(θ̂) ≤ Ω(κ), with E Ω(κ) = E‖κ‖ · G / E‖g‖
     (E‖g‖ = √2 Γ((d+1)/2)/Γ(d/2)).  So
 
@@ -214,7 +214,7 @@ def dual_frank_wolfe_bound(
     K) and Ω(u) ≤ ρ‖u‖₂, so P is 2M-Lipschitz between them:
     P(θ(s_T)) − P* ≤ 2M‖θ(s_T) − θ*‖.  (f) The release noise κ (sensitivity
     2L/(nΛ), rotation invariant, independent, zero mean) costs fact (ii) of
-    the module docstring on the smooth part plus λ E Ω(κ) = λ E‖κ‖·w/E‖g‖.
+    :mod:`dperm.theory` on the smooth part plus λ E Ω(κ) = λ E‖κ‖·w/E‖g‖.
     Altogether
 
         E[P(θ(s_T) + κ)] − P* ≤ 2M·√((2/Λ)(8λ²ρ²/(Λ(T+2)) + (2Δ/ε₀)(ln N + 1)))
