@@ -270,7 +270,6 @@ def test_audit_runner_and_mutation(monkeypatch):
     catches a halved sensitivity there (ε = 2, 600 runs per dataset, fixed seed)."""
     from dperm.audit import audit
 
-    sop.register_audit_runner(overwrite=True)  # the default path: tests/test_audit_suite.py
     ok = audit("structured-output-raw", epsilon=2.0, runs=600, n_jobs=1, random_state=0)
     assert ok.epsilon_lower_bound < 2.0
     orig = outp.output_sensitivity

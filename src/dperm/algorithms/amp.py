@@ -75,6 +75,7 @@ from ..losses.base import GLMLoss, check_smooth_glm_loss
 from ..losses.softmax import FlatSoftmax, Softmax
 from ..mechanisms.gaussian import gaussian_noise
 from ..solvers import minimize
+from ._objective_calibration import _l2_for_jacobian
 from .base import Result
 
 __all__ = [
@@ -398,8 +399,6 @@ def calibrate(
             "noise_fraction"
         )
     if tight:
-        from .objective_perturbation import _l2_for_jacobian
-
         r = rank
         nv = check_count(n_vertices, "n_vertices")
         # [AMP-2] the one-sided Jacobian bound ε_J(Λ) = ε₁ − ε₃

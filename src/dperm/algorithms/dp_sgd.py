@@ -458,8 +458,7 @@ def _fit(
     random_state,
 ) -> Result:
     # ---- validate every public parameter before touching the data --------------------
-    if loss is None and per_example_grad is None:
-        raise InvalidPrivacyParameter("give a loss or a per_example_grad function, got neither")
+    gl.check_loss_or_gradient(loss, per_example_grad)
     if sampling not in gl.SAMPLINGS:
         from ..exceptions import UnknownNameError
 
@@ -485,11 +484,9 @@ def _fit(
         gl.public_size(neighbouring, dataset_size, 0, "the normaliser q·dataset_size")
     if accountant is not None:
         gl.check_accountant(accountant)
-    alpha, momentum, averaging = gl.check_common(alpha, momentum, averaging)
-    if data_norm is not None:
-        data_norm = check_positive(data_norm, "data_norm")
-    if clipping_norm is not None:
-        clipping_norm = check_positive(clipping_norm, "clipping_norm")
+    opts = gl.check_options(
+        alpha, momentum, averaging, data_norm, clipping_norm, constraint, regularizer
+    )
     if sampling_rate is not None:
         sampling_rate = check_probability(sampling_rate, "sampling_rate")
     if batch_size is not None:
@@ -513,22 +510,20 @@ def _fit(
         check_epsilon(epsilon)
     rng = check_random_state(random_state)
 
-    X, y, n_clipped, k = gl.prepare_data(loss, X, y, data_norm, per_example_grad, n_classes)
-    n_rows, d = X.shape
+    run = gl.Run.prepare(loss, X, y, per_example_grad, n_classes, opts, rng)
+    n_rows, d = run.X.shape
     # The size every constant below may use: the caller's public dataset_size under
     # add/remove (X.shape[0] is private there), n = X.shape[0] under replace-one.
     size = gl.public_size(neighbouring, dataset_size, n_rows, "the dataset size")
 
     # ---- clipping norm C [P2] --------------------------------------------------------
-    clipping_norm, lipschitz = gl.resolve_clipping_norm(
-        loss, data_norm, constraint, clipping_norm, per_example_grad
-    )
+    clipping_norm = run.resolve_clipping_norm()
 
     # ---- public hyper-parameters (functions of size, d, ε, C, β only) ---------------
     smooth = None
-    if loss is not None and per_example_grad is None and data_norm is not None:
+    if loss is not None and per_example_grad is None and opts.data_norm is not None:
         if getattr(loss, "smooth", False):
-            smooth = float(loss.smoothness(data_norm))
+            smooth = float(loss.smoothness(opts.data_norm))
     defaults = default_hyperparameters(
         size, d, epsilon, clipping_norm=clipping_norm, smoothness=smooth
     )
@@ -560,7 +555,7 @@ def _fit(
     lr_default = learning_rate is None and (schedule is None or isinstance(schedule, str))
     # built now to validate the schedule before the (slower) calibration
     sched = get_schedule(
-        schedule, 1.0 if lr_default else learning_rate, strong_convexity=alpha or None
+        schedule, 1.0 if lr_default else learning_rate, strong_convexity=opts.alpha or None
     )
 
     # ---- noise [P3] ---------------------------------------------------------------
@@ -573,38 +568,21 @@ def _fit(
         accountant=accountant,
     )
     noise_std_sum = z * sampler.sensitivity_factor * clipping_norm
-    theta0 = gl.initial_theta(loss, X, theta0, k, per_example_grad)
+    theta0 = run.initial_theta(theta0)
     if lr_default:
         # public noise-aware damping: the second moment of a noisy gradient is
         # ≤ C² + p·s² (s = noise std on the averaged gradient, p parameters); the
         # normaliser is public (q·dataset_size under add/remove)
         s_rel = noise_std_sum / sampler.normalizer / clipping_norm
         learning_rate = defaults["learning_rate"] / math.sqrt(1.0 + theta0.size * s_rel**2)
-        sched = get_schedule(schedule, learning_rate, strong_convexity=alpha or None)
+        sched = get_schedule(schedule, learning_rate, strong_convexity=opts.alpha or None)
 
     # ---- the loop -----------------------------------------------------------------
-    oracle = gl.make_oracle(loss, X, y, clipping_norm, per_example_grad)
-    kwargs = dict(
-        theta0=theta0,
-        steps=steps,
-        schedule=sched,
-        noise_std=noise_std_sum,
-        rng=rng,
-        alpha=alpha,
-        constraint=constraint,
-        regularizer=regularizer,
-        momentum=momentum,
-        averaging=averaging,
+    label = mechanism.upper() if progress else None
+    out = run.descend(
+        sampler, theta0, steps, sched, noise_std_sum, callback=callback, progress=label
     )
-    out = gl.run(
-        oracle,
-        sampler,
-        callback=callback,
-        progress=mechanism.upper() if progress else None,
-        **kwargs,
-    )
-
-    diagnostics = {
+    head = {
         "mechanism": mechanism,
         "noise_multiplier": z,
         "steps": steps,
@@ -616,21 +594,11 @@ def _fit(
         if not isinstance(sampler, gl.ShuffleSampler)
         else steps / sampler.batches_per_epoch,
         "clipping_norm": clipping_norm,
-        "lipschitz": lipschitz,
+        "lipschitz": run.lipschitz,
         "noise_std": noise_std_sum / sampler.normalizer,
         "normalizer": sampler.normalizer,
         "dataset_size": size,
         "sensitivity": sampler.sensitivity_factor * clipping_norm,
-        "learning_rate": learning_rate,
-        "schedule": repr(sched),
-        "averaging": averaging,
-        "momentum": momentum,
-        "alpha": alpha,
-        "data_norm": data_norm,
-        "n_clipped": n_clipped,
-        "neighbouring": sampler.neighbouring,
-        "epsilon": epsilon,
-        "delta": delta,
-        "epsilon_spent": spent,
     }
+    diagnostics = run.diagnostics(head, sampler, learning_rate, sched, epsilon, delta, spent)
     return Result(theta=np.asarray(out.theta), event=event, diagnostics=diagnostics)

@@ -429,6 +429,13 @@ def confident_gnmax_event(sigma1: float, sigma2: float, n_queries: int = 1) -> D
 AccountantSpec = str | Accountant | Callable[[], Accountant]
 
 
+def _check_target(epsilon, delta, n_queries, *, allow_zero_delta: bool = False) -> int:
+    """Validate the target (ε, δ) of a calibration; returns the number of queries m."""
+    check_epsilon(epsilon)
+    check_delta(delta, allow_zero=allow_zero_delta)
+    return check_count(n_queries, "n_queries")
+
+
 def calibrate_gnmax(
     epsilon: float, delta: float, n_queries: int, *, accountant: AccountantSpec = "rdp"
 ) -> float:
@@ -438,9 +445,7 @@ def calibrate_gnmax(
     ------
     InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
     """
-    check_epsilon(epsilon)
-    check_delta(delta, allow_zero=False)
-    m = check_count(n_queries, "n_queries")
+    m = _check_target(epsilon, delta, n_queries)
     return calibrate_noise(lambda s: gnmax_event(s, m), epsilon, delta, accountant=accountant)
 
 
@@ -456,9 +461,7 @@ def calibrate_lnmax(
     ------
     InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
     """
-    check_epsilon(epsilon)
-    check_delta(delta, allow_zero=True)
-    m = check_count(n_queries, "n_queries")
+    m = _check_target(epsilon, delta, n_queries, allow_zero_delta=True)
     return calibrate_noise(lambda b: lnmax_event(b, m), epsilon, delta, accountant=accountant)
 
 
@@ -483,9 +486,7 @@ def calibrate_ptr(
     UnknownNameError, UnsupportedEventError
         Unknown accountant, or one that cannot account (ε, δ) events (``"rdp"``, ``"pld"``).
     """
-    check_epsilon(epsilon)
-    check_delta(delta, allow_zero=False)
-    m = check_count(n_queries, "n_queries")
+    m = _check_target(epsilon, delta, n_queries)
     factory = accountant_factory(accountant)
     best: tuple[float, float, float] | None = None
     for f in _PTR_DELTA_SPLITS:
@@ -526,9 +527,7 @@ def calibrate_confident_gnmax(
     ------
     InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
     """
-    check_epsilon(epsilon)
-    check_delta(delta, allow_zero=False)
-    m = check_count(n_queries, "n_queries")
+    m = _check_target(epsilon, delta, n_queries)
     r = check_positive(sigma_ratio, "sigma_ratio")
     s2 = calibrate_noise(
         lambda s: confident_gnmax_event(r * s, s, m), epsilon, delta, accountant=accountant
