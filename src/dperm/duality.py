@@ -213,6 +213,7 @@ def solve(
     Parameters
     ----------
     loss : GLMLoss
+        Smooth, so that D is strongly concave (linear convergence of the gap).
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     norm : SubmodularNorm

@@ -522,8 +522,10 @@ def _approximate_minimizer(loss, X, y, cal: AmpCalibration, b1, constraint, max_
 
 
 def _run(
-    loss, X, y, *, cal_kwargs, data_norm, constraint, max_iter, random_state, algorithm
+    loss, X, y, algorithm, cal_kwargs, data_norm, constraint, max_iter, random_state
 ) -> Result:
+    """One AMP run (``algorithm`` "amp" or "amp-nt"): ``cal_kwargs`` are the
+    :func:`calibrate` arguments other than the public sizes and bounds."""
     loss = _check_loss(loss)
     data_norm = check_positive(data_norm, "data_norm")
     constraint = _check_constraint(constraint)
@@ -706,25 +708,16 @@ def fit(
             max_iter=max_iter,
             random_state=random_state,
         )
-    return _run(
-        loss,
-        X,
-        y,
-        cal_kwargs={
-            "epsilon": epsilon,
-            "delta": delta,
-            "alpha": alpha,
-            "gamma": gamma,
-            "split": split,
-            "hessian_rank": hessian_rank,
-            "calibration": calibration,
-        },
-        data_norm=data_norm,
-        constraint=constraint,
-        max_iter=max_iter,
-        random_state=random_state,
-        algorithm="amp",
-    )
+    cal_kwargs = {
+        "epsilon": epsilon,
+        "delta": delta,
+        "alpha": alpha,
+        "gamma": gamma,
+        "split": split,
+        "hessian_rank": hessian_rank,
+        "calibration": calibration,
+    }
+    return _run(loss, X, y, "amp", cal_kwargs, data_norm, constraint, max_iter, random_state)
 
 
 def fit_nt(
@@ -751,6 +744,7 @@ def fit_nt(
     Parameters
     ----------
     loss : GLMLoss
+        A smooth loss (Logistic, HuberSVM): its own β sets Λ.
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     epsilon : float > 0
@@ -775,22 +769,6 @@ def fit_nt(
     ------
     InvalidPrivacyParameter, InvalidDataError, LabelError, ConvergenceError
     """
-    return _run(
-        loss,
-        X,
-        y,
-        cal_kwargs={
-            "epsilon": epsilon,
-            "delta": delta,
-            "alpha": None,
-            "gamma": None,
-            "split": None,
-            "hessian_rank": 1,
-            "calibration": calibration,
-        },
-        data_norm=data_norm,
-        constraint=constraint,
-        max_iter=max_iter,
-        random_state=random_state,
-        algorithm="amp-nt",
-    )
+    # alpha, gamma, split and hessian_rank at calibrate()'s defaults (the published rule)
+    cal_kwargs = {"epsilon": epsilon, "delta": delta, "calibration": calibration}
+    return _run(loss, X, y, "amp-nt", cal_kwargs, data_norm, constraint, max_iter, random_state)

@@ -165,7 +165,7 @@ def fit(
     theta0=None,
     n_classes: int | None = None,
     callback=None,
-    progress: bool = False,
+    progress: bool | str = False,
     random_state=None,
 ) -> Result:
     """Mini-batch DP-SGD with per-example clipping (Abadi et al., CCS 2016, Algorithm 1).
@@ -255,8 +255,8 @@ def fit(
         k for :class:`~dperm.losses.Softmax`.
     callback : callable, optional
         ``callback(t, T, theta)`` after every step.
-    progress : bool, default False
-        Show a rich progress bar.
+    progress : bool or str, default False
+        Show a rich progress bar (a string is its description; default "DP-SGD").
     random_state : None, int, SeedSequence or Generator
 
     Returns
@@ -294,169 +294,6 @@ def fit(
     >>> r.diagnostics["neighbouring"], r.diagnostics["normalizer"], r.diagnostics["steps"]
     ('add-remove', 20.0, 10)
     """
-    return _fit(
-        loss,
-        X,
-        y,
-        mechanism="dp-sgd",
-        epsilon=epsilon,
-        delta=delta,
-        neighbouring=neighbouring,
-        dataset_size=dataset_size,
-        data_norm=data_norm,
-        clipping_norm=clipping_norm,
-        sampling_rate=sampling_rate,
-        batch_size=batch_size,
-        epochs=epochs,
-        steps=steps,
-        learning_rate=learning_rate,
-        schedule=schedule,
-        alpha=alpha,
-        constraint=constraint,
-        regularizer=regularizer,
-        sampling=sampling,
-        momentum=momentum,
-        averaging=averaging,
-        noise_multiplier=noise_multiplier,
-        accountant=accountant,
-        per_example_grad=per_example_grad,
-        theta0=theta0,
-        n_classes=n_classes,
-        callback=callback,
-        progress=progress,
-        random_state=random_state,
-    )
-
-
-def fit_single_sample(
-    loss,
-    X,
-    y,
-    *,
-    epsilon: float | None = None,
-    delta: float | None = None,
-    neighbouring: str = "replace-one",
-    data_norm: float | None = None,
-    steps: int | None = None,
-    epochs: float | None = None,
-    learning_rate: float | None = None,
-    schedule="inverse_sqrt",
-    alpha: float = 0.0,
-    constraint=None,
-    regularizer=None,
-    averaging: str = "uniform",
-    noise_multiplier: float | None = None,
-    accountant: str | None = None,
-    clipping_norm: float | None = None,
-    per_example_grad=None,
-    theta0=None,
-    n_classes: int | None = None,
-    callback=None,
-    progress: bool = False,
-    random_state=None,
-) -> Result:
-    """Single-sample noisy SGD (Bassily, Smith, Thakurta, FOCS 2014, Algorithm 1).
-
-    At each of T steps one index i is drawn uniformly from {1..n} (with
-    replacement across steps) and θ ← Π_C(θ − η_t (∇ℓ(θ; xᵢ, yᵢ) + b_t)),
-    b_t ~ N(0, (2zL)² I).
-
-    Neighbouring relation: **replace-one** (n = ``X.shape[0]`` public; it
-    sets the sampling law 1/n and the default T = n).  ``neighbouring=
-    "add-remove"`` raises: the law of the uniform draw changes with |D|, so
-    no add/remove accounting applies.  Assumption: ℓ is L-Lipschitz
-    over ‖x‖ ≤ ``data_norm`` (the gradient is also clipped at C = L, a no-op
-    for a correct L), so the sensitivity of the one-example gradient is 2L.
-    Privacy: amplification by subsampling and composition (BST14, Theorem 2.1);
-    each step is accounted as ``SampledWithoutReplacement(1, n, Gaussian(z))``
-    (exact for one uniform draw; Wang, Balle, Kasiviswanathan 2019) and the T
-    steps are composed by ``accountant`` (default and only supported: RDP) —
-    never as Poisson sampling, which this is not.
-
-    The paper's T = n² steps is impractical; the default is T = ``epochs``·n
-    with ``epochs`` = 1, a η_t = η/√t schedule with η as in
-    :func:`default_hyperparameters` (1/β for smooth losses, else 1/C²), and the
-    uniform average of the iterates (the averaged-SGD form of the analysis).
-
-    The parameters are those of :func:`fit`; ``sampling_rate``/``batch_size``/
-    ``sampling``/``dataset_size`` do not apply (b = 1, replace-one).
-
-    Returns
-    -------
-    Result
-        As :func:`fit`, with ``mechanism`` "dp-sgd-single".
-
-    Raises
-    ------
-    InvalidPrivacyParameter, UnknownNameError, InvalidDataError, LabelError
-    """
-    return _fit(
-        loss,
-        X,
-        y,
-        mechanism="dp-sgd-single",
-        epsilon=epsilon,
-        delta=delta,
-        neighbouring=neighbouring,
-        dataset_size=None,
-        data_norm=data_norm,
-        clipping_norm=clipping_norm,
-        sampling_rate=None,
-        batch_size=1,
-        epochs=epochs,
-        steps=steps,
-        learning_rate=learning_rate,
-        schedule=schedule,
-        alpha=alpha,
-        constraint=constraint,
-        regularizer=regularizer,
-        sampling="without_replacement",
-        momentum=0.0,
-        averaging=averaging,
-        noise_multiplier=noise_multiplier,
-        accountant=accountant,
-        per_example_grad=per_example_grad,
-        theta0=theta0,
-        n_classes=n_classes,
-        callback=callback,
-        progress=progress,
-        random_state=random_state,
-    )
-
-
-def _fit(
-    loss,
-    X,
-    y,
-    *,
-    mechanism,
-    epsilon,
-    delta,
-    neighbouring,
-    dataset_size,
-    data_norm,
-    clipping_norm,
-    sampling_rate,
-    batch_size,
-    epochs,
-    steps,
-    learning_rate,
-    schedule,
-    alpha,
-    constraint,
-    regularizer,
-    sampling,
-    momentum,
-    averaging,
-    noise_multiplier,
-    accountant,
-    per_example_grad,
-    theta0,
-    n_classes,
-    callback,
-    progress,
-    random_state,
-) -> Result:
     # ---- validate every public parameter before touching the data --------------------
     gl.check_loss_or_gradient(loss, per_example_grad)
     if sampling not in gl.SAMPLINGS:
@@ -468,12 +305,6 @@ def _fit(
     neighbouring = gl.check_neighbouring(neighbouring)
     dataset_size = gl.check_dataset_size(dataset_size)
     if neighbouring == gl.ADD_REMOVE:
-        if mechanism == "dp-sgd-single":
-            raise InvalidPrivacyParameter(
-                "single-sample SGD draws one of the n records uniformly; its accounting "
-                "(SampledWithoutReplacement(1, n, ·)) holds for replace-one neighbours only "
-                "(n public), got neighbouring='add-remove'"
-            )
         if sampling != "poisson":
             raise InvalidPrivacyParameter(
                 f"sampling={sampling!r} is accounted for replace-one neighbours only (its "
@@ -527,8 +358,6 @@ def _fit(
     defaults = default_hyperparameters(
         size, d, epsilon, clipping_norm=clipping_norm, smoothness=smooth
     )
-    if mechanism == "dp-sgd-single":
-        defaults = {**defaults, "batch_size": 1, "epochs": 1}
     if sampling_rate is None and batch_size is None:
         batch_size = min(size, defaults["batch_size"])
     if batch_size is not None and batch_size > size:
@@ -578,17 +407,17 @@ def _fit(
         sched = get_schedule(schedule, learning_rate, strong_convexity=opts.alpha or None)
 
     # ---- the loop -----------------------------------------------------------------
-    label = mechanism.upper() if progress else None
+    label = (progress if isinstance(progress, str) else "DP-SGD") if progress else None
     out = run.descend(
         sampler, theta0, steps, sched, noise_std_sum, callback=callback, progress=label
     )
     head = {
-        "mechanism": mechanism,
+        "mechanism": "dp-sgd",
         "noise_multiplier": z,
         "steps": steps,
         "sampling_rate": sampler.sampling_rate,
         "accountant": accountant,
-        "sampling": "single" if mechanism == "dp-sgd-single" else sampler.name,
+        "sampling": sampler.name,
         "batch_size": sampler.batch_size,
         "epochs": steps * sampler.sampling_rate
         if not isinstance(sampler, gl.ShuffleSampler)
@@ -602,3 +431,86 @@ def _fit(
     }
     diagnostics = run.diagnostics(head, sampler, learning_rate, sched, epsilon, delta, spent)
     return Result(theta=np.asarray(out.theta), event=event, diagnostics=diagnostics)
+
+
+def fit_single_sample(
+    loss,
+    X,
+    y,
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    neighbouring: str = "replace-one",
+    data_norm: float | None = None,
+    steps: int | None = None,
+    epochs: float | None = None,
+    learning_rate: float | None = None,
+    schedule="inverse_sqrt",
+    alpha: float = 0.0,
+    constraint=None,
+    regularizer=None,
+    averaging: str = "uniform",
+    noise_multiplier: float | None = None,
+    accountant: str | None = None,
+    clipping_norm: float | None = None,
+    per_example_grad=None,
+    theta0=None,
+    n_classes: int | None = None,
+    callback=None,
+    progress: bool = False,
+    random_state=None,
+) -> Result:
+    """Single-sample noisy SGD (Bassily, Smith, Thakurta, FOCS 2014, Algorithm 1).
+
+    At each of T steps one index i is drawn uniformly from {1..n} (with
+    replacement across steps) and θ ← Π_C(θ − η_t (∇ℓ(θ; xᵢ, yᵢ) + b_t)),
+    b_t ~ N(0, (2zL)² I).
+
+    Neighbouring relation: **replace-one** (n = ``X.shape[0]`` public; it
+    sets the sampling law 1/n and the default T = n).  ``neighbouring=
+    "add-remove"`` raises: the law of the uniform draw changes with |D|, so
+    no add/remove accounting applies.  Assumption: ℓ is L-Lipschitz
+    over ‖x‖ ≤ ``data_norm`` (the gradient is also clipped at C = L, a no-op
+    for a correct L), so the sensitivity of the one-example gradient is 2L.
+    Privacy: amplification by subsampling and composition (BST14, Theorem 2.1);
+    each step is accounted as ``SampledWithoutReplacement(1, n, Gaussian(z))``
+    (exact for one uniform draw; Wang, Balle, Kasiviswanathan 2019) and the T
+    steps are composed by ``accountant`` (default and only supported: RDP) —
+    never as Poisson sampling, which this is not.
+
+    The paper's T = n² steps is impractical; the default is T = ``epochs``·n
+    with ``epochs`` = 1, a η_t = η/√t schedule with η as in
+    :func:`default_hyperparameters` (1/β for smooth losses, else 1/C²), and the
+    uniform average of the iterates (the averaged-SGD form of the analysis).
+
+    The parameters are those of :func:`fit`; ``sampling_rate``/``batch_size``/
+    ``sampling``/``dataset_size`` do not apply (b = 1, replace-one): this is
+    :func:`fit` with ``batch_size=1`` and ``sampling="without_replacement"``.
+
+    Returns
+    -------
+    Result
+        As :func:`fit`, with ``mechanism`` "dp-sgd-single".
+
+    Raises
+    ------
+    InvalidPrivacyParameter, UnknownNameError, InvalidDataError, LabelError
+    """
+    arguments = dict(locals())  # this call's arguments, all forwarded to fit()
+    gl.check_loss_or_gradient(loss, per_example_grad)
+    if gl.check_neighbouring(neighbouring) == gl.ADD_REMOVE:
+        raise InvalidPrivacyParameter(
+            "single-sample SGD draws one of the n records uniformly; its accounting "
+            "(SampledWithoutReplacement(1, n, ·)) holds for replace-one neighbours only "
+            "(n public), got neighbouring='add-remove'"
+        )
+    if steps is None and epochs is None:
+        arguments["epochs"] = 1  # the default T = n: one pass
+    arguments.update(
+        batch_size=1,
+        sampling="without_replacement",
+        progress="DP-SGD-SINGLE" if progress else False,
+    )
+    result = fit(**arguments)
+    result.diagnostics.update(mechanism="dp-sgd-single", sampling="single")
+    return result

@@ -252,6 +252,8 @@ def fit(
     Parameters
     ----------
     loss : GLMLoss
+        Smooth and L-Lipschitz over the rows (Logistic, HuberSVM): θ(s) must be
+        certified exactly and L bounds the score sensitivity.
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     norm : SubmodularNorm

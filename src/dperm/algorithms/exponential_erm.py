@@ -159,6 +159,29 @@ def loss_interval(loss: GLMLoss, z_max: float, label_bound: float | None = None)
     )
 
 
+def check_label_bound(y, label_bound):
+    """``label_bound`` checked (> 0, or None), and every |yᵢ| ≤ label_bound.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        A bound that is not a finite positive number.
+    LabelError
+        Labels beyond the bound, reported by their count, never their values (they
+        are part of the private records).
+    """
+    if label_bound is None:
+        return None
+    label_bound = check_positive(label_bound, "label_bound")
+    over = int(np.count_nonzero(np.abs(y) > label_bound))
+    if over:
+        raise LabelError(
+            f"labels must satisfy |y| ≤ label_bound={label_bound:g}; {over} label(s) "
+            "do not (clip y to the public bound first)"
+        )
+    return label_bound
+
+
 def check_loss_bounds(loss_bounds) -> tuple[float, float]:
     """(lo, hi) of a caller's public ``loss_bounds``: a pair of finite floats, lo < hi.
 
@@ -224,6 +247,8 @@ def fit(
     Parameters
     ----------
     loss : GLMLoss
+        Any GLM loss with a public range over the candidates (``loss_bounds``);
+        no convexity or smoothness is needed.
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     epsilon : float > 0
@@ -273,14 +298,7 @@ def fit(
         )
     if not np.all(np.isfinite(cands)):
         raise InvalidDataError("candidates contain NaN or infinite values")
-    if label_bound is not None:
-        label_bound = check_positive(label_bound, "label_bound")
-        over = int(np.count_nonzero(np.abs(y) > label_bound))
-        if over:  # the count, never the values (they are part of the private records)
-            raise LabelError(
-                f"labels must satisfy |y| ≤ label_bound={label_bound:g}; {over} label(s) "
-                "do not (clip y to the public bound first)"
-            )
+    label_bound = check_label_bound(y, label_bound)
     rng = check_random_state(random_state)
 
     X = as_design(X, data_norm)  # ‖x‖ ≤ R by a per-row scale; margins X θ_j without a copy

@@ -113,13 +113,18 @@ from ..design import as_design
 from ..exceptions import (
     ConvergenceError,
     InvalidPrivacyParameter,
-    LabelError,
     UnsupportedOperationError,
 )
 from ..losses import Hinge, Huber, HuberSVM, Logistic, Quantile, Squared
 from ..losses.base import MARGIN_BOUND, GLMLoss
 from .base import Result
-from .exponential_erm import check_loss_bounds, loss_interval, margin_blocks, sum_losses
+from .exponential_erm import (
+    check_label_bound,
+    check_loss_bounds,
+    loss_interval,
+    margin_blocks,
+    sum_losses,
+)
 
 __all__ = [
     "MAX_EXACT_DIM",
@@ -487,6 +492,8 @@ def fit(
     Parameters
     ----------
     loss : GLMLoss
+        Summed over the rows, each value clipped to the public range of
+        :func:`sensitivity`; the Gaussian envelope (d > 2) needs a smooth convex loss.
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     epsilon : float > 0
@@ -584,14 +591,7 @@ def fit(
                 "use a larger alpha, fewer features, or dperm.algorithms.exponential_erm "
                 "over a finite net"
             )
-    if label_bound is not None:
-        label_bound = check_positive(label_bound, "label_bound")
-        over = int(np.count_nonzero(np.abs(y) > label_bound))
-        if over:  # the count, never the values (they are part of the private records)
-            raise LabelError(
-                f"labels must satisfy |y| ≤ label_bound={label_bound:g}; {over} label(s) "
-                "do not (clip y to the public bound first)"
-            )
+    label_bound = check_label_bound(y, label_bound)
     sens, lo, hi = sensitivity(
         loss, radius=R, data_norm=data_norm, loss_bounds=loss_bounds, label_bound=label_bound
     )

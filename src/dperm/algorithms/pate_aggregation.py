@@ -151,6 +151,22 @@ def _check_votes(votes, integer: bool = False) -> np.ndarray:
     return v
 
 
+def _noisy_argmax(votes, noise, scale: float, name: str, rng, return_noisy_votes: bool):
+    """Report-noisy-max: the index of the largest count of every query after
+    ``noise(shape, scale, rng)`` is added (and the noisy votes when asked).
+
+    Raises
+    ------
+    InvalidDataError, InvalidPrivacyParameter
+        Bad votes, or ``scale`` (named ``name``) not a finite positive number.
+    """
+    v = _check_votes(votes)
+    scale = check_positive(scale, name)
+    noisy = v + noise(v.shape, scale, check_random_state(rng))
+    labels = np.argmax(noisy, axis=1).astype(np.int64)
+    return (labels, noisy) if return_noisy_votes else labels
+
+
 def gnmax(votes, sigma: float, rng: RandomState, *, return_noisy_votes: bool = False):
     """GNMax: argmax_j (n_j + N(0, σ²)) per query (Papernot et al. 2018, Section 4.1).
 
@@ -181,11 +197,7 @@ def gnmax(votes, sigma: float, rng: RandomState, *, return_noisy_votes: bool = F
     ------
     InvalidDataError, InvalidPrivacyParameter
     """
-    v = _check_votes(votes)
-    sigma = check_positive(sigma, "sigma")
-    noisy = v + gaussian_noise(v.shape, sigma, check_random_state(rng))
-    labels = np.argmax(noisy, axis=1).astype(np.int64)
-    return (labels, noisy) if return_noisy_votes else labels
+    return _noisy_argmax(votes, gaussian_noise, sigma, "sigma", rng, return_noisy_votes)
 
 
 def lnmax(votes, scale: float, rng: RandomState, *, return_noisy_votes: bool = False):
@@ -215,11 +227,7 @@ def lnmax(votes, scale: float, rng: RandomState, *, return_noisy_votes: bool = F
     ------
     InvalidDataError, InvalidPrivacyParameter
     """
-    v = _check_votes(votes)
-    scale = check_positive(scale, "scale")
-    noisy = v + laplace_noise(v.shape, scale, check_random_state(rng))
-    labels = np.argmax(noisy, axis=1).astype(np.int64)
-    return (labels, noisy) if return_noisy_votes else labels
+    return _noisy_argmax(votes, laplace_noise, scale, "scale", rng, return_noisy_votes)
 
 
 def distance_to_instability(votes) -> np.ndarray:

@@ -235,7 +235,8 @@ def fit(
     Parameters
     ----------
     loss : GLMLoss
-        Smooth GLM loss (Logistic, HuberSVM; Squared needs a constraint).
+        Smooth GLM loss, Lipschitz over ‖x‖ ≤ ``data_norm`` alone (Logistic,
+        HuberSVM; not Squared, whose Lipschitz bound needs a constraint set).
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     norm : Norm
