@@ -77,6 +77,7 @@ from ..mechanisms.gaussian import gaussian_noise
 from ..solvers import minimize
 from ._objective_calibration import _l2_for_jacobian
 from .base import Result
+from .output_perturbation import _gaussian_multiplier
 
 __all__ = [
     "AmpCalibration",
@@ -192,13 +193,6 @@ def output_sensitivity(gamma: float, alpha: float, *, constrained: bool = False)
     gamma = check_positive(gamma, "gamma")
     alpha = check_positive(alpha, "alpha")
     return (4.0 if constrained else 2.0) * gamma / alpha
-
-
-def _analytic_noise_multiplier(epsilon: float, delta: float) -> float:
-    # Balle & Wang (ICML 2018), Theorem 8 / Algorithm 1: the exact (ε, δ) Gaussian mechanism.
-    from ..accounting.gaussian import analytic_gaussian_noise_multiplier
-
-    return float(analytic_gaussian_noise_multiplier(epsilon, delta))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -420,11 +414,11 @@ def calibrate(
     gamma = check_positive(gamma, "gamma")
 
     if tight:  # [AMP-3] σ₁ = (2L/n)·m(ε₃, δ₁/N), the tight Gaussian noise term
-        sigma1 = 2.0 * lip / n * _analytic_noise_multiplier(eps3, delta1 / nv)
+        sigma1 = 2.0 * lip / n * _gaussian_multiplier(eps3, delta1 / nv)
     else:
         sigma1 = objective_noise_scale(2.0 * lip / n, eps3, delta1)  # [AMP-3]
     sens2 = output_sensitivity(gamma, alpha, constrained=constrained)  # [AMP-5] Δ₂
-    z2 = _analytic_noise_multiplier(eps2, delta2)  # [AMP-5]
+    z2 = _gaussian_multiplier(eps2, delta2)  # [AMP-5]
     return AmpCalibration(
         epsilon=epsilon,
         delta=delta,
