@@ -1,4 +1,4 @@
-"""Helpers of ``dperm fit``: public schema options, the ledger file and progress.
+"""The inputs of ``dperm fit``: the data source, its public schema options, the ledger file.
 
 ``--bounds`` and ``--categories`` take either a schema file (JSON, or YAML when
 PyYAML is installed) or ``col=…`` items; ``--ledger FILE`` spends every fit of
@@ -10,24 +10,23 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-import threading
-import time
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .exceptions import BudgetExceededError, InvalidPrivacyParameter
+from ..exceptions import BudgetExceededError, InvalidPrivacyParameter, PrivacyLeakWarning
+from ._common import step
 
 __all__ = [
     "check_ledger",
     "dask_scheduler",
     "load_dask_dataset",
+    "load_data",
     "open_ledger",
     "parse_bounds",
     "parse_categories",
-    "step",
 ]
 
 
@@ -135,7 +134,7 @@ def open_ledger(path: Path, epsilon: float | None, delta: float | None):
     InvalidPrivacyParameter
         When the file does not exist and no ``--ledger-epsilon`` is given.
     """
-    from .accounting import Ledger
+    from ..accounting import Ledger
 
     if path.exists():
         return Ledger.load(path)
@@ -149,7 +148,7 @@ def open_ledger(path: Path, epsilon: float | None, delta: float | None):
 
 def check_ledger(ledger, epsilon: float, delta: float) -> None:
     """Refuse, before fitting, a fit of (ε, δ) that the ledger cannot afford."""
-    from .accounting.events import EpsilonDelta
+    from ..accounting.events import EpsilonDelta
 
     if not ledger.can_spend(EpsilonDelta(epsilon, delta)):
         raise BudgetExceededError(
@@ -157,32 +156,6 @@ def check_ledger(ledger, epsilon: float, delta: float) -> None:
             f"(epsilon={ledger.epsilon:g}, delta={ledger.delta:g}; "
             f"remaining epsilon {ledger.remaining_epsilon():.6g})"
         )
-
-
-@contextmanager
-def step(label: str, enabled: bool = True, threshold: float = 1.0) -> Iterator[None]:
-    """Report a step on stderr when it runs for more than ``threshold`` seconds.
-
-    ``dperm: <label> …`` appears once the step has run ``threshold`` seconds
-    (a timer thread), and ``dperm: <label> done (t s)`` at its end; fast steps
-    print nothing.
-    """
-    if not enabled:
-        yield
-        return
-    t0 = time.perf_counter()
-    timer = threading.Timer(
-        threshold, lambda: print(f"dperm: {label} …", file=sys.stderr, flush=True)
-    )
-    timer.daemon = True
-    timer.start()
-    try:
-        yield
-    finally:
-        timer.cancel()
-    dt = time.perf_counter() - t0
-    if dt > threshold:
-        print(f"dperm: {label} done ({dt:.1f} s)", file=sys.stderr, flush=True)
 
 
 # ----------------------------------------------------------------------------- Dask path
@@ -238,7 +211,7 @@ def load_dask_dataset(
 ):
     """``--parquet`` / ``--csv-dir``: :func:`dperm.datasets.dask_io.read_dask` with the
     public schema of the command line (bounds and categories from the user only)."""
-    from .datasets.dask_io import read_dask
+    from ..datasets.dask_io import read_dask
 
     option = "--parquet" if fmt == "parquet" else "--csv-dir"
     if target is None:
@@ -260,3 +233,83 @@ def load_dask_dataset(
         label_bound=label_bound,
         format=fmt,
     )
+
+
+# ----------------------------------------------------------------------------- the data
+def load_data(
+    *,
+    dataset: str | None,
+    data_home,
+    csv,
+    target: str | None,
+    allow_data_bounds: bool,
+    parquet,
+    csv_dir,
+    positive_label: str | None,
+    bounds,
+    categories,
+    task: str | None,
+    label_bound: float | None,
+    verbose: bool = False,
+):
+    """The dataset of ``dperm fit``: a built-in one (``dataset``), a CSV/Parquet file with
+    its public schema (``csv``), or a Dask collection (``parquet`` / ``csv_dir``).
+
+    Returns
+    -------
+    (Dataset, bool)
+        The data and whether a bound or category list was read from the data
+        (a :class:`~dperm.exceptions.PrivacyLeakWarning` while loading: no
+        end-to-end guarantee).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Options that do not fit together (two sources, schema options without
+        ``--csv``, …); any error of the loaders.
+    """
+    from .. import datasets
+
+    bounds_from_data = False
+    if parquet is not None or csv_dir is not None:  # Dask (docs/cluster.md): never gathered
+        if dataset is not None or csv is not None or (parquet and csv_dir) or allow_data_bounds:
+            raise InvalidPrivacyParameter(
+                "give one of --dataset, --csv, --parquet, --csv-dir; --allow-data-bounds is "
+                "not available with --parquet/--csv-dir (bounds must be public)"
+            )
+        fmt = "parquet" if parquet is not None else "csv"
+        ds = load_dask_dataset(
+            parquet or csv_dir, fmt, target, bounds, categories, task, label_bound, positive_label
+        )
+    elif csv is not None:
+        if dataset is not None:
+            raise InvalidPrivacyParameter("give either --dataset or --csv, not both")
+        if target is None:
+            raise InvalidPrivacyParameter("--csv needs --target COLUMN (the label column)")
+        bounds_map = bounds if isinstance(bounds, dict) else parse_bounds(bounds)
+        cats_map = categories if isinstance(categories, dict) else parse_categories(categories)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ds = datasets.load_csv(
+                csv,
+                target,
+                bounds=bounds_map,
+                categories=cats_map,
+                categorical=list(cats_map) or None,
+                task=task,
+                label_bound=label_bound,
+                allow_data_bounds=allow_data_bounds,
+            )
+        for w in caught:  # re-emit; a leak warning at load time means data bounds
+            bounds_from_data |= issubclass(w.category, PrivacyLeakWarning)
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    else:
+        if target is not None or bounds or categories or task is not None:
+            raise InvalidPrivacyParameter(
+                "--target, --bounds, --categories and --task are only used with --csv"
+            )
+        with step(f"loading {dataset or datasets.DEFAULT_DATASET}", verbose):
+            ds = datasets.load(dataset or datasets.DEFAULT_DATASET, data_home)
+        if label_bound is not None:
+            raise InvalidPrivacyParameter("--label-bound is only used with --csv")
+    return ds, bounds_from_data

@@ -1,4 +1,4 @@
-"""Back end of ``dperm bench`` (wired into :mod:`dperm.cli`).
+"""``dperm bench``: every DP-ERM algorithm against the published comparison.
 
 ``bench_command`` parses the comma-separated options, runs
 :func:`dperm.bench.run_bench` and returns the markdown summary it wrote.
@@ -9,10 +9,14 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import Annotated
 
-from .exceptions import InvalidDataError, InvalidPrivacyParameter
+import typer
 
-__all__ = ["bench_command", "parse_floats", "parse_list"]
+from ..exceptions import InvalidDataError, InvalidPrivacyParameter
+from ._common import one_line_errors
+
+__all__ = ["bench_cmd", "bench_command", "parse_floats", "parse_list"]
 
 
 def parse_list(value: str | None) -> list[str] | None:
@@ -100,7 +104,7 @@ def bench_command(
         ``out`` that is not a writable folder).
     """
     _check_out_dir(Path(out))  # before hours of fitting, not after
-    from .bench import run_bench
+    from ..bench import run_bench
 
     command = "dperm bench " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     run_bench(
@@ -116,3 +120,53 @@ def bench_command(
         command=command.strip(),
     )
     return (Path(out) / "results.md").read_text() + f"\nOutputs written to {Path(out)}/\n"
+
+
+def bench_cmd(
+    datasets: Annotated[
+        str | None,
+        typer.Option(
+            "--datasets",
+            help="Comma-separated: adult,kddcup99,mnist,synthetic-l,synthetic-h (default: "
+            "those present).",
+        ),
+    ] = None,
+    epsilons: Annotated[str, typer.Option("--epsilons", help="Comma-separated ε values.")] = (
+        "0.1,1"
+    ),
+    algorithms: Annotated[
+        str | None,
+        typer.Option(
+            "--algorithms",
+            help="Comma-separated: non-private, registered mechanisms, tuned variants, peers "
+            "(default: the published comparison plus dperm's other classifiers).",
+        ),
+    ] = None,
+    repeats: Annotated[int, typer.Option("--repeats", help="Private fits per cell.")] = 3,
+    protocol: Annotated[
+        str,
+        typer.Option("--protocol", help="honest (defaults) | paper (non-private tuning)."),
+    ] = "honest",
+    data_home: Annotated[
+        Path | None, typer.Option("--data-home", help="Folder of the real data.")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
+    no_progress: Annotated[
+        bool, typer.Option("--no-progress", help="Hide the progress bar.")
+    ] = False,
+    seed: Annotated[int, typer.Option("--seed", help="Base seed of the fits.")] = 0,
+) -> None:
+    """Benchmark every DP-ERM algorithm against the published comparison (Iyengar et al. 2019)."""
+    with one_line_errors():
+        text = bench_command(
+            datasets=datasets,
+            epsilons=epsilons,
+            algorithms=algorithms,
+            repeats=repeats,
+            protocol=protocol,
+            data_home=data_home,
+            out=out,
+            progress=not no_progress,
+            seed=seed,
+        )
+    typer.echo(text)
