@@ -2,14 +2,11 @@
 
 Examples (shell)::
 
-    dperm fit                                   # breast-cancer, logistic, objective, ε = 1
     dperm fit --dataset adult --data-home ../shared/data --epsilon 1 --json
-    dperm fit --csv data.csv --target label --model svm --mechanism output --delta 0 \\
-        --bounds age=17:90 --bounds hours=1:99 --categories colour=red,green,blue
-    dperm fit --csv data.csv --target y --task regression --bounds schema.json \\
-        --label-bound 5 --ledger spent.json --ledger-epsilon 3 --ledger-delta 1e-5
     dperm account --noise-multiplier 1.1 --sampling-rate 0.004 --steps 15000 --delta 1e-5
     dperm calibrate --epsilon 2 --delta 1e-5 --sampling-rate 0.004 --steps 15000
+    dperm audit --mechanism dp-sgd --epsilon 1
+    dperm bench --datasets synthetic-l --epsilons 0.1,1
 
 Errors raised by dperm (bad ε, unknown dataset, missing file, …) and usage
 errors print one line on stderr and exit with status 2, without a traceback.

@@ -1,38 +1,46 @@
-"""What every ``dperm`` command shares: one-line errors, common options, output helpers.
+"""What every ``dperm`` command shares: one-line errors, the option tables, output helpers.
 
-Errors raised by dperm (bad ε, unknown dataset, missing file, …) print one line on stderr
-and exit with status 2, without a traceback (:func:`one_line_errors`); warnings become one
-stderr line each (:func:`show_warning_one_line`); a slow step reports itself on stderr
-(:func:`step`).  Nothing here imports more than typer and :mod:`dperm.exceptions`, so
-``dperm --help`` stays fast.
+Each command declares its options once, as a table of :class:`Opt` rows in ``--help``
+order, and takes them as ``**options`` (:func:`with_options` gives it the typer
+signature).  Errors raised by dperm (bad ε, unknown dataset, missing file, …) print one
+line on stderr and exit with status 2, without a traceback (:func:`one_line_errors`);
+warnings become one stderr line each (:func:`show_warning_one_line`); a slow step
+reports itself on stderr (:func:`step`).  Nothing here imports more than typer and
+:mod:`dperm.exceptions`, so ``dperm --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from typing import Annotated, Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from ..exceptions import DpermError
 
 __all__ = [
-    "AccountantOption",
-    "JsonOption",
-    "SamplingOption",
-    "SamplingRateOption",
-    "StepsOption",
+    "JSON",
+    "REQUIRED",
+    "Opt",
     "fail",
     "json_safe",
     "one_line_errors",
     "show_warning_one_line",
     "step",
+    "with_options",
 ]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: the default of an option that must be given
+REQUIRED = inspect.Parameter.empty
 
 
 def fail(exc: BaseException) -> typer.Exit:
@@ -54,12 +62,43 @@ def one_line_errors() -> Iterator[None]:
         raise fail(exc) from None
 
 
-# options that several commands share
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
-SamplingRateOption = Annotated[float, typer.Option("--sampling-rate", help="q in (0, 1].")]
-StepsOption = Annotated[int, typer.Option("--steps", help="Number of releases.")]
-AccountantOption = Annotated[str, typer.Option("--accountant", help="rdp | pld | …")]
-SamplingOption = Annotated[str, typer.Option("--sampling", help="poisson | without_replacement")]
+@dataclass(frozen=True)
+class Opt:
+    """One option of a command: its type, its default (:data:`REQUIRED`: none) and its
+    help line; the flag is ``--`` and the parameter name with dashes, unless given."""
+
+    kind: Any
+    default: Any
+    help: str
+    flag: str | None = None
+
+
+def with_options(table: dict[str, Opt]) -> Callable[[F], F]:
+    """Give a command written as ``def command(**options)`` the typer signature of
+    ``table`` (parameter name → :class:`Opt`, in the order of ``--help``)."""
+
+    def decorate(command: F) -> F:
+        command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [
+                inspect.Parameter(
+                    name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=opt.default,
+                    annotation=Annotated[
+                        opt.kind,
+                        typer.Option(opt.flag or "--" + name.replace("_", "-"), help=opt.help),
+                    ],
+                )
+                for name, opt in table.items()
+            ]
+        )
+        return command
+
+    return decorate
+
+
+#: ``--json``, an option of every command but bench
+JSON = Opt(bool, False, "Print one JSON object.", "--json")
 
 
 def json_safe(v: Any) -> Any:

@@ -1,4 +1,4 @@
-"""The inputs of ``dperm fit``: the data source, its public schema options, the ledger file.
+"""The inputs of ``dperm fit``: public schema options, the ledger file, the Dask sources.
 
 ``--bounds`` and ``--categories`` take either a schema file (JSON, or YAML when
 PyYAML is installed) or ``col=…`` items; ``--ledger FILE`` spends every fit of
@@ -10,20 +10,17 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import BudgetExceededError, InvalidPrivacyParameter, PrivacyLeakWarning
-from ._common import step
+from ..exceptions import BudgetExceededError, InvalidPrivacyParameter
 
 __all__ = [
     "check_ledger",
     "dask_scheduler",
     "load_dask_dataset",
-    "load_data",
     "open_ledger",
     "parse_bounds",
     "parse_categories",
@@ -233,83 +230,3 @@ def load_dask_dataset(
         label_bound=label_bound,
         format=fmt,
     )
-
-
-# ----------------------------------------------------------------------------- the data
-def load_data(
-    *,
-    dataset: str | None,
-    data_home,
-    csv,
-    target: str | None,
-    allow_data_bounds: bool,
-    parquet,
-    csv_dir,
-    positive_label: str | None,
-    bounds,
-    categories,
-    task: str | None,
-    label_bound: float | None,
-    verbose: bool = False,
-):
-    """The dataset of ``dperm fit``: a built-in one (``dataset``), a CSV/Parquet file with
-    its public schema (``csv``), or a Dask collection (``parquet`` / ``csv_dir``).
-
-    Returns
-    -------
-    (Dataset, bool)
-        The data and whether a bound or category list was read from the data
-        (a :class:`~dperm.exceptions.PrivacyLeakWarning` while loading: no
-        end-to-end guarantee).
-
-    Raises
-    ------
-    InvalidPrivacyParameter
-        Options that do not fit together (two sources, schema options without
-        ``--csv``, …); any error of the loaders.
-    """
-    from .. import datasets
-
-    bounds_from_data = False
-    if parquet is not None or csv_dir is not None:  # Dask (docs/cluster.md): never gathered
-        if dataset is not None or csv is not None or (parquet and csv_dir) or allow_data_bounds:
-            raise InvalidPrivacyParameter(
-                "give one of --dataset, --csv, --parquet, --csv-dir; --allow-data-bounds is "
-                "not available with --parquet/--csv-dir (bounds must be public)"
-            )
-        fmt = "parquet" if parquet is not None else "csv"
-        ds = load_dask_dataset(
-            parquet or csv_dir, fmt, target, bounds, categories, task, label_bound, positive_label
-        )
-    elif csv is not None:
-        if dataset is not None:
-            raise InvalidPrivacyParameter("give either --dataset or --csv, not both")
-        if target is None:
-            raise InvalidPrivacyParameter("--csv needs --target COLUMN (the label column)")
-        bounds_map = bounds if isinstance(bounds, dict) else parse_bounds(bounds)
-        cats_map = categories if isinstance(categories, dict) else parse_categories(categories)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            ds = datasets.load_csv(
-                csv,
-                target,
-                bounds=bounds_map,
-                categories=cats_map,
-                categorical=list(cats_map) or None,
-                task=task,
-                label_bound=label_bound,
-                allow_data_bounds=allow_data_bounds,
-            )
-        for w in caught:  # re-emit; a leak warning at load time means data bounds
-            bounds_from_data |= issubclass(w.category, PrivacyLeakWarning)
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    else:
-        if target is not None or bounds or categories or task is not None:
-            raise InvalidPrivacyParameter(
-                "--target, --bounds, --categories and --task are only used with --csv"
-            )
-        with step(f"loading {dataset or datasets.DEFAULT_DATASET}", verbose):
-            ds = datasets.load(dataset or datasets.DEFAULT_DATASET, data_home)
-        if label_bound is not None:
-            raise InvalidPrivacyParameter("--label-bound is only used with --csv")
-    return ds, bounds_from_data

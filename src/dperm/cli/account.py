@@ -17,24 +17,23 @@ import json
 import math
 import time
 from fractions import Fraction
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ..exceptions import UnknownNameError
-from ._common import (
-    AccountantOption,
-    JsonOption,
-    SamplingOption,
-    SamplingRateOption,
-    StepsOption,
-    one_line_errors,
-)
+from ._common import JSON, REQUIRED, Opt, one_line_errors, with_options
 
 if TYPE_CHECKING:
     from ..accounting.events import DpEvent
 
 __all__ = ["account_cmd", "account_command", "render"]
+
+# the releases that dperm account and dperm calibrate describe
+SAMPLING_RATE = Opt(float, 1.0, "q in (0, 1].")
+STEPS = Opt(int, 1, "Number of releases.")
+ACCOUNTANT = Opt(str, "rdp", "rdp | pld | …")
+SAMPLING = Opt(str, "poisson", "poisson | without_replacement")
 
 
 def _step_event(
@@ -169,29 +168,22 @@ def render(result: dict[str, Any], json_output: bool = False) -> str:
     return "\n".join(lines)
 
 
-def account_cmd(
-    noise_multiplier: Annotated[float, typer.Option("--noise-multiplier", help="σ per unit Δ₂.")],
-    sampling_rate: SamplingRateOption = 1.0,
-    steps: StepsOption = 1,
-    delta: Annotated[float, typer.Option("--delta", help="δ.")] = 1e-5,
-    accountant: AccountantOption = "rdp",
-    sampling: SamplingOption = "poisson",
-    json_output: JsonOption = False,
-    plot: Annotated[
-        str | None,
-        typer.Option("--plot", help="Write the privacy profile δ(ε) and the PLD to this PNG."),
-    ] = None,
-) -> None:
+#: the options of ``dperm account``, in the order of ``--help``
+_OPTIONS = {
+    "noise_multiplier": Opt(float, REQUIRED, "σ per unit Δ₂."),
+    "sampling_rate": SAMPLING_RATE,
+    "steps": STEPS,
+    "delta": Opt(float, 1e-5, "δ."),
+    "accountant": ACCOUNTANT,
+    "sampling": SAMPLING,
+    "json_output": JSON,
+    "plot": Opt(str | None, None, "Write the privacy profile δ(ε) and the PLD to this PNG."),
+}
+
+
+@with_options(_OPTIONS)
+def account_cmd(**options: Any) -> None:
     """ε spent by `steps` (subsampled) Gaussian releases."""
     with one_line_errors():
-        result = account_command(
-            noise_multiplier,
-            sampling_rate=sampling_rate,
-            steps=steps,
-            delta=delta,
-            accountant=accountant,
-            sampling=sampling,
-            json_output=json_output,
-            plot=plot,
-        )
-    typer.echo(render(result, json_output=json_output))
+        result = account_command(**options)
+    typer.echo(render(result, json_output=options["json_output"]))

@@ -13,12 +13,12 @@ Examples (shell)::
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
 from ..exceptions import InvalidPrivacyParameter
-from ._common import JsonOption, one_line_errors
+from ._common import JSON, Opt, one_line_errors, with_options
 
 __all__ = ["audit_cmd", "audit_command", "render"]
 
@@ -151,51 +151,41 @@ def render(result: dict[str, Any], json_output: bool = False) -> str:
     return "\n".join(lines)
 
 
-def audit_cmd(
-    mechanism: Annotated[
+#: the options of ``dperm audit``, in the order of ``--help``
+_OPTIONS = {
+    "mechanism": Opt(
         str | None,
-        typer.Option(
-            "--mechanism",
-            help="Audit runner, e.g. objective, output, dp-gd, dp-sgd, estimator-dp-sgd, amp, "
-            "adassp, tukey, dual-frank-wolfe (`dperm audit --list` prints every one).",
-        ),
-    ] = None,
-    epsilon: Annotated[float | None, typer.Option("--epsilon", help="Claimed ε.")] = None,
-    list_runners: Annotated[
-        bool, typer.Option("--list", help="Print the available audit runners and exit.")
-    ] = False,
-    delta: Annotated[
-        float | None, typer.Option("--delta", help="Claimed δ (default: the mechanism's).")
-    ] = None,
-    runs: Annotated[
-        int | None,
-        typer.Option("--runs", help="Runs per neighbouring dataset (default: the mechanism's)."),
-    ] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the runs.")] = None,
-    n_jobs: Annotated[
-        int | None, typer.Option("--n-jobs", help="Worker processes (default: all cores).")
-    ] = None,
-    json_output: JsonOption = False,
-    method: Annotated[
+        None,
+        "Audit runner, e.g. objective, output, dp-gd, dp-sgd, estimator-dp-sgd, amp, "
+        "adassp, tukey, dual-frank-wolfe (`dperm audit --list` prints every one).",
+    ),
+    "epsilon": Opt(float | None, None, "Claimed ε."),
+    "list_runners": Opt(bool, False, "Print the available audit runners and exit.", "--list"),
+    "delta": Opt(float | None, None, "Claimed δ (default: the mechanism's)."),
+    "runs": Opt(int | None, None, "Runs per neighbouring dataset (default: the mechanism's)."),
+    "seed": Opt(int | None, None, "Seed of the runs."),
+    "n_jobs": Opt(int | None, None, "Worker processes (default: all cores)."),
+    "json_output": JSON,
+    "method": Opt(
         str | None,
-        typer.Option(
-            "--method",
-            help="gdp or clopper-pearson (default: gdp for Gaussian-noise mechanisms).",
-        ),
-    ] = None,
-) -> None:
+        None,
+        "gdp or clopper-pearson (default: gdp for Gaussian-noise mechanisms).",
+    ),
+}
+
+
+@with_options(_OPTIONS)
+def audit_cmd(**options: Any) -> None:
     """Empirical lower bound ε_LB on the ε a mechanism really spends (canary audit)."""
     with one_line_errors():
-        if list_runners:
+        if options.pop("list_runners"):
             from ..audit import available_runners
 
             typer.echo("\n".join(available_runners()))
             return
-        if mechanism is None or epsilon is None:
+        if options["mechanism"] is None or options["epsilon"] is None:
             raise InvalidPrivacyParameter(
                 "dperm audit needs --mechanism NAME and --epsilon EPS (or --list)"
             )
-        result = audit_command(
-            mechanism, epsilon, delta, runs, seed, n_jobs, json_output, method=method
-        )
-    typer.echo(render(result, json_output=json_output))
+        result = audit_command(**options)
+    typer.echo(render(result, json_output=options["json_output"]))

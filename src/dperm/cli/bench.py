@@ -9,12 +9,12 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Any
 
 import typer
 
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter
-from ._common import one_line_errors
+from ._common import Opt, one_line_errors, with_options
 
 __all__ = ["bench_cmd", "bench_command", "parse_floats", "parse_list"]
 
@@ -122,51 +122,33 @@ def bench_command(
     return (Path(out) / "results.md").read_text() + f"\nOutputs written to {Path(out)}/\n"
 
 
-def bench_cmd(
-    datasets: Annotated[
+#: the options of ``dperm bench``, in the order of ``--help``
+_OPTIONS = {
+    "datasets": Opt(
         str | None,
-        typer.Option(
-            "--datasets",
-            help="Comma-separated: adult,kddcup99,mnist,synthetic-l,synthetic-h (default: "
-            "those present).",
-        ),
-    ] = None,
-    epsilons: Annotated[str, typer.Option("--epsilons", help="Comma-separated ε values.")] = (
-        "0.1,1"
+        None,
+        "Comma-separated: adult,kddcup99,mnist,synthetic-l,synthetic-h (default: those present).",
     ),
-    algorithms: Annotated[
+    "epsilons": Opt(str, "0.1,1", "Comma-separated ε values."),
+    "algorithms": Opt(
         str | None,
-        typer.Option(
-            "--algorithms",
-            help="Comma-separated: non-private, registered mechanisms, tuned variants, peers "
-            "(default: the published comparison plus dperm's other classifiers).",
-        ),
-    ] = None,
-    repeats: Annotated[int, typer.Option("--repeats", help="Private fits per cell.")] = 3,
-    protocol: Annotated[
-        str,
-        typer.Option("--protocol", help="honest (defaults) | paper (non-private tuning)."),
-    ] = "honest",
-    data_home: Annotated[
-        Path | None, typer.Option("--data-home", help="Folder of the real data.")
-    ] = None,
-    out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
-    no_progress: Annotated[
-        bool, typer.Option("--no-progress", help="Hide the progress bar.")
-    ] = False,
-    seed: Annotated[int, typer.Option("--seed", help="Base seed of the fits.")] = 0,
-) -> None:
+        None,
+        "Comma-separated: non-private, registered mechanisms, tuned variants, peers "
+        "(default: the published comparison plus dperm's other classifiers).",
+    ),
+    "repeats": Opt(int, 3, "Private fits per cell."),
+    "protocol": Opt(str, "honest", "honest (defaults) | paper (non-private tuning)."),
+    "data_home": Opt(Path | None, None, "Folder of the real data."),
+    "out": Opt(Path, Path("bench-out"), "Output folder."),
+    "no_progress": Opt(bool, False, "Hide the progress bar."),
+    "seed": Opt(int, 0, "Base seed of the fits."),
+}
+
+
+@with_options(_OPTIONS)
+def bench_cmd(**options: Any) -> None:
     """Benchmark every DP-ERM algorithm against the published comparison (Iyengar et al. 2019)."""
+    progress = not options.pop("no_progress")
     with one_line_errors():
-        text = bench_command(
-            datasets=datasets,
-            epsilons=epsilons,
-            algorithms=algorithms,
-            repeats=repeats,
-            protocol=protocol,
-            data_home=data_home,
-            out=out,
-            progress=not no_progress,
-            seed=seed,
-        )
+        text = bench_command(**options, progress=progress)
     typer.echo(text)

@@ -10,19 +10,12 @@ from __future__ import annotations
 
 import time
 from fractions import Fraction
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from ._common import (
-    AccountantOption,
-    JsonOption,
-    SamplingOption,
-    SamplingRateOption,
-    StepsOption,
-    one_line_errors,
-)
-from .account import account_command, render
+from ._common import JSON, REQUIRED, Opt, one_line_errors, with_options
+from .account import ACCOUNTANT, SAMPLING, SAMPLING_RATE, STEPS, account_command, render
 
 __all__ = ["calibrate_cmd", "calibrate_command"]
 
@@ -96,18 +89,22 @@ def calibrate_command(
     }
 
 
-def calibrate_cmd(
-    epsilon: Annotated[float, typer.Option("--epsilon", help="Target ε.")],
-    delta: Annotated[float, typer.Option("--delta", help="Target δ.")] = 1e-5,
-    sampling_rate: SamplingRateOption = 1.0,
-    steps: StepsOption = 1,
-    accountant: AccountantOption = "rdp",
-    sampling: SamplingOption = "poisson",
-    json_output: JsonOption = False,
-) -> None:
+#: the options of ``dperm calibrate``, in the order of ``--help``
+_OPTIONS = {
+    "epsilon": Opt(float, REQUIRED, "Target ε."),
+    "delta": Opt(float, 1e-5, "Target δ."),
+    "sampling_rate": SAMPLING_RATE,
+    "steps": STEPS,
+    "accountant": ACCOUNTANT,
+    "sampling": SAMPLING,
+    "json_output": JSON,
+}
+
+
+@with_options(_OPTIONS)
+def calibrate_cmd(**options: Any) -> None:
     """Smallest noise multiplier making `steps` Gaussian releases (ε, δ)-DP."""
+    json_output = options.pop("json_output")
     with one_line_errors():
-        result = calibrate_command(
-            epsilon, delta, sampling_rate, steps, accountant, sampling=sampling
-        )
+        result = calibrate_command(**options)
     typer.echo(render(result, json_output=json_output))

@@ -22,13 +22,33 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from ..exceptions import DpermError, InvalidPrivacyParameter, UnknownNameError
-from ._common import JsonOption, json_safe, one_line_errors, show_warning_one_line, step
-from ._fit_inputs import check_ledger, dask_scheduler, load_data, open_ledger
+from ..exceptions import (
+    DpermError,
+    InvalidPrivacyParameter,
+    PrivacyLeakWarning,
+    UnknownNameError,
+)
+from ._common import (
+    JSON,
+    Opt,
+    json_safe,
+    one_line_errors,
+    show_warning_one_line,
+    step,
+    with_options,
+)
+from ._fit_inputs import (
+    check_ledger,
+    dask_scheduler,
+    load_dask_dataset,
+    open_ledger,
+    parse_bounds,
+    parse_categories,
+)
 from ._fit_report import NON_PRIVATE_KEYS, measure, print_fit_table
 
 __all__ = ["FIT_KEYS", "NON_PRIVATE_KEYS", "fit_command", "run_fit"]
@@ -157,6 +177,8 @@ def run_fit(
     DpermError
         Any validation error (unknown dataset or model, missing file, bad ε, …).
     """
+    from .. import datasets
+
     # step timings are for a person at a terminal; piped/captured stderr keeps one line per error
     verbose_steps = (progress or notes) and sys.stderr.isatty()
     from .._validation import check_delta, check_epsilon
@@ -170,21 +192,48 @@ def run_fit(
         raise ModelFileError(f"--save: folder {str(Path(save).parent)!r} does not exist")
     ledger_path = None if ledger is None else Path(ledger)
     book = None if ledger_path is None else open_ledger(ledger_path, ledger_epsilon, ledger_delta)
-    ds, bounds_from_data = load_data(
-        dataset=dataset,
-        data_home=data_home,
-        csv=csv,
-        target=target,
-        allow_data_bounds=allow_data_bounds,
-        parquet=parquet,
-        csv_dir=csv_dir,
-        positive_label=positive_label,
-        bounds=bounds,
-        categories=categories,
-        task=task,
-        label_bound=label_bound,
-        verbose=verbose_steps,
-    )
+    bounds_from_data = False
+    if parquet is not None or csv_dir is not None:  # Dask (docs/cluster.md): never gathered
+        if dataset is not None or csv is not None or (parquet and csv_dir) or allow_data_bounds:
+            raise InvalidPrivacyParameter(
+                "give one of --dataset, --csv, --parquet, --csv-dir; --allow-data-bounds is "
+                "not available with --parquet/--csv-dir (bounds must be public)"
+            )
+        fmt = "parquet" if parquet is not None else "csv"
+        ds = load_dask_dataset(
+            parquet or csv_dir, fmt, target, bounds, categories, task, label_bound, positive_label
+        )
+    elif csv is not None:
+        if dataset is not None:
+            raise InvalidPrivacyParameter("give either --dataset or --csv, not both")
+        if target is None:
+            raise InvalidPrivacyParameter("--csv needs --target COLUMN (the label column)")
+        bounds_map = bounds if isinstance(bounds, dict) else parse_bounds(bounds)
+        cats_map = categories if isinstance(categories, dict) else parse_categories(categories)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ds = datasets.load_csv(
+                csv,
+                target,
+                bounds=bounds_map,
+                categories=cats_map,
+                categorical=list(cats_map) or None,
+                task=task,
+                label_bound=label_bound,
+                allow_data_bounds=allow_data_bounds,
+            )
+        for w in caught:  # re-emit; a leak warning at load time means data bounds
+            bounds_from_data |= issubclass(w.category, PrivacyLeakWarning)
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    else:
+        if target is not None or bounds or categories or task is not None:
+            raise InvalidPrivacyParameter(
+                "--target, --bounds, --categories and --task are only used with --csv"
+            )
+        with step(f"loading {dataset or datasets.DEFAULT_DATASET}", verbose_steps):
+            ds = datasets.load(dataset or datasets.DEFAULT_DATASET, data_home)
+        if label_bound is not None:
+            raise InvalidPrivacyParameter("--label-bound is only used with --csv")
     if data_norm is None:
         data_norm = ds.row_norm_bound
         if not math.isfinite(data_norm):
@@ -279,182 +328,76 @@ def _save_model(est, path: Path, bounds_from_data: bool = False) -> dict[str, st
     return {"saved_model": str(path), "privacy_statement": str(statement_path)}
 
 
-def fit_command(
-    dataset: Annotated[
+#: the options of ``dperm fit``, in the order of ``--help``
+_OPTIONS = {
+    "dataset": Opt(
+        str | None, None, "Built-in dataset (default breast-cancer); see dperm.datasets."
+    ),
+    "data_home": Opt(Path | None, None, "Folder with the data files (default $DPERM_DATA_HOME)."),
+    "csv": Opt(Path | None, None, "Fit on a CSV (or .parquet) file instead."),
+    "target": Opt(str | None, None, "Label column of --csv."),
+    "allow_data_bounds": Opt(bool, False, "CSV: read missing bounds from the data (LEAKS)."),
+    "parquet": Opt(Path | None, None, "Fit with Dask on a Parquet directory (docs/cluster.md)."),
+    "csv_dir": Opt(Path | None, None, "Fit with Dask on a directory (or glob) of CSV files."),
+    "positive_label": Opt(str | None, None, "--parquet/--csv-dir: target value mapped to +1."),
+    "scheduler": Opt(
+        str | None, None, "Dask scheduler: local (a LocalCluster) or ADDRESS (tcp://…)."
+    ),
+    "model": Opt(str | None, None, "logistic | svm | linear (default: linear for regression)"),
+    "mechanism": Opt(
         str | None,
-        typer.Option(
-            "--dataset", help="Built-in dataset (default breast-cancer); see dperm.datasets."
-        ),
-    ] = None,
-    data_home: Annotated[
-        Path | None,
-        typer.Option("--data-home", help="Folder with the data files (default $DPERM_DATA_HOME)."),
-    ] = None,
-    csv: Annotated[
-        Path | None, typer.Option("--csv", help="Fit on a CSV (or .parquet) file instead.")
-    ] = None,
-    target: Annotated[str | None, typer.Option("--target", help="Label column of --csv.")] = None,
-    allow_data_bounds: Annotated[
-        bool,
-        typer.Option("--allow-data-bounds", help="CSV: read missing bounds from the data (LEAKS)."),
-    ] = False,
-    parquet: Annotated[
-        Path | None,
-        typer.Option("--parquet", help="Fit with Dask on a Parquet directory (docs/cluster.md)."),
-    ] = None,
-    csv_dir: Annotated[
-        Path | None,
-        typer.Option("--csv-dir", help="Fit with Dask on a directory (or glob) of CSV files."),
-    ] = None,
-    positive_label: Annotated[
-        str | None,
-        typer.Option("--positive-label", help="--parquet/--csv-dir: target value mapped to +1."),
-    ] = None,
-    scheduler: Annotated[
-        str | None,
-        typer.Option(
-            "--scheduler", help="Dask scheduler: local (a LocalCluster) or ADDRESS (tcp://…)."
-        ),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", help="logistic | svm | linear (default: linear for regression)"),
-    ] = None,
-    mechanism: Annotated[
-        str | None,
-        typer.Option(
-            "--mechanism",
-            help="objective | output | dp-sgd | any registered mechanism "
-            "(default: the estimator's: objective; adassp for regression)",
-        ),
-    ] = None,
-    epsilon: Annotated[float, typer.Option("--epsilon", help="Privacy budget ε.")] = 1.0,
-    delta: Annotated[
-        float | None,
-        typer.Option("--delta", help="δ (default 1/n², n = training rows; 0 = pure ε-DP)."),
-    ] = None,
-    data_norm: Annotated[
-        float | None,
-        typer.Option("--data-norm", help="Row ℓ2 bound (default: the dataset's public bound)."),
-    ] = None,
-    constraint_radius: Annotated[
-        float | None,
-        typer.Option(
-            "--constraint-radius",
-            help="Radius of the constraint set (default: the estimator's public rule).",
-        ),
-    ] = None,
-    constraint: Annotated[
-        str | None,
-        typer.Option("--constraint", help="l2 | l1 | box | none: fit θ inside this set."),
-    ] = None,
-    penalty: Annotated[
-        str | None, typer.Option("--penalty", help="l2 (default) | l1 | elasticnet | none")
-    ] = None,
-    alpha: Annotated[
-        float | None,
-        typer.Option("--alpha", help="Regularization strength Λ (default: the public rule)."),
-    ] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the privacy noise.")] = None,
-    save: Annotated[
-        Path | None,
-        typer.Option("--save", help="Write the model (dperm.load) and PATH.privacy.txt."),
-    ] = None,
-    json_output: JsonOption = False,
-    tune: Annotated[
-        bool,
-        typer.Option("--tune", help="Select Λ privately; ε, δ cover the whole search."),
-    ] = False,
-    bounds: Annotated[
+        None,
+        "objective | output | dp-sgd | any registered mechanism "
+        "(default: the estimator's: objective; adassp for regression)",
+    ),
+    "epsilon": Opt(float, 1.0, "Privacy budget ε."),
+    "delta": Opt(float | None, None, "δ (default 1/n², n = training rows; 0 = pure ε-DP)."),
+    "data_norm": Opt(float | None, None, "Row ℓ2 bound (default: the dataset's public bound)."),
+    "constraint_radius": Opt(
+        float | None, None, "Radius of the constraint set (default: the estimator's public rule)."
+    ),
+    "constraint": Opt(str | None, None, "l2 | l1 | box | none: fit θ inside this set."),
+    "penalty": Opt(str | None, None, "l2 (default) | l1 | elasticnet | none"),
+    "alpha": Opt(float | None, None, "Regularization strength Λ (default: the public rule)."),
+    "seed": Opt(int | None, None, "Seed of the privacy noise."),
+    "save": Opt(Path | None, None, "Write the model (dperm.load) and PATH.privacy.txt."),
+    "json_output": JSON,
+    "tune": Opt(bool, False, "Select Λ privately; ε, δ cover the whole search."),
+    "bounds": Opt(
         list[str] | None,
-        typer.Option(
-            "--bounds", help="Public bounds: a JSON file {col: [lo, hi]} or col=lo:hi (repeat)."
-        ),
-    ] = None,
-    categories: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--categories", help="Public categories: a JSON file {col: [...]} or col=a,b,c."
-        ),
-    ] = None,
-    label_bound: Annotated[
-        float | None,
-        typer.Option("--label-bound", help="CSV regression: public bound B on |y|."),
-    ] = None,
-    task: Annotated[
-        str | None,
-        typer.Option("--task", help="CSV: binary | multiclass | regression (default: inferred)."),
-    ] = None,
-    multi_class: Annotated[
-        str | None, typer.Option("--multi-class", help="ovr | multinomial (dp-sgd).")
-    ] = None,
-    batch_size: Annotated[
-        int | None, typer.Option("--batch-size", help="DP-SGD expected batch size.")
-    ] = None,
-    epochs: Annotated[int | None, typer.Option("--epochs", help="DP-SGD/DP-GD epochs.")] = None,
-    learning_rate: Annotated[
-        float | None, typer.Option("--learning-rate", help="DP-SGD/DP-GD step size.")
-    ] = None,
-    ledger: Annotated[
-        Path | None,
-        typer.Option("--ledger", help="JSON ledger spent across runs; refuses overspend."),
-    ] = None,
-    ledger_epsilon: Annotated[
-        float | None, typer.Option("--ledger-epsilon", help="Budget ε of a new --ledger.")
-    ] = None,
-    ledger_delta: Annotated[
-        float | None, typer.Option("--ledger-delta", help="Budget δ of a new --ledger (1e-5).")
-    ] = None,
-    no_reference: Annotated[
-        bool,
-        typer.Option("--no-reference", help="Skip the non-private reference fit."),
-    ] = False,
-) -> None:
+        None,
+        "Public bounds: a JSON file {col: [lo, hi]} or col=lo:hi (repeat).",
+    ),
+    "categories": Opt(
+        list[str] | None, None, "Public categories: a JSON file {col: [...]} or col=a,b,c."
+    ),
+    "label_bound": Opt(float | None, None, "CSV regression: public bound B on |y|."),
+    "task": Opt(str | None, None, "CSV: binary | multiclass | regression (default: inferred)."),
+    "multi_class": Opt(str | None, None, "ovr | multinomial (dp-sgd)."),
+    "batch_size": Opt(int | None, None, "DP-SGD expected batch size."),
+    "epochs": Opt(int | None, None, "DP-SGD/DP-GD epochs."),
+    "learning_rate": Opt(float | None, None, "DP-SGD/DP-GD step size."),
+    "ledger": Opt(Path | None, None, "JSON ledger spent across runs; refuses overspend."),
+    "ledger_epsilon": Opt(float | None, None, "Budget ε of a new --ledger."),
+    "ledger_delta": Opt(float | None, None, "Budget δ of a new --ledger (1e-5)."),
+    "no_reference": Opt(bool, False, "Skip the non-private reference fit."),
+}
+
+
+@with_options(_OPTIONS)
+def fit_command(**options: Any) -> None:
     """Fit a private model and report privacy spent and utility."""
+    json_output, save = options.pop("json_output"), options["save"]
+    reference = not options.pop("no_reference")
     with (
         one_line_errors(),
         warnings.catch_warnings(record=True) as caught,
-        dask_scheduler(scheduler),
+        dask_scheduler(options.pop("scheduler")),
     ):
         # warnings (e.g. rows clipped) become one stderr line each, never stdout,
         # printed after a successful fit only: a failed one prints its error alone
         warnings.simplefilter("always")
-        result = run_fit(
-            dataset=dataset,
-            data_home=data_home,
-            csv=csv,
-            target=target,
-            allow_data_bounds=allow_data_bounds,
-            parquet=parquet,
-            csv_dir=csv_dir,
-            positive_label=positive_label,
-            model=model,
-            mechanism=mechanism,
-            epsilon=epsilon,
-            delta=delta,
-            data_norm=data_norm,
-            constraint_radius=constraint_radius,
-            constraint=constraint,
-            penalty=penalty,
-            alpha=alpha,
-            seed=seed,
-            progress=not json_output,
-            save=save,
-            tune=tune,
-            bounds=bounds,
-            categories=categories,
-            label_bound=label_bound,
-            task=task,
-            multi_class=multi_class,
-            batch_size=batch_size,
-            epochs=epochs,
-            learning_rate=learning_rate,
-            ledger=ledger,
-            ledger_epsilon=ledger_epsilon,
-            ledger_delta=ledger_delta,
-            reference=not no_reference,
-            notes=True,
-        )
+        result = run_fit(**options, progress=not json_output, reference=reference, notes=True)
     for w in caught:
         show_warning_one_line(w.message, w.category, w.filename, w.lineno)
     if json_output:
