@@ -598,11 +598,12 @@ class DPLinearModelBase(BaseEstimator):
 
         What is protected (one record, under which neighbouring relation), ε
         and δ, the mechanism and its theorem or accountant, the public bounds
-        assumed, and what is not covered; see :func:`dperm.io.privacy_statement`.
+        assumed, and what is not covered: :func:`dperm.statement.estimator_statement`
+        (the text :func:`dperm.io.save` writes into the model file).
         """
-        from ..io import privacy_statement
+        from ..statement import estimator_statement
 
-        return privacy_statement(self)
+        return estimator_statement(self)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
