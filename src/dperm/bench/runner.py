@@ -196,8 +196,8 @@ class _ExcessRisk:
         self._cache: dict[tuple, float] = {}
 
     def __call__(self, key, model, X, y) -> float:
-        from ..solvers import minimize, objective_value
-        from ..utility import objective_problems
+        from ..solvers import objective_value
+        from ..utility import _solve_reference, objective_problems
 
         gaps = []
         for k, p in enumerate(objective_problems(model, X, y)):
@@ -209,18 +209,8 @@ class _ExcessRisk:
                 repr(p["regularizer"]),
                 repr(p["constraint"]),
             )
-            if ck not in self._cache:
-                ref = minimize(
-                    p["loss"],
-                    p["X"],
-                    p["y"],
-                    l2=p["l2"],
-                    regularizer=p["regularizer"],
-                    constraint=p["constraint"],
-                    tol=self.tol,
-                    max_iter=self.max_iter,
-                )
-                self._cache[ck] = ref.objective
+            if ck not in self._cache:  # the non-private reference, solved once per problem
+                self._cache[ck] = _solve_reference(p, self.tol, self.max_iter).objective
             j = objective_value(
                 p["loss"], p["theta"], p["X"], p["y"], l2=p["l2"], regularizer=p["regularizer"]
             )
