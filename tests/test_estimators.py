@@ -33,6 +33,8 @@ YES_NO = ["no", "yes"]  # the public label set of the `blobs` data
 
 
 # ----------------------------------------------------------------------------- sklearn contract
+# (the regressors' contract, DPLinearRegression's ERM path included, is checked in
+# test_regression_estimators.py)
 # A private estimator is randomized; the checks fix random_state (set_random_state)
 # and a large ε keeps the accuracy checks meaningful.  The checks' toy data exceed
 # data_norm, so rows are clipped (ClippingWarning, expected).
@@ -41,15 +43,6 @@ YES_NO = ["no", "yes"]  # the public label set of the `blobs` data
         DPLogisticRegression(epsilon=1e6, random_state=0),
         DPLinearSVC(epsilon=1e6, random_state=0),
         DPLinearSVC(epsilon=1e6, mechanism="output", delta=0.0, alpha=1e-3, random_state=0),
-        DPLinearRegression(  # the objective-perturbation path (the ERM mechanisms)
-            mechanism="objective",
-            epsilon=1e15,
-            alpha=1e-2,
-            label_bound=1e3,
-            data_norm=10.0,
-            constraint_radius=1e3,
-            random_state=0,
-        ),
     ],
     expected_failed_checks=sklearn_expected_failed_checks,
 )

@@ -26,7 +26,8 @@ from dperm.losses import Huber, get_loss
 # ----------------------------------------------------------------------------- sklearn contract
 # Randomized estimators: the checks fix random_state; a huge ε keeps the accuracy
 # checks meaningful; the checks' toy data exceed data_norm (rows are clipped).
-# The objective-perturbation paths: a tight solver tolerance, a wide public domain.
+# The objective-perturbation paths (the ERM mechanisms): a tight solver tolerance, a
+# wide public domain.
 _ERM = dict(
     epsilon=1e15,
     alpha=1e-3,
@@ -45,6 +46,7 @@ _ERM = dict(
         DPLasso(
             epsilon=1e9, label_bound=1e3, data_norm=10.0, constraint_radius=50.0, random_state=0
         ),
+        DPLinearRegression(mechanism="objective", **_ERM),
         DPLasso(mechanism="objective", **_ERM),
         DPElasticNet(**_ERM),
         DPQuantileRegressor(epsilon=1e9, label_bound=1e2, data_norm=10.0, random_state=0),

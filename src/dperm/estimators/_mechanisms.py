@@ -362,25 +362,33 @@ def _gradient_common(estimator) -> dict:
     }
 
 
-def _dp_gd_fit(estimator, loss, X, y, epsilon, delta, rng, *, calibration, **extra):
-    """:func:`dperm.algorithms.dp_gd.fit`, replace-one (n public, like every
-    estimator): ``epochs`` = number of full-batch steps, ``accountant`` the
-    calibration (default ``calibration``)."""
-    from ..algorithms import dp_gd
-
-    return dp_gd.fit(
+def _gradient_fit(fit, estimator, loss, X, y, epsilon, delta, rng, **settings):
+    """``fit`` of a gradient-perturbation algorithm under the estimators' guarantee,
+    replace-one (n public), with the estimator's hyperparameters and ``settings``."""
+    return fit(
         loss,
         X,
         y,
         epsilon=epsilon,
         delta=delta,
         neighbouring="replace-one",
-        steps=getattr(estimator, "epochs", None),
-        calibration=getattr(estimator, "accountant", None) or calibration,
         random_state=rng,
-        **extra,
+        **settings,
         **_gradient_common(estimator),
     )
+
+
+def _dp_gd_fit(estimator, loss, X, y, epsilon, delta, rng, *, calibration, **extra):
+    """:func:`dperm.algorithms.dp_gd.fit`: ``epochs`` = number of full-batch steps,
+    ``accountant`` the calibration (default ``calibration``)."""
+    from ..algorithms import dp_gd
+
+    settings = dict(
+        steps=getattr(estimator, "epochs", None),
+        calibration=getattr(estimator, "accountant", None) or calibration,
+        **extra,
+    )
+    return _gradient_fit(dp_gd.fit, estimator, loss, X, y, epsilon, delta, rng, **settings)
 
 
 def _dp_gd_adapter(estimator, loss, X, y, epsilon, delta, rng):
@@ -418,20 +426,13 @@ def _dp_sgd_adapter(estimator, loss, X, y, epsilon, delta, rng):
     from ..algorithms import dp_sgd
 
     accountant = getattr(estimator, "accountant", None) or "pld"
-    return dp_sgd.fit(
-        loss,
-        X,
-        y,
-        epsilon=epsilon,
-        delta=delta,
-        neighbouring="replace-one",
+    settings = dict(
         sampling="without_replacement" if accountant == "rdp" else "poisson",
         epochs=getattr(estimator, "epochs", None),
         batch_size=getattr(estimator, "batch_size", None),
         accountant=accountant,
-        random_state=rng,
-        **_gradient_common(estimator),
     )
+    return _gradient_fit(dp_sgd.fit, estimator, loss, X, y, epsilon, delta, rng, **settings)
 
 
 def _dp_sgd_single_adapter(estimator, loss, X, y, epsilon, delta, rng):
@@ -439,18 +440,12 @@ def _dp_sgd_single_adapter(estimator, loss, X, y, epsilon, delta, rng):
     replace-one; accounted by RDP (the only accountant with its event)."""
     from ..algorithms import dp_sgd
 
-    return dp_sgd.fit_single_sample(
-        loss,
-        X,
-        y,
-        epsilon=epsilon,
-        delta=delta,
-        neighbouring="replace-one",
+    fit = dp_sgd.fit_single_sample
+    settings = dict(
         epochs=getattr(estimator, "epochs", None),
         accountant=getattr(estimator, "accountant", None),
-        random_state=rng,
-        **_gradient_common(estimator),
     )
+    return _gradient_fit(fit, estimator, loss, X, y, epsilon, delta, rng, **settings)
 
 
 # No ℓ2 term by default: clipping (not strong convexity) bounds the sensitivity.
@@ -462,7 +457,6 @@ register_mechanism("dp-sgd-single", _dp_sgd_single_adapter, default_alpha=_no_ri
 
 # ------------------------------------------------ AMP, AMP-NT, bolt-on SGD (issue #5)
 def _only_l2_penalty(estimator, name: str) -> None:
-
     if estimator.regularizer_ is not None or estimator.penalty != "l2":
         raise InvalidPrivacyParameter(
             f"mechanism {name!r} supports only penalty='l2' (its privacy proof needs the "
