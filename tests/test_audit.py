@@ -456,7 +456,7 @@ def test_audit_unknown_mechanism_and_relation():
 
 # ----------------------------------------------------------------------------- CLI back end
 def test_audit_command_and_render():
-    from dperm._cli_audit import audit_command, render
+    from dperm.cli.audit import audit_command, render
 
     out = audit_command("laplace", 1.0, None, 40, 0, 1, True)
     assert out["mechanism"] == "laplace" and out["runs"] == 40 and out["seed"] == 0

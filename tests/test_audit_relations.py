@@ -321,7 +321,7 @@ def test_public_label_set_is_not_refuted_on_the_same_pair():
 
 # ============================================================================ CLI
 def test_cli_audit_reports_both_bounds_the_relation_and_the_method():
-    from dperm._cli_audit import audit_command, render
+    from dperm.cli.audit import audit_command, render
 
     out = audit_command("gaussian", 1.0, None, 400, 3, 1, True)
     payload = json.loads(render(out, json_output=True))

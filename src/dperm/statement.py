@@ -33,7 +33,7 @@ from .accounting.events import (
     NoOp,
     PureEpsilon,
 )
-from .exceptions import InvalidDataError
+from .exceptions import ModelFileError
 
 __all__ = [
     "ACCOUNTANT_TEXTS",
@@ -48,15 +48,6 @@ __all__ = [
     "public_bounds",
     "relation_text",
 ]
-
-
-class ModelFileError(InvalidDataError):
-    """A model file (or a model to save) that dperm refuses: not a dperm model
-    archive, a newer format, a class outside the allow-list, a parameter or an
-    array that is not plain data (e.g. a pickled object).
-
-    Re-exported by :mod:`dperm.io`; defined here because a statement refuses a
-    model whose ``privacy_caveats_`` are not text."""
 
 
 #: parameters that are public bounds or public choices the guarantee relies on

@@ -53,7 +53,7 @@ import numpy as np
 
 from .._validation import check_nonnegative, check_positive
 from ..accounting.events import ADD_REMOVE, NEIGHBOURING_RELATIONS, REPLACE_ONE
-from ..design import Design, as_design, clip_factors
+from ..design import Design, as_design, check_X_y, clip_factors
 from ..design import blas_controller as _blas_controller
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
 from ..sampling import (
@@ -479,8 +479,6 @@ def prepare_data(loss, X, y, data_norm, per_example_grad, n_classes=None):
     n_classes : int or None
         k for a multi-class loss.
     """
-    from .._validation import check_X_y
-
     X = as_design(X, data_norm)  # validates X; clipping reads the row norms (one pass)
     X, y = check_X_y(X, y)
     k = None

@@ -42,13 +42,13 @@ was read off the training labels the statement says so.
 
 Modules: :mod:`dperm.io._format` (the layout, the allow-lists, the plain-data encoding),
 ``_save``, ``_load`` and ``_statement`` (the allow-list check before the text of
-:mod:`dperm.statement`).  :class:`ModelFileError` is defined in :mod:`dperm.statement`
-(a statement refuses malformed caveats) and re-exported here.
+:mod:`dperm.statement`).  :class:`ModelFileError` is defined in :mod:`dperm.exceptions`
+and re-exported here.
 """
 
 from __future__ import annotations
 
-from ..statement import ModelFileError
+from ..exceptions import ModelFileError
 from ._format import _SAVED_ATTRIBUTES as _SAVED_ATTRIBUTES  # the allow-list (tests read it)
 from ._format import FORMAT_VERSION
 from ._format import _allowed_classes as _allowed_classes

@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ..exceptions import DpermError
-from ..statement import ModelFileError
+from ..exceptions import DpermError, ModelFileError
 from ..statement import json_value as _json_value
 
 #: version of the file layout written by :func:`save` (2: pipelines and norm penalties;

@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..accounting.events import event_from_dict
-from ..exceptions import DpermError
-from ..statement import ModelFileError
+from ..exceptions import DpermError, ModelFileError
 from ..statement import caveats as _caveats
 from ._format import (
     _FORMAT_NAME,

@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ..accounting.events import REPLACE_ONE, DpEvent
-from ..statement import ModelFileError
+from ..exceptions import ModelFileError
 from ..statement import caveats as _caveats
 from ..statement import public_bounds as _public_bounds
 from ._format import (
