@@ -116,6 +116,8 @@ def public_size(neighbouring: str, dataset_size: int | None, n_rows: int, needed
 
 
 def chunks(total: int, size: int) -> Iterator[int]:
+    """Sizes of the consecutive chunks of ``total`` items, ``size`` at most each
+    (the last may be smaller): how many steps' random numbers are drawn per call."""
     left = total
     while left > 0:
         c = min(size, left)

@@ -119,6 +119,8 @@ def measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose) -
 
 
 def print_fit_table(result: dict[str, Any]) -> None:
+    """Print the result of ``dperm fit`` (the dict of :func:`run_fit`) as a table; the
+    keys computed from the training data without noise are marked "(not private)"."""
     from rich.console import Console
     from rich.table import Table
 
