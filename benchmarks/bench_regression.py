@@ -16,7 +16,7 @@ noise seeds on the loader's fixed split:
   ``tukey`` (Amin et al. 2023; bound-free; ⊥ = the zero model when its test fails);
 * the named regressors at their defaults with the public B: ``DPHuberRegressor``
   (objective perturbation, threshold h = 1), ``DPQuantileRegressor`` (median,
-  ``label_scale`` = B), ``DPElasticNet`` (objective), ``DPLasso`` (Frank-Wolfe);
+  ``label_bound`` = B), ``DPElasticNet`` (objective), ``DPLasso`` (Frank-Wolfe);
 * scikit-learn ``LinearRegression`` (non-private reference);
 * diffprivlib's ``LinearRegression`` (pure ε, public bounds: every feature in
   [−1/√d, 1/√d], y in [−B, B]), run **in its own environment**: diffprivlib 0.6.6 does not
@@ -71,7 +71,7 @@ def _estimators(eps: float, delta: float, ds) -> dict:
     }
     out["DPHuberRegressor(objective)"] = lambda s: DPHuberRegressor(random_state=s, **common)
     out["DPQuantileRegressor(dp-gd-avg)"] = lambda s: DPQuantileRegressor(
-        label_scale=B, random_state=s, **common
+        label_bound=B, random_state=s, **common
     )
     out["DPElasticNet(objective)"] = lambda s: DPElasticNet(label_bound=B, random_state=s, **common)
     out["DPLasso(frank-wolfe)"] = lambda s: DPLasso(label_bound=B, random_state=s, **common)

@@ -60,3 +60,48 @@ def rng():
     import numpy as np
 
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="session")
+def neighbour_shift():
+    """``neighbour_shift(loss, X, y, *, l2, regularizer=None, tol, every)``: the largest
+    ‖θ̂(D′) − θ̂(D)‖₂ of the exact minimizer of the mean loss + (l2/2)‖θ‖² + r(θ) over the
+    replace-one neighbours D′ that put the adversarial record (−xᵢ/‖xᵢ‖, −yᵢ) in place of
+    row i, for every ``every``-th row: what output perturbation's 2L/(nΛ) must bound."""
+    import numpy as np
+
+    from dperm.solvers import minimize
+
+    def shift(loss, X, y, *, l2, regularizer=None, tol, every):
+        base = minimize(loss, X, y, l2=l2, regularizer=regularizer, tol=tol).theta
+        worst = 0.0
+        for i in range(0, X.shape[0], every):
+            Xp, yp = X.copy(), y.copy()
+            Xp[i] = -X[i] / np.linalg.norm(X[i])
+            yp[i] = -y[i]
+            other = minimize(loss, Xp, yp, l2=l2, regularizer=regularizer, tol=tol).theta
+            worst = max(worst, float(np.linalg.norm(other - base)))
+        return worst
+
+    return shift
+
+
+@pytest.fixture(scope="session")
+def exponential_mechanism_pvalue():
+    """``exponential_mechanism_pvalue(draw, logits, runs, seed)``: the chi-square p-value
+    of the counts of ``runs`` indices drawn by ``draw(gen)`` (one generator seeded
+    ``seed`` for all the draws) against the law P(j) ∝ exp(logits_j)."""
+    import numpy as np
+    from scipy import stats
+
+    def pvalue(draw, logits, runs: int, seed: int) -> float:
+        logits = np.asarray(logits, dtype=float)
+        p = np.exp(logits - logits.max())
+        p /= p.sum()
+        gen = np.random.default_rng(seed)
+        counts = np.zeros(p.size)
+        for _ in range(runs):
+            counts[draw(gen)] += 1
+        return float(stats.chisquare(counts, runs * p).pvalue)
+
+    return pvalue

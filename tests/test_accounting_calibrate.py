@@ -7,18 +7,13 @@ import math
 import pytest
 
 from dperm.accounting import (
-    Gaussian,
-    Laplace,
-    PoissonSampled,
-    PureEpsilon,
     RdpAccountant,
-    SampledWithoutReplacement,
-    SelfComposed,
     calibrate_gaussian,
     calibrate_noise,
     epsilon_spent,
     get_accountant,
 )
+from dperm.accounting import events as ev
 from dperm.exceptions import InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
 
 #: add/remove-one: the relation of the classical Poisson-subsampled analysis
@@ -36,17 +31,18 @@ AR = "add-remove"
 )
 def test_rdp_round_trip_epsilon_sigma_epsilon(epsilon, delta, steps, q):
     sigma = calibrate_gaussian(epsilon, delta, steps=steps, sampling_rate=q)
-    ev = SelfComposed(
-        PoissonSampled(q, Gaussian(sigma, neighbouring=AR)) if q < 1 else Gaussian(sigma), steps
+    event = ev.SelfComposed(
+        ev.PoissonSampled(q, ev.Gaussian(sigma, neighbouring=AR)) if q < 1 else ev.Gaussian(sigma),
+        steps,
     )
-    got = epsilon_spent(ev, delta)
+    got = epsilon_spent(event, delta)
     assert got <= epsilon  # always meets the target
     assert got == pytest.approx(epsilon, rel=1e-3)  # and is tight
     # slightly less noise no longer meets the target
-    ev_less = SelfComposed(
-        PoissonSampled(q, Gaussian(sigma * (1 - 2e-4), neighbouring=AR))
+    ev_less = ev.SelfComposed(
+        ev.PoissonSampled(q, ev.Gaussian(sigma * (1 - 2e-4), neighbouring=AR))
         if q < 1
-        else Gaussian(sigma * (1 - 2e-4)),
+        else ev.Gaussian(sigma * (1 - 2e-4)),
         steps,
     )
     assert epsilon_spent(ev_less, delta) > epsilon
@@ -62,9 +58,9 @@ def test_pld_calibration_needs_less_noise_than_rdp():
         **kw,
     )
     assert s_pld < s_rdp
-    ev = SelfComposed(PoissonSampled(0.01, Gaussian(s_pld, neighbouring=AR)), 2000)
+    event = ev.SelfComposed(ev.PoissonSampled(0.01, ev.Gaussian(s_pld, neighbouring=AR)), 2000)
     pld = get_accountant("pld", value_discretization_interval=1e-3, neighbouring=AR)
-    assert pld.compose(ev).get_epsilon(1e-5) <= 2.0
+    assert pld.compose(event).get_epsilon(1e-5) <= 2.0
 
 
 def test_without_replacement_calibration():
@@ -76,8 +72,8 @@ def test_without_replacement_calibration():
         sampling="without_replacement",
         population_size=1000,
     )
-    ev = SelfComposed(SampledWithoutReplacement(20, 1000, Gaussian(sigma)), 500)
-    assert epsilon_spent(ev, 1e-5) <= 2.0
+    event = ev.SelfComposed(ev.SampledWithoutReplacement(20, 1000, ev.Gaussian(sigma)), 500)
+    assert epsilon_spent(event, 1e-5) <= 2.0
     with pytest.raises(InvalidPrivacyParameter, match="population_size"):
         calibrate_gaussian(2.0, 1e-5, sampling_rate=0.02, sampling="without_replacement")
     with pytest.raises(InvalidPrivacyParameter, match="integer"):
@@ -91,43 +87,45 @@ def test_without_replacement_calibration():
 def test_calibrate_noise_generic_laplace_pure_dp():
     # k Laplace releases under basic composition: b = k/ε exactly
     b = calibrate_noise(
-        lambda x: SelfComposed(Laplace(x), 10), 2.0, 0.0, accountant="basic", rtol=1e-8
+        lambda x: ev.SelfComposed(ev.Laplace(x), 10), 2.0, 0.0, accountant="basic", rtol=1e-8
     )
     assert b == pytest.approx(5.0, rel=1e-7) and b >= 5.0
     # optimal composition needs less noise at δ > 0
-    b_opt = calibrate_noise(lambda x: SelfComposed(Laplace(x), 10), 2.0, 1e-6, accountant="optimal")
+    b_opt = calibrate_noise(
+        lambda x: ev.SelfComposed(ev.Laplace(x), 10), 2.0, 1e-6, accountant="optimal"
+    )
     assert b_opt < b
-    assert epsilon_spent(SelfComposed(Laplace(b_opt), 10), 1e-6, "optimal") <= 2.0
+    assert epsilon_spent(ev.SelfComposed(ev.Laplace(b_opt), 10), 1e-6, "optimal") <= 2.0
 
 
 def test_calibrate_noise_accepts_instances_and_factories():
-    base = RdpAccountant().compose(Gaussian(8.0))  # already spent something
-    x = calibrate_noise(lambda s: Gaussian(s), 1.5, 1e-5, accountant=base)
-    total = base.copy().compose(Gaussian(x)).get_epsilon(1e-5)
+    base = RdpAccountant().compose(ev.Gaussian(8.0))  # already spent something
+    x = calibrate_noise(lambda s: ev.Gaussian(s), 1.5, 1e-5, accountant=base)
+    total = base.copy().compose(ev.Gaussian(x)).get_epsilon(1e-5)
     assert total <= 1.5
     assert len(base.events) == 1  # the instance itself is untouched
-    y = calibrate_noise(lambda s: Gaussian(s), 1.5, 1e-5, accountant=RdpAccountant)
+    y = calibrate_noise(lambda s: ev.Gaussian(s), 1.5, 1e-5, accountant=RdpAccountant)
     assert y < x
     with pytest.raises(InvalidPrivacyParameter, match="accountant"):
-        calibrate_noise(lambda s: Gaussian(s), 1.5, 1e-5, accountant=3)
+        calibrate_noise(lambda s: ev.Gaussian(s), 1.5, 1e-5, accountant=3)
     with pytest.raises(UnknownNameError):
-        calibrate_noise(lambda s: Gaussian(s), 1.5, 1e-5, accountant="moments")
+        calibrate_noise(lambda s: ev.Gaussian(s), 1.5, 1e-5, accountant="moments")
 
 
 def test_calibrate_noise_bounds_and_unreachable_target():
     with pytest.raises(InvalidPrivacyParameter, match=r"epsilon=0\.01"):
-        calibrate_noise(lambda s: Gaussian(s), 0.01, 1e-5, upper=10.0)
+        calibrate_noise(lambda s: ev.Gaussian(s), 0.01, 1e-5, upper=10.0)
     # NonPrivate-like: no noise ever certifies
     with pytest.raises(InvalidPrivacyParameter, match="target"):
-        calibrate_noise(lambda s: PureEpsilon(math.inf), 1.0, 1e-5)
+        calibrate_noise(lambda s: ev.PureEpsilon(math.inf), 1.0, 1e-5)
     # lower already meets the target: it is returned
-    assert calibrate_noise(lambda s: Gaussian(s), 1.0, 1e-5, lower=50.0) == 50.0
+    assert calibrate_noise(lambda s: ev.Gaussian(s), 1.0, 1e-5, lower=50.0) == 50.0
     with pytest.raises(InvalidPrivacyParameter, match="lower"):
-        calibrate_noise(lambda s: Gaussian(s), 1.0, 1e-5, lower=5.0, upper=1.0)
+        calibrate_noise(lambda s: ev.Gaussian(s), 1.0, 1e-5, lower=5.0, upper=1.0)
     with pytest.raises(InvalidPrivacyParameter, match="rtol"):
-        calibrate_noise(lambda s: Gaussian(s), 1.0, 1e-5, rtol=0.0)
+        calibrate_noise(lambda s: ev.Gaussian(s), 1.0, 1e-5, rtol=0.0)
     with pytest.raises(UnsupportedEventError):
-        calibrate_noise(lambda s: Gaussian(s), 1.0, 1e-5, accountant="basic")
+        calibrate_noise(lambda s: ev.Gaussian(s), 1.0, 1e-5, accountant="basic")
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf, "1"])

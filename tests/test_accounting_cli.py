@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from dperm._cli_account import account_command, calibrate_command, render
+from dperm.cli.account import account_command, render
+from dperm.cli.calibrate import calibrate_command
 from dperm.exceptions import InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
 
 ISSUE_EXAMPLE = dict(noise_multiplier=1.1, sampling_rate=0.004, steps=15000, delta=1e-5)

@@ -7,20 +7,11 @@ import math
 import pytest
 
 from dperm.accounting import (
-    Composed,
-    EpsilonDelta,
-    Gaussian,
-    Laplace,
-    NonPrivate,
-    NoOp,
     PldAccountant,
-    PoissonSampled,
-    PureEpsilon,
     RdpAccountant,
-    SampledWithoutReplacement,
-    SelfComposed,
     epsilon_spent,
 )
+from dperm.accounting import events as ev
 from dperm.exceptions import InvalidPrivacyParameter, UnsupportedEventError
 
 #: add/remove-one: the relation of the classical Poisson-subsampled analysis
@@ -35,8 +26,8 @@ def test_matches_dp_accounting_pld():
     theirs.compose(de.PoissonSampledDpEvent(0.01, de.GaussianDpEvent(1.0)), 500)
     theirs.compose(de.LaplaceDpEvent(20.0), 2)
     ours = PldAccountant(value_discretization_interval=1e-3, neighbouring=AR)
-    ours.compose(SelfComposed(PoissonSampled(0.01, Gaussian(1.0, neighbouring=AR)), 500))
-    ours.compose(Laplace(20.0, neighbouring=AR), count=2)
+    ours.compose(ev.SelfComposed(ev.PoissonSampled(0.01, ev.Gaussian(1.0, neighbouring=AR)), 500))
+    ours.compose(ev.Laplace(20.0, neighbouring=AR), count=2)
     assert ours.get_epsilon(1e-5) == pytest.approx(theirs.get_epsilon(1e-5), rel=1e-12)
     assert ours.get_delta(1.0) == pytest.approx(theirs.get_delta(1.0), rel=1e-12)
 
@@ -52,45 +43,47 @@ def test_matches_dp_accounting_pld():
     ],
 )
 def test_pld_epsilon_at_most_rdp(sigma, q, steps, delta):
-    ev = SelfComposed(PoissonSampled(q, Gaussian(sigma, neighbouring=AR)), steps)
-    pld = PldAccountant(1e-3, neighbouring=AR).compose(ev).get_epsilon(delta)
-    rdp = RdpAccountant(neighbouring=AR).compose(ev).get_epsilon(delta)
+    event = ev.SelfComposed(ev.PoissonSampled(q, ev.Gaussian(sigma, neighbouring=AR)), steps)
+    pld = PldAccountant(1e-3, neighbouring=AR).compose(event).get_epsilon(delta)
+    rdp = RdpAccountant(neighbouring=AR).compose(event).get_epsilon(delta)
     assert 0.0 < pld <= rdp
 
 
 def test_pld_supports_and_refusals_leave_state_unchanged():
-    acc = PldAccountant(value_discretization_interval=1e-3).compose(Gaussian(3.0))
+    acc = PldAccountant(value_discretization_interval=1e-3).compose(ev.Gaussian(3.0))
     eps = acc.get_epsilon(1e-6)
-    for ev in (
-        SampledWithoutReplacement(10, 100, Gaussian(1.0)),
-        PoissonSampled(0.1, PureEpsilon(1.0)),
-        PoissonSampled(0.1, Laplace(1.0)),  # no replace-one PLD of a sampled Laplace
-        Composed((Gaussian(1.0), SampledWithoutReplacement(10, 100, Gaussian(1.0)))),
+    for event in (
+        ev.SampledWithoutReplacement(10, 100, ev.Gaussian(1.0)),
+        ev.PoissonSampled(0.1, ev.PureEpsilon(1.0)),
+        ev.PoissonSampled(0.1, ev.Laplace(1.0)),  # no replace-one PLD of a sampled Laplace
+        ev.Composed((ev.Gaussian(1.0), ev.SampledWithoutReplacement(10, 100, ev.Gaussian(1.0)))),
     ):
-        assert not acc.supports(ev)
+        assert not acc.supports(event)
         with pytest.raises(UnsupportedEventError):
-            acc.compose(ev)
+            acc.compose(event)
         assert acc.get_epsilon(1e-6) == eps
         assert len(acc.events) == 1
     # converted to a replace-one sampled Laplace, which has no PLD here; add/remove has one
-    assert not acc.supports(PoissonSampled(0.1, Laplace(1.0, neighbouring=AR)))
+    assert not acc.supports(ev.PoissonSampled(0.1, ev.Laplace(1.0, neighbouring=AR)))
     assert PldAccountant(1e-3, neighbouring=AR).supports(
-        PoissonSampled(0.1, Laplace(1.0, neighbouring=AR))
+        ev.PoissonSampled(0.1, ev.Laplace(1.0, neighbouring=AR))
     )
-    assert acc.supports(PureEpsilon(1.0)) and acc.supports(EpsilonDelta(1.0, 1e-6))
-    assert acc.supports(PoissonSampled(0.1, Composed((Gaussian(1.0), Gaussian(2.0)))))
+    assert acc.supports(ev.PureEpsilon(1.0)) and acc.supports(ev.EpsilonDelta(1.0, 1e-6))
+    assert acc.supports(ev.PoissonSampled(0.1, ev.Composed((ev.Gaussian(1.0), ev.Gaussian(2.0)))))
 
 
 def test_pld_edge_events():
-    assert epsilon_spent(NoOp(), 1e-5, "pld") == 0.0
-    assert epsilon_spent(NonPrivate(), 1e-5, "pld") == math.inf
-    assert epsilon_spent(Gaussian(0.0), 1e-5, "pld") == math.inf
-    assert epsilon_spent(SelfComposed(Gaussian(1.0), 0), 1e-5, "pld") == 0.0
-    assert epsilon_spent(PoissonSampled(0.0, Gaussian(1.0, neighbouring=AR)), 1e-5, "pld") == 0.0
+    assert epsilon_spent(ev.NoOp(), 1e-5, "pld") == 0.0
+    assert epsilon_spent(ev.NonPrivate(), 1e-5, "pld") == math.inf
+    assert epsilon_spent(ev.Gaussian(0.0), 1e-5, "pld") == math.inf
+    assert epsilon_spent(ev.SelfComposed(ev.Gaussian(1.0), 0), 1e-5, "pld") == 0.0
+    assert (
+        epsilon_spent(ev.PoissonSampled(0.0, ev.Gaussian(1.0, neighbouring=AR)), 1e-5, "pld") == 0.0
+    )
     # composing on a copy does not touch the original
-    acc = PldAccountant(value_discretization_interval=1e-3).compose(Gaussian(2.0))
+    acc = PldAccountant(value_discretization_interval=1e-3).compose(ev.Gaussian(2.0))
     e = acc.get_epsilon(1e-5)
-    acc.copy().compose(Gaussian(2.0))
+    acc.copy().compose(ev.Gaussian(2.0))
     assert acc.get_epsilon(1e-5) == e
 
 

@@ -11,21 +11,12 @@ import pytest
 
 from dperm.accounting import (
     DEFAULT_ORDERS,
-    Composed,
-    EpsilonDelta,
-    Gaussian,
-    Laplace,
-    NonPrivate,
-    NoOp,
-    PoissonSampled,
-    PureEpsilon,
     RdpAccountant,
-    SampledWithoutReplacement,
-    SelfComposed,
     compute_rdp,
     rdp_to_delta,
     rdp_to_epsilon,
 )
+from dperm.accounting import events as ev
 from dperm.accounting.rdp import (
     rdp_laplace,
     rdp_poisson_subsampled_gaussian,
@@ -44,41 +35,41 @@ ORDERS = np.array(DEFAULT_ORDERS)
 # ---------------------------------------------------------------- closed forms
 @pytest.mark.parametrize("sigma", [0.3, 1.0, 4.5])
 def test_gaussian_rdp_is_alpha_over_two_sigma_squared(sigma):
-    rdp = compute_rdp(Gaussian(sigma))
+    rdp = compute_rdp(ev.Gaussian(sigma))
     np.testing.assert_allclose(rdp, ORDERS / (2 * sigma**2), rtol=1e-15)
 
 
 def test_k_fold_composition_is_k_times_one_step():
-    step = PoissonSampled(0.02, Gaussian(1.3, neighbouring=AR))
+    step = ev.PoissonSampled(0.02, ev.Gaussian(1.3, neighbouring=AR))
     one = compute_rdp(step)
-    np.testing.assert_allclose(compute_rdp(SelfComposed(step, 777)), 777 * one, rtol=1e-14)
+    np.testing.assert_allclose(compute_rdp(ev.SelfComposed(step, 777)), 777 * one, rtol=1e-14)
     acc = RdpAccountant(neighbouring=AR)
     for _ in range(5):
         acc.compose(step)
     acc.compose(step, count=2)
     np.testing.assert_allclose(acc.rdp, 7 * one, rtol=1e-14)
-    np.testing.assert_allclose(compute_rdp(Composed((step, step, step))), 3 * one, rtol=1e-14)
+    np.testing.assert_allclose(compute_rdp(ev.Composed((step, step, step))), 3 * one, rtol=1e-14)
 
 
 def test_sampling_rate_one_reduces_to_gaussian():
     for sigma in (0.7, 2.0):
         np.testing.assert_allclose(
-            compute_rdp(PoissonSampled(1.0, Gaussian(sigma, neighbouring=AR))),
-            compute_rdp(Gaussian(sigma)),
+            compute_rdp(ev.PoissonSampled(1.0, ev.Gaussian(sigma, neighbouring=AR))),
+            compute_rdp(ev.Gaussian(sigma)),
             rtol=1e-15,
         )
         np.testing.assert_allclose(
-            compute_rdp(SampledWithoutReplacement(50, 50, Gaussian(sigma))),
-            compute_rdp(Gaussian(sigma)),
+            compute_rdp(ev.SampledWithoutReplacement(50, 50, ev.Gaussian(sigma))),
+            compute_rdp(ev.Gaussian(sigma)),
             rtol=1e-15,
         )
 
 
 def test_sampling_rate_zero_and_noop_cost_nothing():
-    assert np.all(compute_rdp(PoissonSampled(0.0, Gaussian(0.0, neighbouring=AR))) == 0)
-    assert np.all(compute_rdp(NoOp()) == 0)
-    assert np.all(compute_rdp(SelfComposed(Gaussian(1.0), 0)) == 0)
-    assert np.all(np.isinf(compute_rdp(NonPrivate())))
+    assert np.all(compute_rdp(ev.PoissonSampled(0.0, ev.Gaussian(0.0, neighbouring=AR))) == 0)
+    assert np.all(compute_rdp(ev.NoOp()) == 0)
+    assert np.all(compute_rdp(ev.SelfComposed(ev.Gaussian(1.0), 0)) == 0)
+    assert np.all(np.isinf(compute_rdp(ev.NonPrivate())))
 
 
 def test_laplace_rdp_matches_mironov_prop6_direct_formula():
@@ -101,20 +92,20 @@ def test_pure_epsilon_rdp_is_randomized_response_divergence():
     np.testing.assert_allclose(got, direct, rtol=1e-12)
     assert np.all(got <= eps) and np.all(got <= a * eps**2 / 2 + 1e-15)
     np.testing.assert_allclose(
-        compute_rdp(EpsilonDelta(eps, 0.0), a), compute_rdp(PureEpsilon(eps), a)
+        compute_rdp(ev.EpsilonDelta(eps, 0.0), a), compute_rdp(ev.PureEpsilon(eps), a)
     )
 
 
 def test_subsampling_composed_gaussians_uses_effective_sigma():
-    inner = Composed((Gaussian(2.0, neighbouring=AR), Gaussian(2.0, neighbouring=AR)))
+    inner = ev.Composed((ev.Gaussian(2.0, neighbouring=AR), ev.Gaussian(2.0, neighbouring=AR)))
     np.testing.assert_allclose(
-        compute_rdp(PoissonSampled(0.05, inner)),
-        compute_rdp(PoissonSampled(0.05, Gaussian(math.sqrt(2.0), neighbouring=AR))),
+        compute_rdp(ev.PoissonSampled(0.05, inner)),
+        compute_rdp(ev.PoissonSampled(0.05, ev.Gaussian(math.sqrt(2.0), neighbouring=AR))),
         rtol=1e-14,
     )
     np.testing.assert_allclose(
-        compute_rdp(PoissonSampled(0.05, SelfComposed(Gaussian(3.0, neighbouring=AR), 9))),
-        compute_rdp(PoissonSampled(0.05, Gaussian(1.0, neighbouring=AR))),
+        compute_rdp(ev.PoissonSampled(0.05, ev.SelfComposed(ev.Gaussian(3.0, neighbouring=AR), 9))),
+        compute_rdp(ev.PoissonSampled(0.05, ev.Gaussian(1.0, neighbouring=AR))),
         rtol=1e-14,
     )
 
@@ -252,7 +243,7 @@ def test_epsilon_matches_dp_accounting_on_integer_grid(dpa_rdp):
     theirs = dpa_rdp.RdpAccountant(orders)
     theirs.compose(de.PoissonSampledDpEvent(0.01, de.GaussianDpEvent(1.1)), 2000)
     ours = RdpAccountant(orders, neighbouring=AR)
-    ours.compose(PoissonSampled(0.01, Gaussian(1.1, neighbouring=AR)), 2000)
+    ours.compose(ev.PoissonSampled(0.01, ev.Gaussian(1.1, neighbouring=AR)), 2000)
     for delta in (1e-5, 1e-8):
         assert ours.get_epsilon(delta) == pytest.approx(theirs.get_epsilon(delta), rel=1e-6)
     assert ours.get_delta(2.0) == pytest.approx(theirs.get_delta(2.0), rel=1e-5)
@@ -264,7 +255,9 @@ def test_default_grid_epsilon_at_most_dp_accounting(dpa_rdp):
     theirs = dpa_rdp.RdpAccountant()
     theirs.compose(de.PoissonSampledDpEvent(0.004, de.GaussianDpEvent(1.1)), 15000)
     ours = RdpAccountant(neighbouring=AR)
-    ours.compose(SelfComposed(PoissonSampled(0.004, Gaussian(1.1, neighbouring=AR)), 15000))
+    ours.compose(
+        ev.SelfComposed(ev.PoissonSampled(0.004, ev.Gaussian(1.1, neighbouring=AR)), 15000)
+    )
     e_ours, e_theirs = ours.get_epsilon(1e-5), theirs.get_epsilon(1e-5)
     assert e_ours <= e_theirs * (1 + 1e-9)
     assert e_ours == pytest.approx(e_theirs, rel=1e-2)
@@ -283,8 +276,8 @@ def test_without_replacement_integer_orders_match_wbk_theorem9_by_hand():
     got = rdp_sampled_without_replacement_gaussian(gamma, sigma, [float(alpha)])[0]
     assert got == pytest.approx(expected, rel=1e-12)
     # the event goes through the same formula with γ = m/n
-    ev = SampledWithoutReplacement(5, 100, Gaussian(sigma))
-    assert compute_rdp(ev, [4.0])[0] == pytest.approx(expected, rel=1e-12)
+    event = ev.SampledWithoutReplacement(5, 100, ev.Gaussian(sigma))
+    assert compute_rdp(event, [4.0])[0] == pytest.approx(expected, rel=1e-12)
 
 
 def test_without_replacement_fractional_orders_interpolate_cgf():
@@ -326,9 +319,9 @@ def test_conversion_edge_cases():
 
 
 def test_accountant_reports_optimal_order_and_classic_is_looser():
-    ev = SelfComposed(PoissonSampled(0.01, Gaussian(1.0, neighbouring=AR)), 1000)
-    imp = RdpAccountant(neighbouring=AR).compose(ev)
-    cla = RdpAccountant(conversion="classic", neighbouring=AR).compose(ev)
+    event = ev.SelfComposed(ev.PoissonSampled(0.01, ev.Gaussian(1.0, neighbouring=AR)), 1000)
+    imp = RdpAccountant(neighbouring=AR).compose(event)
+    cla = RdpAccountant(conversion="classic", neighbouring=AR).compose(event)
     e, order = imp.get_epsilon_and_order(1e-5)
     assert order in set(DEFAULT_ORDERS)
     assert e == imp.get_epsilon(1e-5) < cla.get_epsilon(1e-5)
@@ -337,18 +330,18 @@ def test_accountant_reports_optimal_order_and_classic_is_looser():
 
 
 def test_rdp_refuses_what_it_cannot_account():
-    acc = RdpAccountant().compose(Gaussian(2.0))
+    acc = RdpAccountant().compose(ev.Gaussian(2.0))
     before = acc.rdp
-    for ev in (
-        EpsilonDelta(1.0, 1e-6),
-        PoissonSampled(0.1, Laplace(1.0)),
-        PoissonSampled(0.1, PureEpsilon(1.0)),
-        Composed((Gaussian(1.0), EpsilonDelta(1.0, 1e-6))),
-        SelfComposed(EpsilonDelta(0.5, 1e-9), 0),
+    for event in (
+        ev.EpsilonDelta(1.0, 1e-6),
+        ev.PoissonSampled(0.1, ev.Laplace(1.0)),
+        ev.PoissonSampled(0.1, ev.PureEpsilon(1.0)),
+        ev.Composed((ev.Gaussian(1.0), ev.EpsilonDelta(1.0, 1e-6))),
+        ev.SelfComposed(ev.EpsilonDelta(0.5, 1e-9), 0),
     ):
-        assert not acc.supports(ev)
+        assert not acc.supports(event)
         with pytest.raises(UnsupportedEventError):
-            acc.compose(ev)
+            acc.compose(event)
         np.testing.assert_array_equal(acc.rdp, before)
         assert len(acc.events) == 1
 

@@ -12,21 +12,12 @@ from hypothesis import strategies as st
 
 from dperm.accounting import (
     ACCOUNTANT_NAMES,
-    Composed,
-    EpsilonDelta,
-    Gaussian,
-    Laplace,
-    NonPrivate,
-    NoOp,
-    PoissonSampled,
-    PureEpsilon,
-    SampledWithoutReplacement,
-    SelfComposed,
     delta_spent,
     epsilon_spent,
     event_from_json,
     get_accountant,
 )
+from dperm.accounting import events as ev
 from dperm.exceptions import InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
 
 #: add/remove-one: the relation of the classical Poisson-subsampled analysis
@@ -62,26 +53,26 @@ def test_get_delta_rejects_bad_epsilon(name, epsilon):
 def test_compose_rejects_bad_count(count):
     acc = make("rdp")
     with pytest.raises(InvalidPrivacyParameter, match="count"):
-        acc.compose(Gaussian(1.0), count=count)
+        acc.compose(ev.Gaussian(1.0), count=count)
     assert acc.events == ()
 
 
 @pytest.mark.parametrize(
     ("build", "param"),
     [
-        (lambda: Gaussian(-1.0), "noise_multiplier"),
-        (lambda: Gaussian(math.nan), "noise_multiplier"),
-        (lambda: Gaussian(math.inf), "noise_multiplier"),
-        (lambda: Laplace(-0.5), "noise_multiplier"),
-        (lambda: PoissonSampled(1.5, Gaussian(1.0, neighbouring=AR)), "sampling_rate"),
-        (lambda: PoissonSampled(-0.1, Gaussian(1.0, neighbouring=AR)), "sampling_rate"),
-        (lambda: PoissonSampled(math.nan, Gaussian(1.0, neighbouring=AR)), "sampling_rate"),
-        (lambda: SelfComposed(Gaussian(1.0), -3), "count"),
-        (lambda: SelfComposed(Gaussian(1.0), "x"), "count"),
-        (lambda: SampledWithoutReplacement(11, 10, Gaussian(1.0)), "sample_size"),
-        (lambda: SampledWithoutReplacement(None, 10, Gaussian(1.0)), "sample_size"),
-        (lambda: EpsilonDelta(1.0, 2.0), "delta"),
-        (lambda: PureEpsilon(-1.0), "epsilon"),
+        (lambda: ev.Gaussian(-1.0), "noise_multiplier"),
+        (lambda: ev.Gaussian(math.nan), "noise_multiplier"),
+        (lambda: ev.Gaussian(math.inf), "noise_multiplier"),
+        (lambda: ev.Laplace(-0.5), "noise_multiplier"),
+        (lambda: ev.PoissonSampled(1.5, ev.Gaussian(1.0, neighbouring=AR)), "sampling_rate"),
+        (lambda: ev.PoissonSampled(-0.1, ev.Gaussian(1.0, neighbouring=AR)), "sampling_rate"),
+        (lambda: ev.PoissonSampled(math.nan, ev.Gaussian(1.0, neighbouring=AR)), "sampling_rate"),
+        (lambda: ev.SelfComposed(ev.Gaussian(1.0), -3), "count"),
+        (lambda: ev.SelfComposed(ev.Gaussian(1.0), "x"), "count"),
+        (lambda: ev.SampledWithoutReplacement(11, 10, ev.Gaussian(1.0)), "sample_size"),
+        (lambda: ev.SampledWithoutReplacement(None, 10, ev.Gaussian(1.0)), "sample_size"),
+        (lambda: ev.EpsilonDelta(1.0, 2.0), "delta"),
+        (lambda: ev.PureEpsilon(-1.0), "epsilon"),
     ],
 )
 def test_events_reject_bad_parameters(build, param):
@@ -93,7 +84,7 @@ def test_unknown_accountant_name():
     with pytest.raises(UnknownNameError, match="rdp"):
         get_accountant("moments")
     with pytest.raises(UnknownNameError):
-        epsilon_spent(Gaussian(1.0), 1e-5, accountant="zcdp")
+        epsilon_spent(ev.Gaussian(1.0), 1e-5, accountant="zcdp")
     assert get_accountant(" RDP ").name == "rdp"
 
 
@@ -108,20 +99,20 @@ def test_non_event_is_refused():
 @pytest.mark.parametrize("rel", ["replace-one", AR])
 @pytest.mark.parametrize("name", ["rdp", "pld", "auto"])
 def test_zero_noise_gives_infinite_epsilon(name, rel):
-    for ev in (
-        Gaussian(0.0, neighbouring=rel),
-        PoissonSampled(0.01, Gaussian(0.0, neighbouring=rel)),
-        SelfComposed(PoissonSampled(0.5, Gaussian(0.0, neighbouring=rel)), 10),
-        NonPrivate(neighbouring=rel),
+    for event in (
+        ev.Gaussian(0.0, neighbouring=rel),
+        ev.PoissonSampled(0.01, ev.Gaussian(0.0, neighbouring=rel)),
+        ev.SelfComposed(ev.PoissonSampled(0.5, ev.Gaussian(0.0, neighbouring=rel)), 10),
+        ev.NonPrivate(neighbouring=rel),
     ):
-        acc = make(name, neighbouring=rel).compose(ev)
+        acc = make(name, neighbouring=rel).compose(event)
         assert acc.get_epsilon(1e-5) == math.inf
         assert acc.get_delta(10.0) == 1.0
 
 
 def test_zero_laplace_noise_is_non_private_everywhere():
     for name in ACCOUNTANT_NAMES:
-        assert make(name).compose(Laplace(0.0)).get_epsilon(0.1) == math.inf
+        assert make(name).compose(ev.Laplace(0.0)).get_epsilon(0.1) == math.inf
 
 
 @pytest.mark.parametrize("name", ACCOUNTANT_NAMES)
@@ -140,12 +131,12 @@ def test_empty_accountant_spends_nothing(name):
     delta=st.floats(1e-12, 0.5),
 )
 def test_rdp_epsilon_monotone_in_steps_never_negative_or_nan(sigma, q, steps, extra, delta):
-    step = PoissonSampled(q, Gaussian(sigma, neighbouring=AR))
-    e1 = epsilon_spent(SelfComposed(step, steps), delta)
-    e2 = epsilon_spent(SelfComposed(step, steps + extra), delta)
+    step = ev.PoissonSampled(q, ev.Gaussian(sigma, neighbouring=AR))
+    e1 = epsilon_spent(ev.SelfComposed(step, steps), delta)
+    e2 = epsilon_spent(ev.SelfComposed(step, steps + extra), delta)
     assert not math.isnan(e1) and e1 >= 0.0
     assert e1 <= e2 * (1 + 1e-12)
-    d = delta_spent(SelfComposed(step, steps), max(e1, 1e-3))
+    d = delta_spent(ev.SelfComposed(step, steps), max(e1, 1e-3))
     assert 0.0 <= d <= 1.0
 
 
@@ -159,10 +150,10 @@ def test_rdp_epsilon_monotone_in_steps_never_negative_or_nan(sigma, q, steps, ex
 def test_rdp_epsilon_monotone_in_sampling_rate(sigma, q1, q2, steps):
     lo, hi = sorted((q1, q2))
     e_lo = epsilon_spent(
-        SelfComposed(PoissonSampled(lo, Gaussian(sigma, neighbouring=AR)), steps), 1e-5
+        ev.SelfComposed(ev.PoissonSampled(lo, ev.Gaussian(sigma, neighbouring=AR)), steps), 1e-5
     )
     e_hi = epsilon_spent(
-        SelfComposed(PoissonSampled(hi, Gaussian(sigma, neighbouring=AR)), steps), 1e-5
+        ev.SelfComposed(ev.PoissonSampled(hi, ev.Gaussian(sigma, neighbouring=AR)), steps), 1e-5
     )
     assert e_lo <= e_hi * (1 + 1e-10) + 1e-15
 
@@ -170,8 +161,8 @@ def test_rdp_epsilon_monotone_in_sampling_rate(sigma, q1, q2, steps):
 @settings(max_examples=20, deadline=None)
 @given(eps0=st.floats(1e-3, 3.0), k=st.integers(1, 2000), delta=st.floats(0.0, 0.5))
 def test_composition_accountants_ordered_and_valid(eps0, k, delta):
-    ev = SelfComposed(PureEpsilon(eps0), k)
-    values = {n: epsilon_spent(ev, delta, n) for n in ("basic", "advanced", "optimal")}
+    event = ev.SelfComposed(ev.PureEpsilon(eps0), k)
+    values = {n: epsilon_spent(event, delta, n) for n in ("basic", "advanced", "optimal")}
     assert all(v >= 0 and not math.isnan(v) for v in values.values())
     assert values["optimal"] <= values["advanced"] * (1 + 1e-9) + 1e-12
     assert values["advanced"] <= values["basic"] * (1 + 1e-12)
@@ -180,20 +171,26 @@ def test_composition_accountants_ordered_and_valid(eps0, k, delta):
 
 # ------------------------------------------------ refusals leave state intact
 UNSUPPORTED = {
-    "basic": [Gaussian(1.0), PoissonSampled(0.1, Laplace(1.0))],
-    "advanced": [Gaussian(1.0), SampledWithoutReplacement(1, 10, PureEpsilon(1.0))],
-    "optimal": [Gaussian(1.0), Composed((PureEpsilon(1.0), PureEpsilon(2.0)))],
-    "rdp": [EpsilonDelta(1.0, 1e-6), PoissonSampled(0.1, Laplace(1.0))],
-    "pld": [PoissonSampled(0.1, PureEpsilon(1.0)), SampledWithoutReplacement(1, 10, Gaussian(1.0))],
-    "auto": [PoissonSampled(0.1, PureEpsilon(1.0)), SampledWithoutReplacement(1, 10, Laplace(1.0))],
+    "basic": [ev.Gaussian(1.0), ev.PoissonSampled(0.1, ev.Laplace(1.0))],
+    "advanced": [ev.Gaussian(1.0), ev.SampledWithoutReplacement(1, 10, ev.PureEpsilon(1.0))],
+    "optimal": [ev.Gaussian(1.0), ev.Composed((ev.PureEpsilon(1.0), ev.PureEpsilon(2.0)))],
+    "rdp": [ev.EpsilonDelta(1.0, 1e-6), ev.PoissonSampled(0.1, ev.Laplace(1.0))],
+    "pld": [
+        ev.PoissonSampled(0.1, ev.PureEpsilon(1.0)),
+        ev.SampledWithoutReplacement(1, 10, ev.Gaussian(1.0)),
+    ],
+    "auto": [
+        ev.PoissonSampled(0.1, ev.PureEpsilon(1.0)),
+        ev.SampledWithoutReplacement(1, 10, ev.Laplace(1.0)),
+    ],
 }
 SUPPORTED_FIRST = {
-    "basic": PureEpsilon(0.5),
-    "advanced": PureEpsilon(0.5),
-    "optimal": PureEpsilon(0.5),
-    "rdp": Gaussian(2.0),
-    "pld": Gaussian(2.0),
-    "auto": Gaussian(2.0),
+    "basic": ev.PureEpsilon(0.5),
+    "advanced": ev.PureEpsilon(0.5),
+    "optimal": ev.PureEpsilon(0.5),
+    "rdp": ev.Gaussian(2.0),
+    "pld": ev.Gaussian(2.0),
+    "auto": ev.Gaussian(2.0),
 }
 
 
@@ -201,16 +198,16 @@ SUPPORTED_FIRST = {
 def test_unsupported_events_leave_accountant_unchanged(name):
     acc = make(name).compose(SUPPORTED_FIRST[name], count=3)
     eps, delta = acc.get_epsilon(1e-6), acc.get_delta(1.0)
-    for ev in UNSUPPORTED[name]:
-        assert not acc.supports(ev)
+    for event in UNSUPPORTED[name]:
+        assert not acc.supports(event)
         with pytest.raises(UnsupportedEventError):
-            acc.compose(ev, count=5)
+            acc.compose(event, count=5)
         # also when buried inside a composition with supported parts
         with pytest.raises(UnsupportedEventError):
-            acc.compose(Composed((SUPPORTED_FIRST[name], ev)))
+            acc.compose(ev.Composed((SUPPORTED_FIRST[name], event)))
         assert acc.get_epsilon(1e-6) == eps
         assert acc.get_delta(1.0) == delta
-        assert acc.events == (SelfComposed(SUPPORTED_FIRST[name], 3),)
+        assert acc.events == (ev.SelfComposed(SUPPORTED_FIRST[name], 3),)
 
 
 @pytest.mark.parametrize("name", ACCOUNTANT_NAMES)
@@ -223,17 +220,17 @@ def test_copy_is_independent(name):
 
 
 def test_noop_composition_and_json_events_round_trip():
-    ev = Composed(
+    event = ev.Composed(
         (
-            SelfComposed(PoissonSampled(0.01, Gaussian(1.2)), 100),
-            NoOp(),
-            SampledWithoutReplacement(5, 50, Gaussian(2.0)),
+            ev.SelfComposed(ev.PoissonSampled(0.01, ev.Gaussian(1.2)), 100),
+            ev.NoOp(),
+            ev.SampledWithoutReplacement(5, 50, ev.Gaussian(2.0)),
         )
     )
-    assert event_from_json(ev.to_json()) == ev
+    assert event_from_json(event.to_json()) == event
     # only the auto accountant accounts both parts (PLD for the replace-one Poisson
     # part, RDP for the WBK part, combined by the split fallback)
     auto = get_accountant("auto", value_discretization_interval=1e-3)
-    back = event_from_json(ev.to_json())
-    assert epsilon_spent(back, 1e-5, auto) == epsilon_spent(ev, 1e-5, auto)
-    assert np.isfinite(epsilon_spent(ev, 1e-5, auto))
+    back = event_from_json(event.to_json())
+    assert epsilon_spent(back, 1e-5, auto) == epsilon_spent(event, 1e-5, auto)
+    assert np.isfinite(epsilon_spent(event, 1e-5, auto))

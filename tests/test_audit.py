@@ -239,13 +239,75 @@ def test_register_runner_refuses_duplicates_and_bad_relations():
         register_runner("laplace", _tiny_runner)
     with pytest.raises(UnknownNameError, match="neighbouring"):
         register_runner("test-bad-relation", _tiny_runner, neighbouring="swap-two")
-    from dperm.audit.runners import _RUNNERS
+    from dperm.audit.registry import _RUNNERS
 
     try:
         r = register_runner("test-tiny", _tiny_runner, n=8, d=2, overwrite=True)
         assert get_runner("test-tiny") is r and r.available() and r.d == 2
     finally:
         _RUNNERS.pop("test-tiny", None)
+
+
+def test_runner_kinds_tell_the_real_runners_from_the_mutants():
+    from dperm.audit import RUNNER_KINDS
+    from dperm.audit.registry import _RUNNERS
+
+    assert RUNNER_KINDS == ("honest", "mutant")
+    assert runner_names(kind="honest") == runner_names()  # dperm registers no mutant
+    assert runner_names(kind="mutant") == [] and available_runners(kind="mutant") == []
+    laplace = get_runner("laplace")
+    assert laplace.kind == "honest" and not laplace.mutant
+    broken = laplace.mutate(_tiny_runner)
+    assert broken.mutant and broken.name == "laplace[_tiny_runner]" and broken.fn is _tiny_runner
+    assert (broken.n, broken.d, broken.neighbouring) == (laplace.n, laplace.d, "add-remove")
+    assert laplace.mutate(_tiny_runner, "mine", d=1).d == 1
+    with pytest.raises(UnknownNameError, match="kind"):
+        register_runner("test-bad-kind", _tiny_runner, kind="broken")
+    with pytest.raises(UnknownNameError, match="kind"):
+        runner_names(kind="honset")
+    try:
+        register_runner("test-mutant", _tiny_runner, kind="mutant")
+        assert runner_names(kind="mutant") == ["test-mutant"]
+        assert "test-mutant" not in available_runners(kind="honest")
+    finally:
+        _RUNNERS.pop("test-mutant", None)
+
+
+def test_the_runner_table_is_what_is_registered():
+    """Every row of dperm.audit.runners.RUNNER_TABLE is registered under its name with
+    its columns (the runners of structured output perturbation, dual Frank-Wolfe and
+    Tukey regression included), and every runner pickles for the worker processes."""
+    import pickle
+
+    from dperm.audit.runners import RUNNER_TABLE
+
+    names = [row["name"] for row in RUNNER_TABLE]
+    assert len(set(names)) == len(names)
+    for row in RUNNER_TABLE:
+        r = get_runner(row["name"])
+        for column, value in row.items():
+            if column != "fn":  # the algorithm modules may re-register their own
+                assert getattr(r, column) == value, (row["name"], column)
+        assert pickle.loads(pickle.dumps(r)).name == r.name
+    for name in ("structured-output", "dual-frank-wolfe", "tukey"):
+        assert {name, f"{name}-raw" if name != "tukey" else "tukey-unsafe"} <= set(names)
+
+
+def test_generated_runner_calls_the_algorithm_of_its_row():
+    from dperm.algorithms import output_perturbation
+    from dperm.audit.fits import AlgorithmRun, _fit_huber
+    from dperm.losses import HuberSVM
+
+    fn = get_runner("output").fn
+    assert fn == AlgorithmRun(
+        _fit_huber, "dperm.algorithms.output_perturbation", "fit", (("alpha", 0.25), ("tol", 1e-9))
+    )
+    pair = get_runner("output").make_pair()
+    want = output_perturbation.fit(
+        HuberSVM(h=0.5), pair.X, pair.y, epsilon=1.0, delta=0.0, data_norm=1.0,
+        random_state=np.random.default_rng(3), alpha=0.25, tol=1e-9,
+    ).theta  # fmt: skip
+    np.testing.assert_array_equal(fn(pair.X, pair.y, 1.0, 0.0, np.random.default_rng(3)), want)
 
 
 def test_runner_with_missing_module_is_unavailable_and_audit_refuses_it():
@@ -269,7 +331,7 @@ def test_audit_laplace_is_valid_and_reasonably_tight():
 
 def _laplace_claiming_too_little(X, y, epsilon, delta, rng):
     """A mechanism that claims ε but runs the Laplace mechanism at 5ε."""
-    from dperm.audit.runners import _run_laplace
+    from dperm.audit.fits import _run_laplace
 
     return _run_laplace(X, y, 5.0 * epsilon, delta, rng)
 
@@ -394,7 +456,7 @@ def test_audit_unknown_mechanism_and_relation():
 
 # ----------------------------------------------------------------------------- CLI back end
 def test_audit_command_and_render():
-    from dperm._cli_audit import audit_command, render
+    from dperm.cli.audit import audit_command, render
 
     out = audit_command("laplace", 1.0, None, 40, 0, 1, True)
     assert out["mechanism"] == "laplace" and out["runs"] == 40 and out["seed"] == 0

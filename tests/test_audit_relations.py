@@ -34,7 +34,7 @@ from dperm.audit import (
     projection,
     release_statistic,
 )
-from dperm.audit.runners import _AR_SIZE, _fit_default
+from dperm.audit.fits import _AR_SIZE, _fit_default
 from dperm.exceptions import DpermError
 
 EPSILON, DELTA = 1.0, 1e-5
@@ -177,40 +177,33 @@ def test_estimator_dp_sgd_default_path_is_not_refuted():
 
 
 # ============================================================================ mutation (a)
+def _dp_sgd_add_remove(X, y, epsilon, delta, rng, *, dataset_size):
+    """The default DP-SGD path under add/remove with the given public size."""
+    from dperm.algorithms import dp_sgd
+
+    return _fit_default(
+        "dp-sgd[add-remove]",
+        dp_sgd.fit,
+        X,
+        y,
+        epsilon,
+        delta,
+        rng,
+        neighbouring="add-remove",
+        dataset_size=dataset_size,
+    )
+
+
 def _dp_sgd_size_from_data(X, y, epsilon, delta, rng):
     """Bug (a): under add/remove the run's public size is read off the data —
     ``dataset_size=X.shape[0]`` — so the normaliser q·|D|, the batch size, q and T
     all follow |D| (D: 100 rows, 25 steps; D′: 101 rows, 26 steps)."""
-    from dperm.algorithms import dp_sgd
-
-    return _fit_default(
-        "dp-sgd[size-from-data]",
-        dp_sgd.fit,
-        X,
-        y,
-        epsilon,
-        delta,
-        rng,
-        neighbouring="add-remove",
-        dataset_size=X.shape[0],
-    )
+    return _dp_sgd_add_remove(X, y, epsilon, delta, rng, dataset_size=X.shape[0])
 
 
 def _dp_sgd_public_size(X, y, epsilon, delta, rng):
     """Correct counterpart of (a): the public ``dataset_size`` = 100 for both."""
-    from dperm.algorithms import dp_sgd
-
-    return _fit_default(
-        "dp-sgd[public-size]",
-        dp_sgd.fit,
-        X,
-        y,
-        epsilon,
-        delta,
-        rng,
-        neighbouring="add-remove",
-        dataset_size=_AR_SIZE,
-    )
+    return _dp_sgd_add_remove(X, y, epsilon, delta, rng, dataset_size=_AR_SIZE)
 
 
 def _copies_pair() -> CanaryPair:
@@ -223,7 +216,7 @@ def _copies_pair() -> CanaryPair:
 def test_mutation_size_read_from_data_under_add_remove_is_caught():
     base = _require("dp-sgd")
     pair = _copies_pair()
-    broken = dataclasses.replace(base, name="dp-sgd[size-from-data]", fn=_dp_sgd_size_from_data)
+    broken = base.mutate(_dp_sgd_size_from_data, "dp-sgd[size-from-data]")
     # liveness: on D′ the mutant really runs with other constants than on D
     a = _dp_sgd_size_from_data(pair.X_prime, pair.y_prime, EPSILON, DELTA, np.random.default_rng(0))
     b = _dp_sgd_public_size(pair.X_prime, pair.y_prime, EPSILON, DELTA, np.random.default_rng(0))
@@ -247,29 +240,17 @@ def test_public_size_under_add_remove_is_not_refuted_on_the_same_pair():
 def _dp_sgd_replace_one_accounted_as_add_remove(X, y, epsilon, delta, rng):
     """Bug (b): the claim is replace-one (n public), but the run is calibrated and
     accounted as the add/remove event: noise z·C for a sum that replacing one
-    record moves by 2C (the estimators' DP-SGD before issue #10)."""
-    from dperm.algorithms import dp_sgd
-
-    return _fit_default(
-        "dp-sgd[ar-for-ro]",
-        dp_sgd.fit,
-        X,
-        y,
-        epsilon,
-        delta,
-        rng,
-        neighbouring="add-remove",
-        dataset_size=X.shape[0],
-    )
+    record moves by 2C (the estimators' DP-SGD before issue #10).  The run is the
+    one of (a) — ``neighbouring="add-remove"``, ``dataset_size=X.shape[0]`` — audited
+    against the replace-one claim, on the replace-one pair."""
+    return _dp_sgd_add_remove(X, y, epsilon, delta, rng, dataset_size=X.shape[0])
 
 
 def test_mutation_replace_one_claim_with_add_remove_accounting_is_caught():
     base = _require("dp-sgd-replace-one")
     _require("dp-sgd")  # the add/remove API the mutant uses
     pair = base.make_pair()
-    broken = dataclasses.replace(
-        base, name="dp-sgd[ar-for-ro]", fn=_dp_sgd_replace_one_accounted_as_add_remove
-    )
+    broken = base.mutate(_dp_sgd_replace_one_accounted_as_add_remove, "dp-sgd[ar-for-ro]")
     a = broken(pair.X_prime, pair.y_prime, EPSILON, DELTA, np.random.default_rng(0))
     b = base(pair.X_prime, pair.y_prime, EPSILON, DELTA, np.random.default_rng(0))
     assert not np.allclose(a, b)
@@ -340,7 +321,7 @@ def test_public_label_set_is_not_refuted_on_the_same_pair():
 
 # ============================================================================ CLI
 def test_cli_audit_reports_both_bounds_the_relation_and_the_method():
-    from dperm._cli_audit import audit_command, render
+    from dperm.cli.audit import audit_command, render
 
     out = audit_command("gaussian", 1.0, None, 400, 3, 1, True)
     payload = json.loads(render(out, json_output=True))

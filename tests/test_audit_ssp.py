@@ -2,7 +2,7 @@
 their pair attains the calibrated sensitivity, an honest audit does not refute the
 claim, and the two likeliest calibration bugs are refuted (mutation tests).
 
-The runners ``ssp`` and ``adassp`` (src/dperm/audit/runners.py) fit
+The runners ``ssp`` and ``adassp`` (rows of the table in src/dperm/audit/runners.py) fit
 ``DPLinearRegression`` at its defaults on the replace-one canary pair (x_c = e_d, labels
 ±1) and score the released Xᵀy along the canary row: the Neyman–Pearson statistic of
 the pair, exactly Gaussian, so the μ-GDP estimate is tight.  That release holds 1/2 of
@@ -97,7 +97,7 @@ def _ssp_xty_sensitivity_halved(X, y, epsilon, delta, rng):
 )
 def test_mutation_ssp_xty_sensitivity_halved_is_caught(broken, refuted):
     base = get_runner("ssp")
-    r = base if broken is None else dataclasses.replace(base, name="ssp[xty/2]", fn=broken)
+    r = base if broken is None else base.mutate(broken, "ssp[xty/2]")
     if broken is not None:  # the mutation is alive: same seed, different release
         pair = base.make_pair()
         a = broken(pair.X_prime, pair.y_prime, 1.0, 1e-4, np.random.default_rng(0))

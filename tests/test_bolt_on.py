@@ -231,38 +231,22 @@ def test_gaussian_noise_distribution():
 
 
 # ----------------------------------------------------------------------------- utility
-def test_large_epsilon_strongly_convex_converges_to_regularized_optimum():
+def _nearly_nonprivate(**kw):
+    """(X, y, release) of bolt-on SGD at ε = 10⁸ (the noise vanishes) on fixed data."""
     X, y = _data(n=200, d=3, seed=3)
+    return X, y, bolt_on.fit(Logistic(), X, y, epsilon=1e8, data_norm=1.0, random_state=0, **kw)
+
+
+def test_large_epsilon_strongly_convex_converges_to_regularized_optimum():
     alpha = 0.05
-    r = bolt_on.fit(
-        Logistic(),
-        X,
-        y,
-        epsilon=1e8,
-        data_norm=1.0,
-        alpha=alpha,
-        passes=300,
-        batch_size=1,
-        random_state=0,
-    )
+    X, y, r = _nearly_nonprivate(alpha=alpha, passes=300, batch_size=1)
     ref = minimize(Logistic(), X, y, l2=alpha, tol=1e-12).theta
     assert np.linalg.norm(r.theta - ref) <= 0.02 * np.linalg.norm(ref)
 
 
 def test_large_epsilon_convex_converges_to_constrained_optimum():
-    X, y = _data(n=200, d=3, seed=3)
     C = L2Ball(1.0)
-    r = bolt_on.fit(
-        Logistic(),
-        X,
-        y,
-        epsilon=1e8,
-        data_norm=1.0,
-        passes=3000,
-        batch_size=200,
-        constraint=C,
-        random_state=0,
-    )
+    X, y, r = _nearly_nonprivate(passes=3000, batch_size=200, constraint=C)
     ref = minimize(Logistic(), X, y, constraint=C, tol=1e-12)
     assert np.linalg.norm(ref.theta) == pytest.approx(1.0, rel=1e-6)  # constraint active
     assert Logistic().value(r.theta, X, y) - ref.objective <= 1e-6

@@ -1,32 +1,57 @@
-"""``dperm fit`` on any CSV (issue #13 §4), its bad inputs (one stderr line, exit 2),
-the ledger across invocations, the non-private reference (issue #12 §3) and the
-lazy imports of the command line."""
+"""``dperm fit``: the built-in datasets and any CSV (issue #13 §4), its table and JSON, the
+public schema options, the ledger across invocations, the non-private reference
+(issue #12 §3) and the options that reach the estimator.  Errors and the other commands:
+``test_cli.py``."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from dperm.cli import app, main
+from dperm.cli import FIT_KEYS, app
 
 BOUNDS = {"x1": [-2.0, 2.0], "x2": [0.0, 10.0]}
 
 
-def _run_main(argv, capsys):
-    """Run the console entry point in-process; (exit code, stdout, stderr)."""
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
+def _json(res):
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def built(monkeypatch):
+    """The estimators ``dperm fit`` builds (a spy on dperm.cli.fit._make_model)."""
+    from dperm.cli import fit
+
+    seen = []
+    real = fit._make_model
+
+    def spy(*args, **kwargs):
+        seen.append(real(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(fit, "_make_model", spy)
+    return seen
+
+
+@pytest.fixture
+def reference_calls(monkeypatch):
+    """The keyword arguments (and ``est``) of every non-private reference fit."""
+    import dperm.utility
+
+    calls = []
+    real = dperm.utility.nonprivate_fit
+
+    def spy(est, X, y, **kw):
+        calls.append({**kw, "est": est})
+        return real(est, X, y, **kw)
+
+    monkeypatch.setattr(dperm.utility, "nonprivate_fit", spy)
+    return calls
 
 
 @pytest.fixture
@@ -49,11 +74,134 @@ def regression_csv(tmp_path):
     return path, schema
 
 
-def _json(res):
+# ----------------------------------------------------------------------------- built-in data
+
+
+def test_fit_json_on_the_default_dataset():
+    res = CliRunner().invoke(app, ["fit", "--json", "--seed", "0"])
     assert res.exit_code == 0, res.output
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
+    assert len(lines) == 1  # one JSON object
+    out = json.loads(lines[0])
+    assert set(FIT_KEYS) <= set(out)
+    assert out["dataset"] == "breast-cancer" and out["model"] == "logistic"
+    assert out["mechanism"] == "objective" and out["epsilon"] == 1.0
+    assert out["delta"] == pytest.approx(1.0 / out["n_train"] ** 2)  # default δ = 1/n²
+    # 57 of the 569 rows are the public rows that set the schema (public_fraction)
+    assert out["n_train"] + out["n_test"] == 569 - 57 and out["n_features"] == 30
+    for k in ("test_accuracy", "train_accuracy", "nonprivate_test_accuracy"):
+        assert 0.0 <= out[k] <= 1.0
+    assert out["excess_empirical_risk"] >= -1e-9 and out["fit_seconds"] > 0
+    assert out["dp_event"]["kind"] == "EpsilonDelta"
 
 
+def test_fit_table_and_pure_epsilon_output_perturbation():
+    res = CliRunner().invoke(
+        app, ["fit", "--model", "svm", "--mechanism", "output", "--delta", "0", "--seed", "1"]
+    )
+    assert res.exit_code == 0, res.output
+    for label in ("test accuracy", "excess empirical risk", "non-private test accuracy", "svm"):
+        assert label in res.stdout
+
+
+def test_fit_on_a_csv_file(tmp_path):
+    from sklearn.datasets import load_iris
+
+    iris = load_iris(as_frame=True).frame
+    path = tmp_path / "iris.csv"
+    iris.to_csv(path, index=False)
+    res = CliRunner().invoke(
+        app,
+        ["fit", "--csv", str(path), "--target", "target", "--allow-data-bounds", "--json"],
+    )
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["dataset"] == "iris" and out["n_features"] == 4
+    assert "PrivacyLeakWarning" in res.stderr  # bounds read from data are flagged
+
+
+def test_fit_with_constraint_and_penalty_options(built):
+    """--constraint/--constraint-radius keep θ inside the set; --penalty/--alpha
+    reach the estimator (issue #5: constraint= and penalty= from the CLI)."""
+    res = CliRunner().invoke(
+        app, ["fit", "--json", "--seed", "1", "--constraint", "l1", "--constraint-radius", "2"]
+    )
+    assert res.exit_code == 0, res.output
+    est = built[-1]
+    theta = np.r_[est.coef_.ravel(), est.intercept_ / est.intercept_scaling]
+    assert np.abs(theta).sum() <= 2.0 * (1 + 1e-9)
+    res = CliRunner().invoke(
+        app, ["fit", "--json", "--seed", "1", "--penalty", "l1", "--alpha", "0.01"]
+    )
+    assert res.exit_code == 0, res.output
+    assert built[-1].penalty == "l1" and json.loads(res.stdout)["alpha"] == 0.01
+
+
+# ----------------------------------------------------------------------------- issue #10
+def test_fit_json_states_the_relation_and_marks_non_private_diagnostics():
+    res = CliRunner().invoke(app, ["fit", "--json", "--seed", "0"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["neighbouring"] == "replace-one"
+    assert out["dp_event"].get("neighbouring", "replace-one") == "replace-one"
+    outside = set(out["outside_guarantee"])
+    assert outside == {
+        "train_accuracy",
+        "excess_empirical_risk",
+        "nonprivate_test_accuracy",
+        "n_clipped",
+        "fit_seconds",
+    }
+    assert outside <= set(out)  # the keys themselves keep working
+    assert not outside & {"epsilon", "delta", "test_accuracy", "neighbouring"}
+    # the built-in binary data set is fitted with its public label set: no leak warning
+    assert "PrivacyLeakWarning" not in res.stderr
+
+
+def test_fit_table_labels_non_private_rows():
+    res = CliRunner().invoke(app, ["fit", "--seed", "0"])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+
+    def row(label):
+        hits = [ln for ln in lines if label in ln]
+        assert len(hits) == 1, (label, hits)
+        return hits[0]
+
+    assert "replace-one" in row("neighbouring")
+    for label in (
+        "train accuracy",
+        "excess empirical risk",
+        "non-private test accuracy",
+        "rows clipped",
+        "fit seconds",
+    ):
+        assert "(not private)" in row(label), label
+    for label in ("ε spent", "δ spent", "test accuracy  ", "neighbouring"):
+        assert "(not private)" not in row(label), label
+
+
+def test_fit_passes_the_public_multiclass_label_set(monkeypatch, built):
+    """A multi-class dataset (as MNIST: labels 0..k−1 from the schema) is fitted with
+    classes = the schema's label set, even when a class is absent from the training
+    rows, so classes_ and the shape of coef_ do not depend on the data."""
+    from dperm import datasets
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    X /= 1.001 * np.linalg.norm(X, axis=1, keepdims=True)
+    y = (X[:, 0] > 0).astype(np.int64)  # classes 0, 1 present; 2 absent
+    ds = datasets.Dataset(
+        "toy-mnist", X[:300], y[:300], X[300:], y[300:], ["a", "b", "c"], "multiclass",
+        1.0, None, "toy", classes=(0, 1, 2),
+    )  # fmt: skip
+    monkeypatch.setattr(datasets, "load", lambda *a, **k: ds)
+    res = CliRunner().invoke(app, ["fit", "--json", "--seed", "0", "--epsilon", "3"])
+    assert res.exit_code == 0, res.output
+    assert "PrivacyLeakWarning" not in res.stderr
+
+
+# ----------------------------------------------------------------------------- any CSV
 def test_csv_regression_with_schema_file_saves_a_model(regression_csv, tmp_path):
     import dperm
     from dperm import datasets
@@ -140,7 +288,7 @@ def test_allow_data_bounds_is_flagged_in_json_table_and_statement(regression_csv
     assert "WARNING" not in res.stdout and "PrivacyLeakWarning" not in res.stderr
 
 
-def test_ledger_spends_across_invocations_and_refuses_overspend(regression_csv, tmp_path, capsys):
+def test_ledger_spends_across_invocations_and_refuses_overspend(regression_csv, tmp_path):
     from dperm.accounting import Ledger
 
     path, schema = regression_csv
@@ -148,114 +296,41 @@ def test_ledger_spends_across_invocations_and_refuses_overspend(regression_csv, 
     argv = ["fit", "--csv", str(path), "--target", "y", "--label-bound", "5"]
     argv += ["--bounds", str(schema), "--categories", "colour=red,green,blue"]
     argv += ["--ledger", str(ledger), "--epsilon", "1", "--delta", "1e-6", "--no-reference"]
-    code, _, err = _run_main([*argv, "--json"], capsys)
-    assert code == 2 and "--ledger-epsilon" in err  # no file and no budget
+    argv += ["--json"]
+    res = CliRunner().invoke(app, argv)
+    assert res.exit_code == 2 and "--ledger-epsilon" in res.stderr  # no file and no budget
     assert not ledger.exists()
-    code, out, _ = _run_main([*argv, "--ledger-epsilon", "1.5", "--json"], capsys)
-    assert code == 0
-    first = json.loads(out)
+    first = _json(CliRunner().invoke(app, [*argv, "--ledger-epsilon", "1.5"]))
     book = Ledger.load(ledger)
     assert book.epsilon == 1.5 and len(book.entries) == 1
     assert first["ledger_spent_epsilon"] == pytest.approx(book.spent()[0])
     assert 0.5 < book.spent()[0] <= 1.0 + 1e-9  # a (1, 1e-6) fit, read at δ = 1e-5
     before = ledger.read_text()
-    code, out, err = _run_main([*argv, "--json"], capsys)  # 1 + 1 > 1.5: refused
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert code == 2 and out == ""
+    res = CliRunner().invoke(app, argv)  # 1 + 1 > 1.5: refused
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert res.exit_code == 2 and res.stdout == ""
     assert len(lines) == 1 and lines[0].startswith("dperm: error:") and "budget" in lines[0]
     assert ledger.read_text() == before  # nothing recorded
-    code, out, _ = _run_main([*argv, "--epsilon", "0.3", "--json"], capsys)
-    assert code == 0 and len(Ledger.load(ledger).entries) == 2
+    _json(CliRunner().invoke(app, [*argv, "--epsilon", "0.3"]))
+    assert len(Ledger.load(ledger).entries) == 2
 
 
-def _bad_inputs(tmp_path):
-    empty = tmp_path / "empty.csv"
-    empty.write_text("")
-    headers_only = tmp_path / "header.csv"
-    headers_only.write_text("a,y\n")
-    good = tmp_path / "good.csv"
-    good.write_text("a,y\n" + "".join(f"{i % 7},{i % 2}\n" for i in range(40)))
-    bad_json = tmp_path / "bad.json"
-    bad_json.write_text("{a: [0, 1]")
-    a_file = tmp_path / "a_file"
-    a_file.write_text("x")
-    fit = ["fit", "--csv", str(good), "--target", "y"]
-    return [
-        # the noise is ~1e300: the perturbed objective cannot be minimized, nothing is released
-        (["fit", "--epsilon", "1e-300"], "exact minimizer"),
-        (["fit", "--csv", str(empty), "--target", "y"], "empty"),
-        (["fit", "--csv", str(headers_only), "--target", "y", "--bounds", "a=0:7"], "no rows"),
-        (["fit", "--csv", str(good), "--target", "nope", "--bounds", "a=0:7"], "nope"),
-        ([*fit, "--bounds", "a=0:7", "--bounds", "zz=0:1"], "zz"),
-        ([*fit, "--bounds", "a=0"], "lo:hi"),
-        ([*fit, "--bounds", "a=7:0"], "lo < hi"),
-        ([*fit, "--bounds", "a=x:y"], "two numbers"),
-        ([*fit, "--bounds", str(tmp_path / "missing.json")], "missing.json"),
-        ([*fit, "--bounds", str(bad_json)], "not valid JSON"),
-        ([*fit, "--bounds", "a=0:7", "--categories", "a="], "categories"),
-        (fit, "no public bound"),
-        ([*fit, "--bounds", "a=0:7", "--multi-class", "nope"], "multi_class"),
-        (["fit", "--bounds", "a=0:1"], "--csv"),
-        (["bench", "--out", str(a_file / "sub")], "not a writable folder"),
-        (["bench", "--out", str(a_file)], "not a writable folder"),
-    ]
-
-
-@pytest.mark.parametrize("case", range(16))
-def test_bad_input_is_one_stderr_line_and_exit_2(case, tmp_path, capsys):
-    argv, needle = _bad_inputs(tmp_path)[case]
-    code, out, err = _run_main(argv, capsys)
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert code == 2, (argv, err)
-    assert len(lines) == 1 and lines[0].startswith("dperm: error:"), lines
-    assert needle in lines[0], lines[0]
-    assert "Traceback" not in err and out == ""
-
-
-@pytest.mark.skipif(
-    getattr(os, "geteuid", lambda: 0)() == 0, reason="root can write into a read-only folder"
-)
-def test_bench_out_in_an_unwritable_folder(tmp_path, capsys):
-    ro = tmp_path / "ro"
-    ro.mkdir(mode=0o555)
-    code, _, err = _run_main(["bench", "--out", str(ro / "x")], capsys)
-    assert code == 2 and "not a writable folder" in err and len(err.strip().splitlines()) == 1
-
-
-def test_no_reference_skips_the_non_private_fit(monkeypatch):
-    import dperm.utility
-
-    calls = []
-    real = dperm.utility.nonprivate_fit
-
-    def spy(est, X, y, **kw):
-        calls.append(kw)
-        return real(est, X, y, **kw)
-
-    monkeypatch.setattr(dperm.utility, "nonprivate_fit", spy)
+# ----------------------------------------------------------------------------- the reference
+def test_no_reference_skips_the_non_private_fit(reference_calls):
     out = _json(CliRunner().invoke(app, ["fit", "--json", "--seed", "0", "--no-reference"]))
-    assert calls == []
+    assert reference_calls == []
     assert out["excess_empirical_risk"] is None and out["nonprivate_test_accuracy"] is None
     assert out["test_accuracy"] is not None
     out = _json(CliRunner().invoke(app, ["fit", "--json", "--seed", "0"]))
-    assert len(calls) == 1 and out["excess_empirical_risk"] >= -1e-9
+    assert len(reference_calls) == 1 and out["excess_empirical_risk"] >= -1e-9
 
 
-def test_reference_of_a_dp_sgd_fit_is_capped_by_its_passes(monkeypatch):
+def test_reference_of_a_dp_sgd_fit_is_capped_by_its_passes(reference_calls):
     """The reference of a DP-SGD fit (unregularized by default: the minimum may
     not exist) is capped at the passes the fit made, at a gradient residual 1e-4."""
-    import dperm.utility
-
-    seen = {}
-    real = dperm.utility.nonprivate_fit
-
-    def spy(est, X, y, **kw):
-        seen.update(kw, est=est)
-        return real(est, X, y, **kw)
-
-    monkeypatch.setattr(dperm.utility, "nonprivate_fit", spy)
     argv = ["fit", "--json", "--seed", "0", "--mechanism", "dp-sgd", "--epochs", "3"]
     out = _json(CliRunner().invoke(app, [*argv, "--batch-size", "64"]))
+    seen = reference_calls[-1]
     est = seen["est"]
     assert seen["tol"] == max(est.tol, 1e-4)
     passes = out["steps"] * out["sampling_rate"]
@@ -264,52 +339,17 @@ def test_reference_of_a_dp_sgd_fit_is_capped_by_its_passes(monkeypatch):
     assert seen["max_iter"] == max(100, math.ceil(passes)) < est.max_iter
 
 
-def test_multi_class_option_reaches_the_estimator(tmp_path, monkeypatch):
-    from dperm import cli
-
+def test_multi_class_option_reaches_the_estimator(tmp_path, built):
     rng = np.random.default_rng(1)
     n = 600
     a = rng.uniform(0, 3, n)
     path = tmp_path / "three.csv"
     path.write_text("a,y\n" + "".join(f"{v:.4f},{int(v)}\n" for v in a))
-    seen = {}
-    real = cli._make_model
-
-    def spy(*args, **kwargs):
-        seen["est"] = real(*args, **kwargs)
-        return seen["est"]
-
-    monkeypatch.setattr(cli, "_make_model", spy)
     argv = ["fit", "--csv", str(path), "--target", "y", "--bounds", "a=0:3", "--task"]
     argv += ["multiclass", "--mechanism", "dp-sgd", "--multi-class", "multinomial"]
     argv += ["--epsilon", "5", "--seed", "0", "--json", "--no-reference"]
     res = CliRunner().invoke(app, argv)
     out = _json(res)
-    assert seen["est"].multi_class == "multinomial" and seen["est"].coef_.shape == (3, 1)
+    assert built[-1].multi_class == "multinomial" and built[-1].coef_.shape == (3, 1)
     assert 0.0 <= out["test_accuracy"] <= 1.0
     assert "PrivacyLeakWarning" in res.stderr  # the label set was read from the CSV
-
-
-def test_slow_steps_report_progress_on_stderr(capsys):
-    import time
-
-    from dperm._cli_fit import step
-
-    with step("quick", threshold=0.5):
-        pass
-    assert capsys.readouterr().err == ""
-    with step("slow", threshold=0.05):
-        time.sleep(0.2)
-    err = capsys.readouterr().err.splitlines()
-    assert err[0] == "dperm: slow …" and err[1].startswith("dperm: slow done (")
-
-
-def test_account_path_imports_no_heavy_modules():
-    code = (
-        "import sys, dperm.cli, dperm._cli_account, dperm.accounting;"
-        "print(sorted(m for m in ('scipy.optimize', 'scipy.sparse', 'sklearn', 'pandas')"
-        " if m in sys.modules))"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]"

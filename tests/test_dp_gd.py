@@ -15,6 +15,9 @@ from dperm.constraints import L2Ball
 from dperm.exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
 from dperm.losses import Hinge, Logistic, Softmax, Squared
 
+#: the privacy target and public row bound of most fits below
+TARGET = dict(epsilon=1.0, delta=1e-5, data_norm=1.0)
+
 
 def _binary(seed=0, n=300, d=4):
     rng = np.random.default_rng(seed)
@@ -40,16 +43,9 @@ def test_advanced_calibration_is_the_textbook_formula():
 
 def test_rdp_calibration_is_tight_and_pld_is_tighter_or_equal():
     X, y = _binary(n=500)
-    r = dp_gd.fit(
-        Logistic(),
-        X,
-        y,
-        epsilon=0.5,
-        delta=1e-6,
-        data_norm=1.0,
-        steps=30,
-        calibration="rdp",
-        random_state=0,
+    kw = dict(epsilon=0.5, delta=1e-6, data_norm=1.0, steps=30, random_state=0)
+    r, rp, ra = (
+        dp_gd.fit(Logistic(), X, y, calibration=c, **kw) for c in ("rdp", None, "advanced")
     )
     z = r.diagnostics["noise_multiplier"]
     assert r.event == SelfComposed(Gaussian(z), 30)
@@ -58,29 +54,8 @@ def test_rdp_calibration_is_tight_and_pld_is_tighter_or_equal():
     assert r.diagnostics["sensitivity"] == pytest.approx(2 * 1.0 / 500)  # 2L/n, replace-one
     assert r.diagnostics["neighbouring"] == "replace-one"
     assert r.diagnostics["noise_std"] == pytest.approx(z * 2 / 500)
-    rp = dp_gd.fit(
-        Logistic(),
-        X,
-        y,
-        epsilon=0.5,
-        delta=1e-6,
-        data_norm=1.0,
-        steps=30,
-        random_state=0,
-    )
     assert rp.diagnostics["accountant"] == "pld"  # the default: the tightest
     assert rp.diagnostics["noise_multiplier"] <= z * (1 + 1e-3)
-    ra = dp_gd.fit(
-        Logistic(),
-        X,
-        y,
-        epsilon=0.5,
-        delta=1e-6,
-        data_norm=1.0,
-        steps=30,
-        calibration="advanced",
-        random_state=0,
-    )
     assert ra.diagnostics["noise_multiplier"] == pytest.approx(
         dp_gd.advanced_composition_noise_multiplier(0.5, 1e-6, 30)
     )
@@ -150,7 +125,7 @@ def test_sparse_equals_dense_and_softmax_and_generic_paths():
     X, y = _binary(3, n=200, d=6)
     Xs = X.copy()
     Xs[np.abs(Xs) < 0.2] = 0
-    kw = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, steps=20, random_state=1)
+    kw = dict(TARGET, steps=20, random_state=1)
     a = dp_gd.fit(Logistic(), Xs, y, **kw)
     b = dp_gd.fit(Logistic(), sp.csr_matrix(Xs), y, **kw)
     np.testing.assert_allclose(a.theta, b.theta, rtol=1e-10, atol=1e-13)
@@ -175,7 +150,7 @@ def test_sparse_equals_dense_and_softmax_and_generic_paths():
 
 def test_bad_input():
     X, y = _binary(n=50)
-    base = dict(epsilon=1.0, delta=1e-5, data_norm=1.0)
+    base = dict(TARGET)
     for kw, match in [
         (dict(steps=0), "steps"),
         (dict(learning_rate=0.0), "learning_rate"),
@@ -261,7 +236,7 @@ def test_add_remove_uses_the_public_size_and_sensitivity_C():
     def copies(n):
         return np.tile([[1.0, 0.0]], (n, 1)), np.ones(n)
 
-    kw = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, neighbouring="add-remove", dataset_size=100)
+    kw = dict(TARGET, neighbouring="add-remove", dataset_size=100)
     runs = [dp_gd.fit(Logistic(), *copies(n), random_state=0, **kw) for n in (100, 101)]
     keys = (
         "noise_multiplier",
@@ -302,23 +277,8 @@ def test_add_remove_uses_the_public_size_and_sensitivity_C():
     np.testing.assert_allclose(r.theta, -loss.gradient(np.zeros(2), X, y) * 101 / 100)
     for n in (100, 101):
         with pytest.raises(InvalidPrivacyParameter, match="dataset_size"):
-            dp_gd.fit(
-                Logistic(),
-                *copies(n),
-                epsilon=1.0,
-                delta=1e-5,
-                data_norm=1.0,
-                neighbouring="add-remove",
-                steps=5,
-            )
+            dp_gd.fit(Logistic(), *copies(n), **TARGET, neighbouring="add-remove", steps=5)
     with pytest.raises(InvalidPrivacyParameter, match="dataset_size"):  # n is public here
-        dp_gd.fit(Logistic(), *copies(100), epsilon=1.0, delta=1e-5, data_norm=1.0, dataset_size=99)
+        dp_gd.fit(Logistic(), *copies(100), **TARGET, dataset_size=99)
     with pytest.raises(InvalidPrivacyParameter, match="neighbouring"):
-        dp_gd.fit(
-            Logistic(),
-            *copies(100),
-            epsilon=1.0,
-            delta=1e-5,
-            data_norm=1.0,
-            neighbouring="sideways",
-        )
+        dp_gd.fit(Logistic(), *copies(100), **TARGET, neighbouring="sideways")

@@ -33,6 +33,9 @@ from dperm.exceptions import (
 from dperm.losses import Hinge, HuberSVM, Logistic, Softmax, Squared
 from dperm.regularizers import L1
 
+#: the privacy target and public row bound of most fits below
+TARGET = dict(epsilon=1.0, delta=1e-5, data_norm=1.0)
+
 
 def _binary(seed=0, n=400, d=5, sparse=False):
     rng = np.random.default_rng(seed)
@@ -137,9 +140,7 @@ def test_generic_path_rejects_wrong_shapes_and_zeroes_nonfinite_rows():
 
 def test_dense_and_sparse_runs_are_identical():
     X, y = _binary(1, n=300, d=6, sparse=True)
-    kw = dict(
-        epsilon=1.0, delta=1e-5, data_norm=1.0, dataset_size=300, accountant="rdp", random_state=3
-    )
+    kw = dict(TARGET, dataset_size=300, accountant="rdp", random_state=3)
     a = dp_sgd.fit(Logistic(), X, y, **kw)
     b = dp_sgd.fit(Logistic(), X.toarray(), y, **kw)
     np.testing.assert_allclose(a.theta, b.theta, rtol=1e-10, atol=1e-12)
@@ -186,23 +187,28 @@ def test_update_with_zero_gradients_is_exactly_gaussian(sampling, neighbouring, 
     assert abs(sample.var(ddof=1) - 1.0) < 4.0 * math.sqrt(2.0 / (d - 1))
 
 
-def test_empty_poisson_batches_still_get_noise():
-    n = 20
-    X = np.column_stack([np.arange(n, dtype=float), np.zeros(n)])
-    y = np.ones(n)
-    sizes, thetas = [], []
+def _recorded(fit, n, *, column=1.0, noise_multiplier=1.0, learning_rate=0.1, **kw):
+    """Run ``fit`` (clipping norm 1; noise multiplier 1 and learning rate 0.1 unless
+    given) on X = [row index, ``column``], y = 1, with a zero per-example gradient that
+    records the rows of every batch: (Result, batches)."""
+    X = np.column_stack([np.arange(n, dtype=float), np.full(n, column)])
+    batches = []
 
     def peg(theta, Xb, yb):
-        sizes.append(Xb.shape[0])
+        batches.append(Xb[:, 0].astype(int))
         return np.zeros((Xb.shape[0], 2))
 
-    dp_sgd.fit(
-        None,
-        X,
-        y,
-        per_example_grad=peg,
-        clipping_norm=1.0,
-        noise_multiplier=1.0,
+    kw.update(noise_multiplier=noise_multiplier, learning_rate=learning_rate)
+    r = fit(None, X, np.ones(n), per_example_grad=peg, clipping_norm=1.0, **kw)
+    return r, batches
+
+
+def test_empty_poisson_batches_still_get_noise():
+    n, thetas = 20, []
+    _, batches = _recorded(
+        dp_sgd.fit,
+        n,
+        column=0.0,
         sampling_rate=0.01,
         dataset_size=n,
         steps=200,
@@ -210,7 +216,7 @@ def test_empty_poisson_batches_still_get_noise():
         random_state=0,
         callback=lambda t, T, th: thetas.append(th.copy()),
     )
-    sizes = np.array(sizes)
+    sizes = np.array([len(b) for b in batches])
     assert (sizes == 0).sum() > 100  # most batches are empty at q n = 0.2
     steps_moved = np.linalg.norm(np.diff(np.array(thetas), axis=0), axis=1)
     assert np.all(steps_moved > 0)  # every step, empty or not, adds fresh noise
@@ -220,31 +226,18 @@ def test_inclusion_counts_are_binomial_T_q():
     """Run the real fit with a gradient that records which rows it sees; each
     row's inclusion count over T steps must be Binomial(T, q) (chi-square)."""
     n, T, q = 400, 250, 0.08
-    X = np.column_stack([np.arange(n, dtype=float), np.ones(n)])
-    y = np.ones(n)
-    counts = np.zeros(n, dtype=int)
-    batch_sizes = []
-
-    def peg(theta, Xb, yb):
-        idx = Xb[:, 0].astype(int)
-        assert len(np.unique(idx)) == len(idx)  # no repeats inside a Poisson batch
-        counts[idx] += 1
-        batch_sizes.append(len(idx))
-        return np.zeros((Xb.shape[0], 2))
-
-    r = dp_sgd.fit(
-        None,
-        X,
-        y,
-        per_example_grad=peg,
-        clipping_norm=1.0,
+    r, batches = _recorded(
+        dp_sgd.fit,
+        n,
         noise_multiplier=2.0,
         sampling_rate=q,
         dataset_size=n,
         steps=T,
-        learning_rate=0.1,
         random_state=5,
     )
+    assert all(len(np.unique(b)) == len(b) for b in batches)  # no repeats inside a batch
+    counts = np.bincount(np.concatenate(batches), minlength=n)
+    batch_sizes = [len(b) for b in batches]
     assert r.event == SelfComposed(PoissonSampled(q, Gaussian(2.0, neighbouring="add-remove")), T)
     # chi-square goodness of fit of the n counts to Binomial(T, q), bins with E ≥ 5
     edges = np.arange(0, T + 2)
@@ -263,25 +256,7 @@ def test_inclusion_counts_are_binomial_T_q():
 
 def test_single_sample_draws_one_uniform_index_per_step():
     n, T = 50, 5000
-    X = np.column_stack([np.arange(n, dtype=float), np.ones(n)])
-    y = np.ones(n)
-    seen = []
-
-    def peg(theta, Xb, yb):
-        seen.append(Xb[:, 0].astype(int))
-        return np.zeros((Xb.shape[0], 2))
-
-    r = dp_sgd.fit_single_sample(
-        None,
-        X,
-        y,
-        per_example_grad=peg,
-        clipping_norm=1.0,
-        noise_multiplier=1.0,
-        steps=T,
-        learning_rate=0.1,
-        random_state=2,
-    )
+    r, seen = _recorded(dp_sgd.fit_single_sample, n, steps=T, random_state=2)
     seen = np.concatenate(seen)
     assert seen.shape == (T,)
     assert stats.chisquare(np.bincount(seen, minlength=n)).pvalue > 1e-3
@@ -344,15 +319,7 @@ def test_zero_noise_cannot_meet_a_target_epsilon():
     X, y = _binary()
     with pytest.raises(InvalidPrivacyParameter, match="epsilon=inf"):
         dp_sgd.fit(
-            Logistic(),
-            X,
-            y,
-            epsilon=1.0,
-            delta=1e-5,
-            noise_multiplier=0.0,
-            data_norm=1.0,
-            dataset_size=400,
-            accountant="rdp",
+            Logistic(), X, y, **TARGET, noise_multiplier=0.0, dataset_size=400, accountant="rdp"
         )
 
 
@@ -391,9 +358,7 @@ def test_without_replacement_and_shuffle_events():
         Logistic(),
         X,
         y,
-        epsilon=1.0,
-        delta=1e-5,
-        data_norm=1.0,
+        **TARGET,
         batch_size=20,
         steps=25,
         sampling="without_replacement",
@@ -403,16 +368,7 @@ def test_without_replacement_and_shuffle_events():
     assert r.event == SelfComposed(SampledWithoutReplacement(20, 200, Gaussian(z)), 25)
     assert r.diagnostics["sensitivity"] == pytest.approx(2.0)  # replace-one: 2C
     r = dp_sgd.fit(
-        Logistic(),
-        X,
-        y,
-        epsilon=1.0,
-        delta=1e-5,
-        data_norm=1.0,
-        batch_size=30,
-        steps=13,
-        sampling="shuffle",
-        random_state=0,
+        Logistic(), X, y, **TARGET, batch_size=30, steps=13, sampling="shuffle", random_state=0
     )
     z = r.diagnostics["noise_multiplier"]
     # ⌊200/30⌋ = 6 batches per epoch → 13 steps touch 3 epochs; one Gaussian per epoch
@@ -424,9 +380,7 @@ def test_without_replacement_and_shuffle_events():
             Logistic(),
             X,
             y,
-            epsilon=1.0,
-            delta=1e-5,
-            data_norm=1.0,
+            **TARGET,
             batch_size=20,
             steps=5,
             sampling="without_replacement",
@@ -501,7 +455,7 @@ def test_given_noise_multiplier_must_meet_target():
 )
 def test_bad_input_raises_specific_errors(kwargs, match):
     X, y = _binary(n=100)
-    base = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, dataset_size=100, random_state=0)
+    base = dict(TARGET, dataset_size=100, random_state=0)
     base.update(kwargs)
     with pytest.raises(InvalidPrivacyParameter, match=match):
         dp_sgd.fit(Logistic(), X, y, **base)
@@ -579,16 +533,7 @@ def test_rows_above_data_norm_are_clipped_and_counted():
     X = X.copy()
     X[:7] *= 5.0
     with pytest.warns(ClippingWarning):
-        r = dp_sgd.fit(
-            Logistic(),
-            X,
-            y,
-            epsilon=1.0,
-            delta=1e-5,
-            data_norm=1.0,
-            dataset_size=100,
-            accountant="rdp",
-        )
+        r = dp_sgd.fit(Logistic(), X, y, **TARGET, dataset_size=100, accountant="rdp")
     assert r.diagnostics["n_clipped"] == 7
 
 
@@ -619,9 +564,7 @@ def test_progress_bar_and_estimator_registration():
             Logistic(),
             X,
             y,
-            epsilon=1.0,
-            delta=1e-5,
-            data_norm=1.0,
+            **TARGET,
             dataset_size=300,
             accountant="rdp",
             progress=True,
@@ -670,9 +613,7 @@ def test_schedules():
         Logistic(),
         X,
         y,
-        epsilon=1.0,
-        delta=1e-5,
-        data_norm=1.0,
+        **TARGET,
         dataset_size=500,
         accountant="rdp",
         alpha=0.1,
@@ -686,26 +627,7 @@ def test_schedules():
 @pytest.mark.parametrize("sampling", ["without_replacement", "shuffle"])
 def test_fixed_size_batches_are_exact_and_uniform(sampling):
     n, b, T = 60, 12, 400
-    X = np.column_stack([np.arange(n, dtype=float), np.ones(n)])
-    batches = []
-
-    def peg(theta, Xb, yb):
-        batches.append(Xb[:, 0].astype(int))
-        return np.zeros((Xb.shape[0], 2))
-
-    dp_sgd.fit(
-        None,
-        X,
-        np.ones(n),
-        per_example_grad=peg,
-        clipping_norm=1.0,
-        noise_multiplier=1.0,
-        batch_size=b,
-        steps=T,
-        learning_rate=0.1,
-        sampling=sampling,
-        random_state=8,
-    )
+    _, batches = _recorded(dp_sgd.fit, n, batch_size=b, steps=T, sampling=sampling, random_state=8)
     assert all(len(B) == b == len(np.unique(B)) for B in batches)
     counts = np.bincount(np.concatenate(batches), minlength=n)
     assert stats.chisquare(counts).pvalue > 1e-3
@@ -745,7 +667,7 @@ def test_add_remove_constants_are_functions_of_public_inputs_only():
     """D = 100 copies of (e₁, +1), D′ = 101 copies: with neighbouring="add-remove"
     and a public dataset_size every constant of the run (q, b, T, z, σ, δ, the
     normaliser, the learning rate) is identical on D and D′, and the event too."""
-    kw = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, neighbouring="add-remove", dataset_size=100)
+    kw = dict(TARGET, neighbouring="add-remove", dataset_size=100)
     runs = [dp_sgd.fit(Hinge(), *_copies(n), random_state=0, **kw) for n in (100, 101)]
     a, b = (r.diagnostics for r in runs)
     assert {k: a[k] for k in _CONSTANTS} == {k: b[k] for k in _CONSTANTS}
@@ -756,14 +678,12 @@ def test_add_remove_constants_are_functions_of_public_inputs_only():
     # a default that needs a size, without dataset_size: a specific error naming it
     for n in (100, 101):
         with pytest.raises(InvalidPrivacyParameter, match="dataset_size"):
-            dp_sgd.fit(Hinge(), *_copies(n), epsilon=1.0, delta=1e-5, data_norm=1.0)
+            dp_sgd.fit(Hinge(), *_copies(n), **TARGET)
         with pytest.raises(InvalidPrivacyParameter, match="dataset_size"):
             dp_sgd.fit(
                 Hinge(),
                 *_copies(n),
-                epsilon=1.0,
-                delta=1e-5,
-                data_norm=1.0,
+                **TARGET,
                 neighbouring="add-remove",
                 sampling_rate=0.1,
                 steps=5,
@@ -789,9 +709,7 @@ def test_add_remove_runs_differ_only_by_the_added_row(monkeypatch):
     monkeypatch.setattr(gl.PoissonSampler, "batches", spy)
     eta = 1e-3
     kw = dict(
-        epsilon=1.0,
-        delta=1e-5,
-        data_norm=1.0,
+        **TARGET,
         learning_rate=eta,
         neighbouring="add-remove",
         dataset_size=100,
@@ -842,7 +760,7 @@ def test_add_remove_normaliser_is_the_public_size_not_the_row_count():
 
 def test_replace_one_poisson_is_accounted_by_the_replace_one_pld():
     X, y = _binary(n=400)
-    kw = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, batch_size=40, steps=20, random_state=0)
+    kw = dict(TARGET, batch_size=40, steps=20, random_state=0)
     r = dp_sgd.fit(Logistic(), X, y, neighbouring="replace-one", **kw)
     d = r.diagnostics
     z = d["noise_multiplier"]

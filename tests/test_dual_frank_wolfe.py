@@ -159,7 +159,6 @@ def test_audit_runner_registered_and_consistent():
     from dperm.audit import audit
     from dperm.audit.runners import get_runner
 
-    dfw.register_audit_runner(overwrite=True)
     assert get_runner("dual-frank-wolfe").neighbouring == "replace-one"
     res = audit("dual-frank-wolfe", epsilon=1.0, runs=200, n_jobs=1, random_state=0)
     assert res.epsilon_lower_bound < 1.0

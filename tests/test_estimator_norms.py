@@ -24,6 +24,12 @@ def _unit_rows(n, d, rng):
     return 0.999 * X / np.linalg.norm(X, axis=1, keepdims=True)
 
 
+def _norm_fit(X, y, penalty, **kw):
+    """DPLogisticRegression with the norm ``penalty`` at Λ = 0.02 and ε = 100, fitted."""
+    params = dict(alpha=0.02, epsilon=100.0, classes=[0, 1], random_state=0) | kw
+    return DPLogisticRegression(penalty=penalty, **params).fit(X, y)
+
+
 @pytest.fixture(scope="module")
 def group_data():
     """Only the first group {0..3} is active; groups 3 and 4 ({6..11}) are inactive."""
@@ -99,15 +105,7 @@ def test_unpenalized_intercept_closed_form():
 )
 def test_overlapping_group_norm_recovers_active_groups(group_data, mechanism, l1_ratio):
     X, y = group_data
-    est = DPLogisticRegression(
-        penalty=GroupLinfNorm(OVERLAPPING, D),
-        alpha=0.02,
-        l1_ratio=l1_ratio,
-        mechanism=mechanism,
-        epsilon=100.0,
-        classes=[0, 1],
-        random_state=0,
-    ).fit(X, y)
+    est = _norm_fit(X, y, GroupLinfNorm(OVERLAPPING, D), l1_ratio=l1_ratio, mechanism=mechanism)
     c = np.abs(est.coef_.ravel())
     active, inactive = c[:3], c[6:]  # coordinate 3 is shared with group 2, 4-5 in group 2
     assert active.min() > 1.0
@@ -120,14 +118,7 @@ def test_overlapping_group_norm_recovers_active_groups(group_data, mechanism, l1
 
 def test_dual_frank_wolfe_with_a_disjoint_group_norm(group_data):
     X, y = group_data
-    est = DPLogisticRegression(
-        penalty=GroupLinfNorm(DISJOINT, D),
-        alpha=0.02,
-        mechanism="dual-frank-wolfe",
-        epsilon=100.0,
-        classes=[0, 1],
-        random_state=0,
-    ).fit(X, y)
+    est = _norm_fit(X, y, GroupLinfNorm(DISJOINT, D), mechanism="dual-frank-wolfe")
     c = np.abs(est.coef_.ravel())
     group_max = [c[g].max() for g in DISJOINT]
     assert group_max[0] > 10 * max(group_max[2:])
@@ -140,15 +131,7 @@ def test_chain_tv_norm_as_penalty_fits():
     X = _unit_rows(n, d, rng)
     w = np.r_[np.full(4, 1.5), np.zeros(4)]  # piecewise constant
     y = (3 * X @ w > 0).astype(int)
-    est = DPLogisticRegression(
-        penalty=ChainTVNorm(d, mu=0.1),
-        alpha=0.02,
-        l1_ratio=1.0,
-        mechanism="objective",
-        epsilon=100.0,
-        classes=[0, 1],
-        random_state=0,
-    ).fit(X, y)
+    est = _norm_fit(X, y, ChainTVNorm(d, mu=0.1), l1_ratio=1.0, mechanism="objective")
     c = est.coef_.ravel()
     # equal values on each block (fused), the inactive block shrunk towards 0
     assert np.ptp(c[:4]) < 0.05 * c[:4].mean() and np.ptp(c[4:]) < 0.05 * c[:4].mean()
@@ -231,10 +214,7 @@ def test_latent_group_l2_norm_as_penalty(group_data):
     X, y = group_data
     norm = LatentGroupL2Norm(OVERLAPPING, D)
     for mechanism, l1_ratio in (("objective", 1.0), ("structured-output", 0.5)):
-        est = DPLogisticRegression(
-            penalty=norm, alpha=0.02, l1_ratio=l1_ratio, mechanism=mechanism, epsilon=100.0,
-            classes=[0, 1], random_state=0,
-        ).fit(X, y)  # fmt: skip
+        est = _norm_fit(X, y, norm, l1_ratio=l1_ratio, mechanism=mechanism)
         c = np.abs(est.coef_.ravel())
         assert c[:3].min() > 1.0 and c[7:].max() < 0.05 * c[:3].min()
         assert (est.predict(X) == y).mean() > 0.9

@@ -3,6 +3,7 @@ split, clipping, the mechanism registry, Adult utility and bad input."""
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -11,6 +12,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import SkipTestWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+import dperm.estimators
 from dperm import DPLinearRegression, DPLinearSVC, DPLogisticRegression
 from dperm.accounting import epsilon_spent
 from dperm.accounting.events import EpsilonDelta, PureEpsilon, SelfComposed
@@ -31,6 +33,8 @@ YES_NO = ["no", "yes"]  # the public label set of the `blobs` data
 
 
 # ----------------------------------------------------------------------------- sklearn contract
+# (the regressors' contract, DPLinearRegression's ERM path included, is checked in
+# test_regression_estimators.py)
 # A private estimator is randomized; the checks fix random_state (set_random_state)
 # and a large ε keeps the accuracy checks meaningful.  The checks' toy data exceed
 # data_norm, so rows are clipped (ClippingWarning, expected).
@@ -39,15 +43,6 @@ YES_NO = ["no", "yes"]  # the public label set of the `blobs` data
         DPLogisticRegression(epsilon=1e6, random_state=0),
         DPLinearSVC(epsilon=1e6, random_state=0),
         DPLinearSVC(epsilon=1e6, mechanism="output", delta=0.0, alpha=1e-3, random_state=0),
-        DPLinearRegression(  # the objective-perturbation path (the ERM mechanisms)
-            mechanism="objective",
-            epsilon=1e15,
-            alpha=1e-2,
-            label_bound=1e3,
-            data_norm=10.0,
-            constraint_radius=1e3,
-            random_state=0,
-        ),
     ],
     expected_failed_checks=sklearn_expected_failed_checks,
 )
@@ -63,6 +58,31 @@ def test_sklearn_estimator_contract(estimator, check):
 
 
 assert SkipTestWarning  # imported for the filter above
+
+
+ALL_ESTIMATORS = [getattr(dperm.estimators, name) for name in sorted(dperm.estimators.__all__)]
+ALL_ESTIMATORS = [c for c in ALL_ESTIMATORS if isinstance(c, type)]
+
+
+@pytest.mark.parametrize("cls", ALL_ESTIMATORS, ids=lambda c: c.__name__)
+def test_help_documents_every_parameter_with_its_default(cls):
+    """The composed docstring (dperm.estimators._params) lists each parameter of the
+    explicit signature, in order, with the signature's default, then the attributes."""
+    doc = inspect.getdoc(cls)
+    params, _, rest = doc.partition("\nParameters\n----------\n")[2].partition("\nAttributes\n")
+    assert rest.startswith("----------\n") and "coef_" in rest
+    headers = [line for line in params.splitlines() if line and not line.startswith(" ")]
+    documented = [name for h in headers for name in h.partition(" : ")[0].split(", ")]
+    signature = inspect.signature(cls).parameters
+    assert documented == list(signature)
+    for h in headers:
+        first = h.partition(" : ")[0].split(", ")[0]
+        default = signature[first].default
+        shown = f'"{default}"' if isinstance(default, str) else repr(default)
+        assert h.endswith(f"default={shown}"), h
+    # one set of parameters stored by __init__, exactly as given
+    est = cls()
+    assert est.get_params() == {k: p.default for k, p in signature.items()}
 
 
 # ----------------------------------------------------------------------------- data

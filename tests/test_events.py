@@ -6,33 +6,24 @@ import dataclasses
 
 import pytest
 
+from dperm.accounting import events as ev
 from dperm.accounting.events import (
-    Composed,
-    EpsilonDelta,
-    Gaussian,
-    Laplace,
-    NonPrivate,
-    NoOp,
-    PoissonSampled,
-    PureEpsilon,
-    SampledWithoutReplacement,
-    SelfComposed,
     event_from_dict,
     event_from_json,
 )
 from dperm.exceptions import InvalidPrivacyParameter
 
 EVENTS = [
-    NoOp(),
-    NonPrivate(),
-    Gaussian(1.1),
-    Laplace(2.0),
-    PureEpsilon(0.5),
-    EpsilonDelta(1.0, 1e-6),
-    PoissonSampled(0.01, Gaussian(1.0)),
-    SampledWithoutReplacement(10, 100, Gaussian(2.0)),
-    SelfComposed(PoissonSampled(0.004, Gaussian(1.1)), 15000),
-    Composed((PureEpsilon(0.1), SelfComposed(Gaussian(3.0), 2), NoOp())),
+    ev.NoOp(),
+    ev.NonPrivate(),
+    ev.Gaussian(1.1),
+    ev.Laplace(2.0),
+    ev.PureEpsilon(0.5),
+    ev.EpsilonDelta(1.0, 1e-6),
+    ev.PoissonSampled(0.01, ev.Gaussian(1.0)),
+    ev.SampledWithoutReplacement(10, 100, ev.Gaussian(2.0)),
+    ev.SelfComposed(ev.PoissonSampled(0.004, ev.Gaussian(1.1)), 15000),
+    ev.Composed((ev.PureEpsilon(0.1), ev.SelfComposed(ev.Gaussian(3.0), 2), ev.NoOp())),
 ]
 
 
@@ -48,19 +39,19 @@ def test_round_trip_and_hash(event):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: Gaussian(-1.0),
-        lambda: Gaussian(float("nan")),
-        lambda: Gaussian(float("inf")),
-        lambda: Gaussian("1"),
-        lambda: PureEpsilon(-0.1),
-        lambda: EpsilonDelta(1.0, 1.5),
-        lambda: PoissonSampled(1.5, Gaussian(1.0)),
-        lambda: PoissonSampled(0.5, "gauss"),
-        lambda: SampledWithoutReplacement(5, 3, Gaussian(1.0)),
-        lambda: SampledWithoutReplacement(2.5, 3, Gaussian(1.0)),
-        lambda: SelfComposed(Gaussian(1.0), -1),
-        lambda: SelfComposed(Gaussian(1.0), 1.5),
-        lambda: Composed((Gaussian(1.0), 3)),
+        lambda: ev.Gaussian(-1.0),
+        lambda: ev.Gaussian(float("nan")),
+        lambda: ev.Gaussian(float("inf")),
+        lambda: ev.Gaussian("1"),
+        lambda: ev.PureEpsilon(-0.1),
+        lambda: ev.EpsilonDelta(1.0, 1.5),
+        lambda: ev.PoissonSampled(1.5, ev.Gaussian(1.0)),
+        lambda: ev.PoissonSampled(0.5, "gauss"),
+        lambda: ev.SampledWithoutReplacement(5, 3, ev.Gaussian(1.0)),
+        lambda: ev.SampledWithoutReplacement(2.5, 3, ev.Gaussian(1.0)),
+        lambda: ev.SelfComposed(ev.Gaussian(1.0), -1),
+        lambda: ev.SelfComposed(ev.Gaussian(1.0), 1.5),
+        lambda: ev.Composed((ev.Gaussian(1.0), 3)),
     ],
 )
 def test_invalid_events_raise(make):

@@ -27,7 +27,7 @@ def _logistic_data(rng, n=40, d=1):
 
 
 # ----------------------------------------------------------------------------- sampling law
-def test_sampling_distribution_matches_exponential_mechanism(rng):
+def test_sampling_distribution_matches_exponential_mechanism(rng, exponential_mechanism_pvalue):
     """Chi-square: P(θ_j) ∝ exp(−ε Σᵢ log(1 + e^{−yᵢ xᵢ θ_j}) / (2Δ)), with
     Δ = data_norm · max|θ| for the logistic loss (range of log(1+e^m), |m| ≤ z)."""
     X, y = _logistic_data(rng, n=15)
@@ -35,38 +35,32 @@ def test_sampling_distribution_matches_exponential_mechanism(rng):
     eps = 2.0
     sums = np.array([np.log1p(np.exp(-y * X[:, 0] * c)).sum() for c in cands[:, 0]])
     delta_u = 3.0
-    logits = -eps * sums / (2 * delta_u)
-    p = np.exp(logits - logits.max())
-    p /= p.sum()
-    N = 8000
-    gen = np.random.default_rng(11)
-    counts = np.zeros(len(cands))
-    for _ in range(N):
-        res = ee.fit(Logistic(), X, y, epsilon=eps, candidates=cands, random_state=gen)
-        counts[res.diagnostics["index"]] += 1
-    assert res.diagnostics["sensitivity"] == pytest.approx(delta_u)
-    _, pval = stats.chisquare(counts, N * p)
-    assert pval > 1e-3
+
+    def fit(gen):
+        return ee.fit(Logistic(), X, y, epsilon=eps, candidates=cands, random_state=gen)
+
+    assert fit(0).diagnostics["sensitivity"] == pytest.approx(delta_u)
+
+    def draw(gen):
+        return fit(gen).diagnostics["index"]
+
+    assert exponential_mechanism_pvalue(draw, -eps * sums / (2 * delta_u), 8000, 11) > 1e-3
 
 
-def test_private_median_sampling_distribution(rng):
+def test_private_median_sampling_distribution(rng, exponential_mechanism_pvalue):
     v = rng.uniform(0, 10, 9)
     eps, lo, hi, k = 1.0, 0.0, 10.0, 6
     grid = np.linspace(lo, hi, k)
     sums = np.array([np.abs(v - g).sum() * 0.5 for g in grid])
-    logits = -eps * sums / (2 * 0.5 * (hi - lo))
-    p = np.exp(logits - logits.max())
-    p /= p.sum()
-    N = 6000
-    gen = np.random.default_rng(5)
-    counts = np.zeros(k)
-    for _ in range(N):
+
+    def draw(gen):
         th = ee.private_quantile(
             v, 0.5, epsilon=eps, lower=lo, upper=hi, n_candidates=k, random_state=gen
         ).theta[0]
-        counts[int(np.argmin(np.abs(grid - th)))] += 1
-    _, pval = stats.chisquare(counts, N * p)
-    assert pval > 1e-3
+        return int(np.argmin(np.abs(grid - th)))
+
+    logits = -eps * sums / (2 * 0.5 * (hi - lo))
+    assert exponential_mechanism_pvalue(draw, logits, 6000, 5) > 1e-3
 
 
 # ----------------------------------------------------------------------------- utility

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy import stats
 
 from dperm.accounting.events import PureEpsilon, SelfComposed
 from dperm.algorithms import frank_wolfe as fw
@@ -108,7 +107,7 @@ def test_output_inside_polytope_simplex(rng):
 
 
 # ----------------------------------------------------------------------------- selection law
-def test_one_step_selection_follows_exponential_mechanism(rng):
+def test_one_step_selection_follows_exponential_mechanism(rng, exponential_mechanism_pvalue):
     """T = 1 from θ = 0 with μ = 1 returns the selected vertex itself; its law must
     be P(v) ∝ exp(−ε⟨v, ∇L(0)⟩/(2Δ)), Δ = 2 r G b / n (G = sup|φ'| = 1 for the
     logistic loss).  Chi-square goodness of fit on N draws."""
@@ -119,24 +118,18 @@ def test_one_step_selection_follows_exponential_mechanism(rng):
     g0 = -(y[:, None] * X).sum(axis=0) / (2 * n)
     V = np.vstack([r * np.eye(d), -r * np.eye(d)])
     delta_u = 2 * r * 1.0 * 1.0 / n
-    logits = -eps * (V @ g0) / (2 * delta_u)
-    p = np.exp(logits - logits.max())
-    p /= p.sum()
     assert fw.score_sensitivity(loss, n, d, data_norm=1.0, radius=r) == pytest.approx(delta_u)
 
-    N = 6000
-    gen = np.random.default_rng(7)
-    counts = np.zeros(2 * d)
-    for _ in range(N):
+    def draw(gen):
         th = fw.fit(loss, X, y, epsilon=eps, delta=0.0, radius=r, n_steps=1, random_state=gen).theta
         j = int(np.argmax(np.abs(th)))
-        counts[j if th[j] > 0 else j + d] += 1
-    assert counts.sum() == N
-    _, pval = stats.chisquare(counts, N * p)
-    assert pval > 1e-3
+        return j if th[j] > 0 else j + d
+
+    logits = -eps * (V @ g0) / (2 * delta_u)
+    assert exponential_mechanism_pvalue(draw, logits, 6000, 7) > 1e-3
 
 
-def test_one_step_selection_on_a_polytope(rng):
+def test_one_step_selection_on_a_polytope(rng, exponential_mechanism_pvalue):
     n, eps = 10, 2.0
     X, y = _data(rng, n=n, d=2)
     V = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.5, -0.5]])
@@ -150,19 +143,15 @@ def test_one_step_selection_on_a_polytope(rng):
     assert fw.score_sensitivity(loss, n, 2, data_norm=1.0, constraint=poly) == pytest.approx(
         delta_u
     )
-    logits = -eps * (V @ g0) / (2 * delta_u)
-    p = np.exp(logits - logits.max())
-    p /= p.sum()
-    N = 4000
-    gen = np.random.default_rng(3)
-    counts = np.zeros(len(V))
-    for _ in range(N):
+
+    def draw(gen):
         th = fw.fit(
             loss, X, y, epsilon=eps, delta=0.0, constraint=poly, n_steps=1, random_state=gen
         ).theta
-        counts[int(np.argmin(np.linalg.norm(V - th, axis=1)))] += 1
-    _, pval = stats.chisquare(counts, N * p)
-    assert pval > 1e-3
+        return int(np.argmin(np.linalg.norm(V - th, axis=1)))
+
+    logits = -eps * (V @ g0) / (2 * delta_u)
+    assert exponential_mechanism_pvalue(draw, logits, 4000, 3) > 1e-3
 
 
 def test_score_sensitivity_bounds_every_neighbouring_pair(rng):

@@ -179,25 +179,12 @@ def test_output_perturbation_adds_the_claimed_noise(data, delta):
     X, y = data
     eps = 1.0
     theta_hat = _nonprivate_minimizer(X, y, ALPHA)
-    res0 = op.fit(Logistic(), X, y, epsilon=eps, delta=delta, data_norm=1.0, alpha=ALPHA)
+    kw = dict(epsilon=eps, delta=delta, data_norm=1.0, alpha=ALPHA)
+    res0 = op.fit(Logistic(), X, y, **kw)
     sens = 2.0 * 1.0 / (N * ALPHA)  # 2L/(nΛ), Chaudhuri et al. 2011 Corollary 8 (L = R = 1)
     assert res0.diagnostics["sensitivity"] == pytest.approx(sens)
     B = (
-        np.array(
-            [
-                op.fit(
-                    Logistic(),
-                    X,
-                    y,
-                    epsilon=eps,
-                    delta=delta,
-                    data_norm=1.0,
-                    alpha=ALPHA,
-                    random_state=s,
-                ).theta
-                for s in range(SEEDS)
-            ]
-        )
+        np.array([op.fit(Logistic(), X, y, random_state=s, **kw).theta for s in range(SEEDS)])
         - theta_hat
     )
     if delta == 0.0:
@@ -269,29 +256,15 @@ def test_dp_gd_one_step_adds_gaussian_noise_of_the_claimed_std(data):
     eps, delta, lr = 1.0, 1e-5, 1.0
     loss = Logistic()
     g0 = loss.gradient(np.zeros(D), X, y)  # clipping at C = L = 1 is a no-op here
-    res0 = dp_gd.fit(
-        loss,
-        X,
-        y,
-        epsilon=eps,
-        delta=delta,
-        data_norm=1.0,
-        steps=1,
-        learning_rate=lr,
-        random_state=0,
-    )
+    kw = dict(data_norm=1.0, steps=1, learning_rate=lr)  # one step, shared by every run
+    res0 = dp_gd.fit(loss, X, y, epsilon=eps, delta=delta, random_state=0, **kw)
     z = res0.diagnostics["noise_multiplier"]
     # one replace-one Gaussian release: the multiplier can never be below the exact one
     assert z >= analytic_gaussian_noise_multiplier(eps, delta) * (1 - 1e-9)
     sigma = z * 2.0 * 1.0 / N  # σ of the noise on the average gradient: z · 2C/n
     assert res0.diagnostics["noise_std"] == pytest.approx(sigma)
     # the calibrated run and a run given the same multiplier draw the same noise
-    res = [
-        dp_gd.fit(
-            loss, X, y, noise_multiplier=z, data_norm=1.0, steps=1, learning_rate=lr, random_state=s
-        )
-        for s in range(1500)
-    ]
+    res = [dp_gd.fit(loss, X, y, noise_multiplier=z, random_state=s, **kw) for s in range(1500)]
     np.testing.assert_allclose(res[0].theta, res0.theta)
     B = np.array([-r.theta / lr - g0 for r in res])
     _ks_gaussian_vector(B, sigma)

@@ -22,6 +22,7 @@ from scipy import stats
 from scipy.special import softmax
 
 from dperm.accounting.gaussian import gaussian_delta
+from dperm.algorithms import _objective_calibration as oc
 from dperm.algorithms import objective_perturbation as op
 from dperm.exceptions import InvalidPrivacyParameter, UnknownNameError
 from dperm.losses import HuberSVM, Logistic, Softmax
@@ -39,7 +40,7 @@ def test_jacobian_epsilon_closed_forms_and_inverse():
         pytest.approx(9 * math.log1p(0.5))
     )
     for e in (0.01, 0.3, 2.0):
-        lam = op._l2_for_jacobian(e, 50, 0.5, 3, 1.0)
+        lam = oc._l2_for_jacobian(e, 50, 0.5, 3, 1.0)
         assert op.jacobian_epsilon(50, lam, 0.5, hessian_rank=3, hessian_trace=1.0) == (
             pytest.approx(e, rel=1e-12)
         )
@@ -78,12 +79,12 @@ def test_tight_calibration_meets_its_budget_and_beats_the_paper(eps, delta, n, a
     assert p.epsilon_noise + op.jacobian_epsilon(n, alpha + p.extra_l2, 0.25) <= eps * (1 + 1e-12)
     # Δ is the minimizer of the public risk proxy among the candidates
     chosen = op.excess_risk_proxy(
-        p.extra_l2, alpha, 20.0, *op._noise_moments("gamma", p.noise_scale, 10, n)
+        p.extra_l2, alpha, 20.0, *oc._noise_moments("gamma", p.noise_scale, 10, n)
     )
     for f in (0.01, 0.1, 0.5):
-        extra = op._l2_for_jacobian(f * eps, n, 0.25, 1, None) - alpha
+        extra = oc._l2_for_jacobian(f * eps, n, 0.25, 1, None) - alpha
         if extra > 0:
-            m = op._noise_moments("gamma", 2.0 / (eps * (1 - f)), 10, n)
+            m = oc._noise_moments("gamma", 2.0 / (eps * (1 - f)), 10, n)
             assert chosen <= op.excess_risk_proxy(extra, alpha, 20.0, *m) * (1 + 1e-9)
 
 

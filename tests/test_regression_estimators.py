@@ -23,38 +23,33 @@ from dperm.estimators._base import sklearn_expected_failed_checks
 from dperm.exceptions import InvalidPrivacyParameter, LabelError
 from dperm.losses import Huber, get_loss
 
-
 # ----------------------------------------------------------------------------- sklearn contract
 # Randomized estimators: the checks fix random_state; a huge ε keeps the accuracy
 # checks meaningful; the checks' toy data exceed data_norm (rows are clipped).
+# The objective-perturbation paths (the ERM mechanisms): a tight solver tolerance, a
+# wide public domain.
+_ERM = dict(
+    epsilon=1e15,
+    alpha=1e-3,
+    label_bound=1e3,
+    data_norm=10.0,
+    constraint_radius=1e3,
+    tol=1e-6,
+    max_iter=100_000,
+    random_state=0,
+)
+
+
 @parametrize_with_checks(
     [
         DPLinearRegression(epsilon=1e9, label_bound=1e3, data_norm=10.0, random_state=0),
         DPLasso(
             epsilon=1e9, label_bound=1e3, data_norm=10.0, constraint_radius=50.0, random_state=0
         ),
-        DPLasso(
-            mechanism="objective",
-            alpha=1e-3,
-            epsilon=1e15,
-            label_bound=1e3,
-            data_norm=10.0,
-            constraint_radius=1e3,
-            tol=1e-6,
-            max_iter=100_000,
-            random_state=0,
-        ),
-        DPElasticNet(
-            epsilon=1e15,
-            alpha=1e-3,
-            label_bound=1e3,
-            data_norm=10.0,
-            constraint_radius=1e3,
-            tol=1e-6,
-            max_iter=100_000,
-            random_state=0,
-        ),
-        DPQuantileRegressor(epsilon=1e9, label_scale=1e2, data_norm=10.0, random_state=0),
+        DPLinearRegression(mechanism="objective", **_ERM),
+        DPLasso(mechanism="objective", **_ERM),
+        DPElasticNet(**_ERM),
+        DPQuantileRegressor(epsilon=1e9, label_bound=1e2, data_norm=10.0, random_state=0),
         DPHuberRegressor(epsilon=1e15, threshold=10.0, data_norm=10.0, random_state=0),
     ],
     expected_failed_checks=sklearn_expected_failed_checks,
@@ -125,14 +120,31 @@ def test_quantile_regression_median_is_robust():
     ref = QuantileRegressor(quantile=0.5, alpha=0.0).fit(X, y)
     clean = _data(seed=1, noise=0.05)
     # the private median fit ignores the outliers like the non-private one does
-    # (|y| ≲ 1 apart from the outliers: label_scale = 1 is the public scale)
+    # (|y| ≲ 1 apart from the outliers: label_bound = 1 is the public scale)
     for eps in (1.0, 1e6):
-        m = DPQuantileRegressor(epsilon=eps, label_scale=1.0, random_state=0).fit(X, y)
+        m = DPQuantileRegressor(epsilon=eps, label_bound=1.0, random_state=0).fit(X, y)
         assert m.score(*clean) > ref.score(*clean) - 0.05
         assert epsilon_spent(m.dp_event_, m.delta_, "rdp") <= eps * (1 + 1e-6)
     # least squares is pulled by the 5 % outliers (same data, same ε)
     ls = DPLinearRegression(epsilon=1e6, label_bound=25.0, random_state=0).fit(X, y)
     assert ls.score(*clean) < m.score(*clean) - 0.05
+
+
+def test_quantile_label_scale_is_the_deprecated_name_of_label_bound():
+    X, y = _data(n=300)
+    new = DPQuantileRegressor(label_bound=3.0, random_state=0).fit(X, y)
+    with pytest.warns(DeprecationWarning, match="label_bound"):
+        old = DPQuantileRegressor(label_scale=3.0, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(old.coef_, new.coef_)
+    assert old.constraint_.l2_radius == new.constraint_.l2_radius
+    # the default scale is 1 under either name
+    default = DPQuantileRegressor(random_state=0).fit(X, y)
+    one = DPQuantileRegressor(label_bound=1.0, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(default.coef_, one.coef_)
+    with pytest.raises(InvalidPrivacyParameter, match=r"label_scale.*label_bound"):
+        DPQuantileRegressor(label_bound=1.0, label_scale=1.0).fit(X, y)
+    with pytest.raises(InvalidPrivacyParameter, match="label_bound"):
+        DPQuantileRegressor(label_bound=-1.0).fit(X, y)
 
 
 def test_quantile_rejects_bad_quantile():

@@ -219,7 +219,7 @@ def _closed_form_constants(m, eps, delta, split):
 def test_release_runs_with_the_closed_form_constants(m, eps, delta, split):
     """What release() hands to the test and to the sampler: the exponential mechanism's
     factor c, ln η, the restriction depth t and the threshold T (a wrong c, η or t is
-    invisible to the audit: see register_audit_runner)."""
+    invisible to the audit: see the "tukey" runner in dperm.audit)."""
     c, log_eta, t, thr = _closed_form_constants(m, eps, delta, split)
     models = np.random.default_rng(13).normal(size=(m, 2))
     with (

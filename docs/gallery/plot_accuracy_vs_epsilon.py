@@ -23,11 +23,8 @@ import time
 import warnings
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
+from _figure import new_figure, save_figure
 from sklearn.linear_model import LogisticRegression
 
 from dperm import DPLogisticRegression, datasets
@@ -63,7 +60,7 @@ def main() -> None:
         .fit(ds.X_train, ds.y_train)
         .score(ds.X_test, ds.y_test)
     )
-    fig, ax = plt.subplots(figsize=(6.0, 4.0), dpi=100)
+    fig, ax = new_figure()
     t0 = time.perf_counter()
     for mechanism in MECHANISMS:
         acc = np.empty((len(EPSILONS), len(SEEDS)))
@@ -89,10 +86,7 @@ def main() -> None:
     ax.set_xlabel("ε (replace-one; δ = 1/n² where needed)")
     ax.set_ylabel("test accuracy")
     ax.set_title(f"{args.dataset} (n_train = {ds.X_train.shape[0]}), {len(SEEDS)} seeds")
-    ax.legend(loc="lower right", fontsize="small")
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(OUT)
+    save_figure(fig, ax, OUT, legend_loc="lower right")
     print(f"non-private accuracy {nonprivate:.3f}; {time.perf_counter() - t0:.1f} s; wrote {OUT}")
 
 

@@ -18,11 +18,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
+from _figure import new_figure, save_figure
 
 from dperm import datasets
 from dperm.accounting import get_accountant
@@ -48,7 +45,7 @@ def main() -> None:
     event = res.event
     print("event:", event)
     grid = np.linspace(0.05, 2.0, 79)
-    fig, ax = plt.subplots(figsize=(6.0, 4.0), dpi=100)
+    fig, ax = new_figure()
     acc = get_accountant("pld", neighbouring=event.neighbouring).compose(event)
     deltas = np.array([acc.get_delta(float(e)) for e in grid])
     ax.semilogy(grid, deltas, label="δ(ε), PLD accountant")
@@ -65,10 +62,7 @@ def main() -> None:
     ax.set_xlabel("ε (replace-one)")
     ax.set_ylabel("δ(ε)")
     ax.set_ylim(1e-12, 1.0)
-    ax.legend(fontsize="small")
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(OUT)
+    save_figure(fig, ax, OUT)
     print(f"wrote {OUT}")
 
 

@@ -2,6 +2,14 @@
 
 Every check raises a specific :mod:`dperm.exceptions` error whose message names
 the parameter and the value received.
+
+The data checks here know numpy arrays, numpy memmaps and scipy sparse matrices
+only, and recognise an already-built :class:`dperm.design.Design` by its
+interface (duck typing): this module imports nothing of dperm but its
+exceptions.  Other array types (a Dask collection) are turned into a Design by
+the dispatch of :mod:`dperm.design`, whose ``check_X``/``check_X_y`` and label
+checks accept them.  The chunked sums of squares below are the kernel of every
+row norm in dperm (:mod:`dperm.backends.rows` builds the clipping rule on them).
 """
 
 from __future__ import annotations
@@ -46,10 +54,12 @@ __all__ = [
     "check_count",
     "check_delta",
     "check_epsilon",
+    "check_finite_matrix",
     "check_nonnegative",
     "check_positive",
     "check_probability",
     "clip_rows",
+    "float_labels",
     "row_norms",
 ]
 
@@ -66,6 +76,17 @@ def _as_real(value, name: str) -> float:
     return value
 
 
+def _check_above_zero(value, name: str, allow_inf: bool, strict: bool) -> float:
+    """``value`` as a float, checked > 0 (``strict``) or ≥ 0, and finite unless
+    ``allow_inf``: the one rule behind check_epsilon/positive/nonnegative."""
+    v = _as_real(value, name)
+    if v <= 0 if strict else v < 0:
+        raise InvalidPrivacyParameter(f"{name} must be {'>' if strict else '≥'} 0, got {value!r}")
+    if math.isinf(v) and not allow_inf:
+        raise InvalidPrivacyParameter(f"{name} must be finite, got {value!r}")
+    return v
+
+
 def check_epsilon(epsilon, name: str = "epsilon", allow_inf: bool = False) -> float:
     """Return ``epsilon`` as a float after checking ``0 < epsilon < inf``.
 
@@ -75,12 +96,7 @@ def check_epsilon(epsilon, name: str = "epsilon", allow_inf: bool = False) -> fl
         If epsilon is not a real number, is NaN, ≤ 0, or infinite (unless
         ``allow_inf``).
     """
-    eps = _as_real(epsilon, name)
-    if eps <= 0:
-        raise InvalidPrivacyParameter(f"{name} must be > 0, got {epsilon!r}")
-    if math.isinf(eps) and not allow_inf:
-        raise InvalidPrivacyParameter(f"{name} must be finite, got {epsilon!r}")
-    return eps
+    return _check_above_zero(epsilon, name, allow_inf, strict=True)
 
 
 def check_delta(delta, name: str = "delta", allow_zero: bool = True) -> float:
@@ -111,12 +127,7 @@ def check_positive(value, name: str, allow_inf: bool = False) -> float:
     ------
     InvalidPrivacyParameter
     """
-    v = _as_real(value, name)
-    if v <= 0:
-        raise InvalidPrivacyParameter(f"{name} must be > 0, got {value!r}")
-    if math.isinf(v) and not allow_inf:
-        raise InvalidPrivacyParameter(f"{name} must be finite, got {value!r}")
-    return v
+    return _check_above_zero(value, name, allow_inf, strict=True)
 
 
 def check_nonnegative(value, name: str, allow_inf: bool = False) -> float:
@@ -126,12 +137,7 @@ def check_nonnegative(value, name: str, allow_inf: bool = False) -> float:
     ------
     InvalidPrivacyParameter
     """
-    v = _as_real(value, name)
-    if v < 0:
-        raise InvalidPrivacyParameter(f"{name} must be ≥ 0, got {value!r}")
-    if math.isinf(v) and not allow_inf:
-        raise InvalidPrivacyParameter(f"{name} must be finite, got {value!r}")
-    return v
+    return _check_above_zero(value, name, allow_inf, strict=False)
 
 
 def check_probability(value, name: str, allow_zero: bool = False) -> float:
@@ -170,6 +176,76 @@ def check_count(value, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
+# ----------------------------------------------------------------------------- chunked passes
+#: bytes of float64 per block of rows in chunked passes (fits in a core's L2 cache)
+CHUNK_BYTES = 1 << 20
+
+
+def rows_per_chunk(width: int) -> int:
+    """Rows of ``width`` float64 values in one block of :data:`CHUNK_BYTES`."""
+    return max(1, CHUNK_BYTES // (8 * max(1, width)))
+
+
+def sq_norms_dense(X) -> np.ndarray:
+    """Σⱼ xᵢⱼ² of every row of a dense array, float64, block by block (float32 rows
+    are accumulated in float64; no temporary of the size of X)."""
+    n, d = X.shape
+    out = np.empty(n)
+    step = rows_per_chunk(d)
+    for a in range(0, n, step):
+        blk = X[a : a + step]
+        if blk.dtype != np.float64:
+            blk = blk.astype(np.float64)
+        np.einsum("ij,ij->i", blk, blk, out=out[a : a + step])
+    return out
+
+
+def sq_norms_csr(X) -> np.ndarray:
+    """Σⱼ xᵢⱼ² of every row of a CSR matrix (canonical format), float64, in blocks
+    of about the same number of stored values."""
+    n = X.shape[0]
+    out = np.zeros(n)
+    indptr, data = X.indptr, X.data
+    per_row = max(1, X.nnz // max(1, n))
+    step = rows_per_chunk(per_row)
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        p0, p1 = int(indptr[a]), int(indptr[b])
+        if p1 == p0:
+            continue
+        sq = data[p0:p1].astype(np.float64)
+        sq *= sq
+        starts = indptr[a:b] - p0
+        nonempty = indptr[a + 1 : b + 1] > indptr[a:b]
+        out[a:b][nonempty] = np.add.reduceat(sq, starts[nonempty])
+    return out
+
+
+def check_finite_matrix(X, name: str = "X") -> None:
+    """Raise InvalidDataError if a dense array or sparse matrix holds NaN/inf: a sum
+    first (one pass, no temporary), then the exact check block by block only if
+    the sum is not finite."""
+    data = X.data if sp.issparse(X) else X
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(data, dtype=np.float64)):
+            return
+    if data.ndim == 1:
+        if not np.isfinite(data).all():
+            raise InvalidDataError(f"{name} contains NaN or infinite values")
+        return
+    step = rows_per_chunk(data.shape[1])
+    for a in range(0, data.shape[0], step):
+        if not np.isfinite(data[a : a + step]).all():
+            raise InvalidDataError(f"{name} contains NaN or infinite values")
+
+
+def is_design(X) -> bool:
+    """True for a dperm Design (:mod:`dperm.backends`), recognised by its interface
+    (this module imports no backend)."""
+    return hasattr(X, "n_clipped") and hasattr(X, "bound") and callable(getattr(X, "take", None))
+
+
+# ----------------------------------------------------------------------------- data
 def check_X(
     X, name: str = "X", accept_sparse: bool = True, min_samples: int = 1, *, check_finite=True
 ):
@@ -183,8 +259,8 @@ def check_X(
         float64); other dtypes are converted to float64 (a copy).  Sparse input is
         returned as CSR (converted only if in another format; a copy with summed
         duplicates if it has duplicate entries).  A :class:`dperm.design.Design` is
-        returned unchanged (it was validated when built), and a Dask collection is
-        wrapped in one (never gathered).
+        returned unchanged (it was validated when built).  A Dask collection is
+        wrapped in a Design by :func:`dperm.design.check_X` (never gathered), not here.
     check_finite : bool, default True
         False leaves the NaN/inf check to the caller (:func:`dperm.design.as_design`
         fuses it with its row-norm pass).
@@ -199,13 +275,7 @@ def check_X(
         If X is not 2-D, is empty, contains NaN/inf or non-numeric values, or
         is sparse while ``accept_sparse`` is False.
     """
-    from .design import Design, _check_finite, _is_dask
-
-    if _is_dask(X):
-        from .design import as_design
-
-        X = as_design(X)
-    if isinstance(X, Design):
+    if is_design(X):
         if X.is_sparse and not accept_sparse:
             raise InvalidDataError(f"{name} must be dense for this algorithm, got a sparse matrix")
         if X.shape[0] < min_samples:
@@ -242,12 +312,8 @@ def check_X(
         )
     if shape[1] < 1:
         raise InvalidDataError(f"{name} must have at least 1 feature, got shape {shape}")
-    if not check_finite:
-        return X
-    try:
-        _check_finite(X)
-    except InvalidDataError:
-        raise InvalidDataError(f"{name} contains NaN or infinite values") from None
+    if check_finite:
+        check_finite_matrix(X, name)
     return X
 
 
@@ -259,14 +325,16 @@ def check_X_y(X, y, accept_sparse: bool = True, min_samples: int = 1):
     X : ndarray or csr_matrix of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,)
         Numeric targets are converted to float64 and checked finite; other
-        targets (strings, objects) are returned as a 1-D array unchanged.
+        targets (strings, objects) are returned as a 1-D array unchanged.  A
+        Design whose rows live elsewhere (``is_distributed``: the Dask backend)
+        checks ``y`` where they are, with the same rules (its ``check_target``).
 
     Raises
     ------
     InvalidDataError
     """
     X = check_X(X, accept_sparse=accept_sparse, min_samples=min_samples)
-    if getattr(X, "is_distributed", False):  # Dask (dperm._dask): y checked on the workers
+    if getattr(X, "is_distributed", False):
         return X, X.check_target(y)
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
@@ -291,18 +359,10 @@ def check_X_y(X, y, accept_sparse: bool = True, min_samples: int = 1):
     return X, y
 
 
-def _is_dask_vector(y) -> bool:
-    """True for a Dask collection (the labels of a Dask design stay on the workers)."""
-    return type(y).__module__.split(".")[0] == "dask"
-
-
 def float_labels(y, name: str = "y") -> np.ndarray:
     """``y`` as a float64 array; non-numeric labels (strings, objects) raise
-    :class:`~dperm.exceptions.LabelError` instead of numpy's ValueError."""
-    if _is_dask_vector(y):
-        from ._dask import map_labels
-
-        return map_labels(float_labels, y, name)
+    :class:`~dperm.exceptions.LabelError` instead of numpy's ValueError.  (Labels
+    of a Dask collection: :func:`dperm.design.float_labels`.)"""
     try:
         return np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError):
@@ -314,17 +374,14 @@ def float_labels(y, name: str = "y") -> np.ndarray:
 
 def check_binary_labels(y, name: str = "y") -> np.ndarray:
     """Check that ``y`` holds only the labels -1 and +1 (the range of the
-    margin-based losses) and return it as float64.
+    margin-based losses) and return it as float64.  (Labels of a Dask
+    collection: :func:`dperm.design.check_binary_labels`.)
 
     Raises
     ------
     LabelError
         If a label is not in {-1, +1}.
     """
-    if _is_dask_vector(y):  # checked on the workers, partition by partition
-        from ._dask import map_labels
-
-        return map_labels(check_binary_labels, y, name)
     y = float_labels(y, name)
     bad = (y != 1.0) & (y != -1.0)
     if bad.any():
@@ -340,17 +397,15 @@ def row_norms(X) -> np.ndarray:
     computed block by block (no temporary of the size of X; float32 rows are
     accumulated in float64).  A :class:`dperm.design.Design` gives the norms of its
     effective rows."""
-    from .design import Design, _sq_norms_csr, _sq_norms_dense
-
-    if isinstance(X, Design):
+    if is_design(X):
         return X.row_norms()
     if sp.issparse(X):
         X = sp.csr_matrix(X)
         if not X.has_canonical_format:  # sorted, no duplicates: an order-free result
             X = X.copy()
             X.sum_duplicates()
-        return np.sqrt(_sq_norms_csr(X))
-    return np.sqrt(_sq_norms_dense(np.asarray(X)))
+        return np.sqrt(sq_norms_csr(X))
+    return np.sqrt(sq_norms_dense(np.asarray(X)))
 
 
 def clip_rows(X, data_norm: float, warn: bool = True):

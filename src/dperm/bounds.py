@@ -17,6 +17,17 @@ from .exceptions import InvalidPrivacyParameter
 __all__ = ["exponential_sampling_bound"]
 
 
+def _check_problem(n, d, epsilon) -> tuple[int, int, float]:
+    """(n, d, ε) of a bound, checked in that order: integers n, d ≥ 1, 0 < ε < ∞.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Naming the first bad parameter (``epsilon`` for any ε).
+    """
+    return check_count(n, "n"), check_count(d, "d"), check_epsilon(epsilon)
+
+
 def exponential_sampling_bound(
     *,
     n: int,
@@ -66,9 +77,7 @@ def exponential_sampling_bound(
     ------
     InvalidPrivacyParameter
     """
-    n = check_count(n, "n")
-    d = check_count(d, "d")
-    epsilon = check_epsilon(epsilon)
+    n, d, epsilon = _check_problem(n, d, epsilon)
     lip = check_positive(lipschitz, "lipschitz")
     R = check_positive(radius, "radius")
     beta = float(beta)

@@ -69,14 +69,32 @@ class Constraint:
     __hash__ = None  # type: ignore[assignment]
 
 
-class L2Ball(Constraint):
-    """{θ : ‖θ‖₂ ≤ radius}."""
+class _RadiusBall(Constraint):
+    """{θ : ‖θ‖ ≤ radius} for a norm ‖·‖ with a closed form (``_norm``): the
+    constructor, ``contains`` and ``l2_radius`` the ℓ2 and ℓ1 balls share."""
 
     def __init__(self, radius: float):
         self.radius = check_positive(radius, "radius")
 
     def __repr__(self) -> str:
-        return f"L2Ball(radius={self.radius!r})"
+        return f"{type(self).__name__}(radius={self.radius!r})"
+
+    @staticmethod
+    def _norm(theta) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def contains(self, theta, tol: float = 1e-9) -> bool:
+        return bool(self._norm(theta) <= self.radius * (1 + tol))
+
+    @property
+    def l2_radius(self) -> float:
+        return self.radius
+
+
+class L2Ball(_RadiusBall):
+    """{θ : ‖θ‖₂ ≤ radius}."""
+
+    _norm = staticmethod(np.linalg.norm)
 
     def project(self, theta):
         theta = np.asarray(theta, dtype=float)
@@ -87,13 +105,6 @@ class L2Ball(Constraint):
         g = np.asarray(g, dtype=float)
         nrm = np.linalg.norm(g)
         return np.zeros_like(g) if nrm == 0 else -self.radius * g / nrm
-
-    def contains(self, theta, tol: float = 1e-9) -> bool:
-        return bool(np.linalg.norm(theta) <= self.radius * (1 + tol))
-
-    @property
-    def l2_radius(self) -> float:
-        return self.radius
 
 
 def _project_l1(v: np.ndarray, radius: float) -> np.ndarray:
@@ -109,14 +120,12 @@ def _project_l1(v: np.ndarray, radius: float) -> np.ndarray:
     return np.sign(v) * np.maximum(np.abs(v) - tau, 0.0)
 
 
-class L1Ball(Constraint):
+class L1Ball(_RadiusBall):
     """{θ : ‖θ‖₁ ≤ radius}: the polytope with the 2d vertices ±radius·eⱼ."""
 
-    def __init__(self, radius: float):
-        self.radius = check_positive(radius, "radius")
-
-    def __repr__(self) -> str:
-        return f"L1Ball(radius={self.radius!r})"
+    @staticmethod
+    def _norm(theta) -> float:
+        return np.abs(theta).sum()
 
     def project(self, theta):
         return _project_l1(np.asarray(theta, dtype=float), self.radius)
@@ -128,17 +137,10 @@ class L1Ball(Constraint):
         v[j] = -self.radius * np.sign(g[j]) if g[j] != 0 else self.radius
         return v
 
-    def contains(self, theta, tol: float = 1e-9) -> bool:
-        return bool(np.abs(theta).sum() <= self.radius * (1 + tol))
-
     def vertices(self, d: int) -> np.ndarray:
         """The 2d vertices, shape (2d, d): rows +r e₁ … +r e_d, −r e₁ … −r e_d."""
         eye = self.radius * np.eye(d)
         return np.vstack([eye, -eye])
-
-    @property
-    def l2_radius(self) -> float:
-        return self.radius
 
 
 class Box(Constraint):

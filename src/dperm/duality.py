@@ -35,25 +35,35 @@ max_{s ∈ K} D(s + b) and θ_b = θ(s_b + b) for the maximizer s_b.  Hence:
   s_b ≠ s* (the shift moves the maximizer inside K).  The paper's statement is
   loose on this point.  :func:`objective_perturbation_via_dual` computes θ_b
   through the shifted dual and the recovery map.
+
+The non-private solver of the dual, Kumar & Deisenroth's Algorithm 1 (:func:`solve`:
+away-step Frank-Wolfe on max_K D, stopped at a certified duality gap), lives here
+beside the dual it maximizes; the private Algorithm 2 built on the same vertices is
+:mod:`dperm.algorithms.dual_frank_wolfe`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 
-from ._validation import check_nonnegative, check_positive
+from ._validation import check_count, check_nonnegative, check_positive
 from .exceptions import ConvergenceError, InvalidDataError, InvalidPrivacyParameter
 from .losses.base import GLMLoss
-from .norms import Norm
+from .norms import Norm, SubmodularNorm
 from .solvers import minimize
 
 __all__ = [
+    "DualFWSolution",
     "dual_value",
     "duality_gap",
     "in_dual_ball",
     "objective_perturbation_via_dual",
     "primal_from_dual",
     "primal_value",
+    "solve",
 ]
 
 
@@ -143,7 +153,7 @@ def objective_perturbation_via_dual(
 
     λ = 0 (or no norm): θ(b), the primal recovery of the dual point 0 + b.
     λ > 0: maximize the shifted dual s ↦ D(s + b) over K by Frank-Wolfe
-    (:func:`dperm.algorithms.dual_frank_wolfe.solve` with ``shift=b``) and
+    (:func:`solve` with ``shift=b``) and
     return θ(s_b + b).  See the module docstring for exactly what is equivalent.
 
     Returns
@@ -157,9 +167,131 @@ def objective_perturbation_via_dual(
     if norm is None or lam == 0:
         theta = primal_from_dual(loss, X, y, b, alpha=alpha)
         return theta, {"s": np.zeros_like(b), "gap": 0.0, "n_steps": 0}
-    from .algorithms.dual_frank_wolfe import solve
-
     sol = solve(
         loss, X, y, norm=norm, lam=lam, alpha=alpha, shift=b, gap_tol=gap_tol, max_steps=max_steps
     )
     return sol.theta, {"s": sol.s, "gap": sol.gap, "n_steps": sol.n_steps}
+
+
+# ------------------------------------------------- dual Frank-Wolfe (non-private solver)
+@dataclasses.dataclass(frozen=True)
+class DualFWSolution:
+    """Output of :func:`solve`: primal ``theta`` = θ(s + shift), dual point ``s``,
+    certified duality ``gap``, ``n_steps`` and the gap history ``gaps``."""
+
+    theta: np.ndarray
+    s: np.ndarray
+    gap: float
+    n_steps: int
+    gaps: tuple
+
+
+def _check_norm(norm, d: int) -> SubmodularNorm:
+    if not isinstance(norm, SubmodularNorm):
+        raise InvalidPrivacyParameter(f"norm must be a dperm.norms.SubmodularNorm, got {norm!r}")
+    if norm.d != d:
+        raise InvalidPrivacyParameter(f"norm has d={norm.d} but X has {d} features")
+    return norm
+
+
+def solve(
+    loss: GLMLoss,
+    X,
+    y,
+    *,
+    norm: SubmodularNorm,
+    lam: float,
+    alpha: float,
+    shift=None,
+    gap_tol: float = 1e-8,
+    max_steps: int = 2000,
+    tol: float = 1e-11,
+) -> DualFWSolution:
+    """Kumar & Deisenroth (2019), Algorithm 1 (non-private): away-step Frank-Wolfe
+    (Lacoste-Julien & Jaggi 2015) on max_{s∈K} D(s + shift).
+
+    Parameters
+    ----------
+    loss : GLMLoss
+        Smooth, so that D is strongly concave (linear convergence of the gap).
+    X : ndarray or csr_matrix of shape (n, d)
+    y : ndarray of shape (n,)
+    norm : SubmodularNorm
+    lam : float > 0
+        λ (K = λ|P|(F)).
+    alpha : float > 0
+        Λ.
+    shift : ndarray of shape (d,), optional
+        b: solve the objective-perturbed primal L̂ + ⟨b, ·⟩ + λΩ (K–D Prop. 2).
+    gap_tol : float > 0
+        Stop when the duality gap is ≤ gap_tol.
+    max_steps : int
+    tol : float
+        Solver tolerance of the primal recovery θ(s).
+
+    Returns
+    -------
+    DualFWSolution
+        ``gap`` is the certified gap at the returned point (it may exceed
+        ``gap_tol`` if ``max_steps`` is reached).
+    """
+    lam = check_positive(lam, "lam")
+    alpha = check_positive(alpha, "alpha")
+    gap_tol = check_positive(gap_tol, "gap_tol")
+    max_steps = check_count(max_steps, "max_steps")
+    d = X.shape[1]
+    norm = _check_norm(norm, d)
+    b = np.zeros(d) if shift is None else np.asarray(shift, dtype=float)
+
+    def D(s, x0):
+        th = primal_from_dual(loss, X, y, s + b, alpha=alpha, tol=tol, x0=x0)
+        val = loss.value(th, X, y) + 0.5 * alpha * float(th @ th) + float((s + b) @ th)
+        return val, th
+
+    s = np.zeros(d)
+    active: dict[tuple, float] = {tuple(s): 1.0}
+    verts: dict[tuple, np.ndarray] = {tuple(s): s.copy()}
+    Ds, theta = D(s, None)
+    M = 0.01 / alpha  # smoothness estimate of D (≤ 1/Λ), adapted by backtracking
+    gaps = []
+    gap = math.inf
+    for t in range(max_steps):
+        v = lam * norm.greedy_vertex(theta)
+        gap = float(v @ theta - s @ theta)  # = λΩ(θ) − ⟨s, θ⟩
+        gaps.append(gap)
+        if gap <= gap_tol:
+            return DualFWSolution(theta, s, gap, t, tuple(gaps))
+        key_a = min(active, key=lambda k: float(verts[k] @ theta))
+        a = verts[key_a]
+        d_fw, d_aw = v - s, s - a
+        if float(d_fw @ theta) >= float(d_aw @ theta) or len(active) == 1:
+            direction, gmax, away = d_fw, 1.0, False
+        else:
+            w = active[key_a]
+            direction, gmax, away = d_aw, w / (1.0 - w), True
+        slope = float(direction @ theta)
+        dn2 = float(direction @ direction)
+        while True:  # backtracking: sufficient increase for an M-smooth concave D
+            g = min(gmax, slope / (M * dn2))
+            s_new = s + g * direction
+            D_new, th_new = D(s_new, theta)
+            if D_new >= Ds + g * slope - 0.5 * M * g * g * dn2 - 1e-13 * abs(Ds):
+                break
+            M *= 2.0
+        M *= 0.9
+        # update the active-set weights
+        if away:
+            for k in active:
+                active[k] *= 1.0 + g
+            active[key_a] -= g
+        else:
+            for k in active:
+                active[k] *= 1.0 - g
+            kv = tuple(np.round(v, 14))
+            verts.setdefault(kv, v)
+            active[kv] = active.get(kv, 0.0) + g
+        active = {k: w for k, w in active.items() if w > 1e-14}
+        s, Ds, theta = s_new, D_new, th_new
+    v = lam * norm.greedy_vertex(theta)
+    gap = float(v @ theta - s @ theta)
+    return DualFWSolution(theta, s, gap, max_steps, tuple(gaps))

@@ -21,6 +21,7 @@ __all__ = [
     "InvalidDataError",
     "InvalidPrivacyParameter",
     "LabelError",
+    "ModelFileError",
     "PrivacyError",
     "PrivacyLeakWarning",
     "UnknownNameError",
@@ -61,6 +62,14 @@ class InvalidDataError(DpermError, ValueError):
 class LabelError(InvalidDataError):
     """Labels the loss cannot take (e.g. outside {-1, +1} or outside the label
     bound), or a single class where two or more are needed."""
+
+
+class ModelFileError(InvalidDataError):
+    """A model file (or a model to save) that dperm refuses: not a dperm model
+    archive, a newer format, a class outside the allow-list, a parameter or an
+    array that is not plain data (e.g. a pickled object).  Also raised by
+    :mod:`dperm.statement` for a model whose ``privacy_caveats_`` are not text;
+    re-exported by :mod:`dperm.io`."""
 
 
 class ConvergenceError(DpermError, RuntimeError):

@@ -1,10 +1,12 @@
 """How DP-SGD/DP-GD batches are drawn, and the privacy event each law implies.
 
-One module for the samplers' laws, used by every backend (the numpy/CSR
-:class:`~dperm.design.Design` and the Dask backend draw the same batches from
-the same seed) and by the gradient loop of :mod:`dperm.algorithms`.  A sampler
-and its event come from the same object (Opacus' rule: the sampling decides
-the accounting), and every event carries the sampler's neighbouring relation.
+One module for the samplers' laws, used by every backend and by the gradient
+loop of :mod:`dperm.algorithms`: ``Design.batches`` returns ``sampler.batches(rng,
+steps)`` on every backend — the Dask backend sends each partition its share of
+the same global row indices — so dense, CSR, memmap and Dask data get the same
+batches from the same seed.  A sampler and its event come from the same object
+(Opacus' rule: the sampling decides the accounting), and every event carries the
+sampler's neighbouring relation.
 
 Sources: Poisson sampling and the sampled Gaussian mechanism — Abadi et al.,
 CCS 2016, Algorithm 1; Mironov, Talwar, Zhang 2019.  Fixed-size sampling
@@ -114,6 +116,8 @@ def public_size(neighbouring: str, dataset_size: int | None, n_rows: int, needed
 
 
 def chunks(total: int, size: int) -> Iterator[int]:
+    """Sizes of the consecutive chunks of ``total`` items, ``size`` at most each
+    (the last may be smaller): how many steps' random numbers are drawn per call."""
     left = total
     while left > 0:
         c = min(size, left)

@@ -45,8 +45,8 @@ class Schedule:
         return hash((type(self).__name__, tuple(sorted(self.__dict__.items()))))
 
 
-class Constant(Schedule):
-    """η_t = ``learning_rate`` for every t.
+class _Scaled(Schedule):
+    """A schedule η_t = ``learning_rate`` · f(t) with a fixed shape f.
 
     Raises
     ------
@@ -56,6 +56,16 @@ class Constant(Schedule):
 
     def __init__(self, learning_rate: float):
         self.learning_rate = check_positive(learning_rate, "learning_rate")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(learning_rate={self.learning_rate!r})"
+
+
+class Constant(_Scaled):
+    """η_t = ``learning_rate`` for every t.
+
+    Raises InvalidPrivacyParameter if ``learning_rate`` ≤ 0, NaN or infinite.
+    """
 
     def __call__(self, t: int) -> float:
         return self.learning_rate
@@ -64,27 +74,15 @@ class Constant(Schedule):
     def is_constant(self) -> bool:
         return True
 
-    def __repr__(self) -> str:
-        return f"Constant(learning_rate={self.learning_rate!r})"
 
-
-class InverseSqrt(Schedule):
+class InverseSqrt(_Scaled):
     """η_t = ``learning_rate`` / √t (convex, Lipschitz losses).
 
-    Raises
-    ------
-    InvalidPrivacyParameter
-        If ``learning_rate`` ≤ 0, NaN or infinite.
+    Raises InvalidPrivacyParameter if ``learning_rate`` ≤ 0, NaN or infinite.
     """
-
-    def __init__(self, learning_rate: float):
-        self.learning_rate = check_positive(learning_rate, "learning_rate")
 
     def __call__(self, t: int) -> float:
         return self.learning_rate / math.sqrt(t)
-
-    def __repr__(self) -> str:
-        return f"InverseSqrt(learning_rate={self.learning_rate!r})"
 
 
 class InverseTime(Schedule):
@@ -149,6 +147,8 @@ class Callback(Schedule):
 
 
 _NAMES = ("constant", "inverse_sqrt", "inverse_time")
+#: the schedules fixed by a learning rate alone
+_SCALED: dict[str, type[_Scaled]] = {"constant": Constant, "inverse_sqrt": InverseSqrt}
 
 
 def get_schedule(
@@ -189,14 +189,11 @@ def get_schedule(
     if isinstance(schedule, Schedule):
         return schedule
     if isinstance(schedule, str):
-        if schedule == "constant":
+        scaled = _SCALED.get(schedule)
+        if scaled is not None:
             if learning_rate is None:
                 raise InvalidPrivacyParameter("learning_rate is required, got None")
-            return Constant(learning_rate)
-        if schedule == "inverse_sqrt":
-            if learning_rate is None:
-                raise InvalidPrivacyParameter("learning_rate is required, got None")
-            return InverseSqrt(learning_rate)
+            return scaled(learning_rate)
         if schedule == "inverse_time":
             if strong_convexity is None:
                 raise InvalidPrivacyParameter(

@@ -27,9 +27,9 @@ import copy
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_nonnegative, check_positive, check_X_y
+from ._validation import check_nonnegative, check_positive
 from .accounting.events import NonPrivate
-from .design import as_design
+from .design import as_design, check_X_y, validate_estimator_input
 from .exceptions import InvalidDataError, InvalidPrivacyParameter
 from .losses.base import GLMLoss
 from .solvers import minimize, objective_value
@@ -62,10 +62,8 @@ def objective_problems(model, X, y):
     ------
     sklearn.exceptions.NotFittedError, InvalidDataError, LabelError
     """
-    from .estimators._base import _validate
-
     check_is_fitted(model, "coef_")
-    Xv = _validate(model, X, reset=False)
+    Xv = validate_estimator_input(model, X, reset=False)
     _, y = check_X_y(Xv, y)
     Xd, _ = model._design(Xv, warn=False)
     W = np.atleast_2d(model.coef_)
@@ -100,6 +98,35 @@ def objective_problems(model, X, y):
             }
         )
     return problems
+
+
+def _vector_problem(theta, X, y, loss, data_norm, what: str):
+    """(θ, Design of X, labels) for a parameter vector: rows clipped to ``data_norm``
+    by a per-row scale (none when None), labels checked by ``loss``.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        ``loss`` is not a GLMLoss, or ``data_norm`` is not a positive number.
+    InvalidDataError, LabelError
+    """
+    if not isinstance(loss, GLMLoss):
+        raise InvalidPrivacyParameter(
+            f"{what} of a parameter vector needs loss=<GLMLoss>, got {loss!r}"
+        )
+    X, y = check_X_y(X, y)
+    y = loss.check_labels(y)
+    if data_norm is not None:
+        data_norm = check_positive(data_norm, "data_norm")
+    X = as_design(X, data_norm, warn=False)  # rows clipped by a per-row scale
+    theta = np.asarray(theta, dtype=float).ravel()
+    _check_theta_size(theta, X.shape[1])
+    return theta, X, y
+
+
+def _check_theta_size(theta: np.ndarray, d: int) -> None:
+    if theta.shape[0] != d:
+        raise InvalidDataError(f"theta has {theta.shape[0]} coordinates but X has {d} features")
 
 
 def _solve_reference(p, tol, max_iter):
@@ -175,20 +202,9 @@ def excess_empirical_risk(
             )
         problems = objective_problems(model_or_theta, X, y)
     else:
-        if not isinstance(loss, GLMLoss):
-            raise InvalidPrivacyParameter(
-                f"excess_empirical_risk of a parameter vector needs loss=<GLMLoss>, got {loss!r}"
-            )
-        X, y = check_X_y(X, y)
-        y = loss.check_labels(y)
-        if data_norm is not None:
-            data_norm = check_positive(data_norm, "data_norm")
-        X = as_design(X, data_norm, warn=False)  # rows clipped by a per-row scale
-        theta = np.asarray(model_or_theta, dtype=float).ravel()
-        if theta.shape[0] != X.shape[1]:
-            raise InvalidDataError(
-                f"theta has {theta.shape[0]} coordinates but X has {X.shape[1]} features"
-            )
+        theta, X, y = _vector_problem(
+            model_or_theta, X, y, loss, data_norm, "excess_empirical_risk"
+        )
         problems = [
             {
                 "X": X,
@@ -264,10 +280,7 @@ def accuracy(model_or_theta, X, y) -> float:
         return float(np.mean(np.asarray(pred) == np.asarray(y)))
     X, y = check_X_y(X, y)
     theta = np.asarray(model_or_theta, dtype=float).ravel()
-    if theta.shape[0] != X.shape[1]:
-        raise InvalidDataError(
-            f"theta has {theta.shape[0]} coordinates but X has {X.shape[1]} features"
-        )
+    _check_theta_size(theta, X.shape[1])
     z = as_design(X).matvec(theta)  # float32 rows multiplied in float64, no copy
     return float(np.mean(np.where(z > 0, 1.0, -1.0) == y))
 
@@ -291,20 +304,7 @@ def _per_example_losses(model_or_theta, X, y, loss, data_norm) -> np.ndarray:
             ],
             axis=0,
         )
-    if not isinstance(loss, GLMLoss):
-        raise InvalidPrivacyParameter(
-            f"the population risk of a parameter vector needs loss=<GLMLoss>, got {loss!r}"
-        )
-    X, y = check_X_y(X, y)
-    y = loss.check_labels(y)
-    if data_norm is not None:
-        data_norm = check_positive(data_norm, "data_norm")
-    X = as_design(X, data_norm, warn=False)
-    theta = np.asarray(model_or_theta, dtype=float).ravel()
-    if theta.shape[0] != X.shape[1]:
-        raise InvalidDataError(
-            f"theta has {theta.shape[0]} coordinates but X has {X.shape[1]} features"
-        )
+    theta, X, y = _vector_problem(model_or_theta, X, y, loss, data_norm, "the population risk")
     return loss.pointwise(X.matvec(theta), y)
 
 

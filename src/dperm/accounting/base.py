@@ -36,6 +36,11 @@ The factory functions (:func:`~dperm.accounting.get_accountant`,
 :func:`~dperm.accounting.epsilon_spent`, …) live in
 :mod:`dperm.accounting.registry`, which imports the concrete accountants;
 this module imports none of them.
+
+Each accountant turns an event into its cost with one ``functools.singledispatch``
+rule per event type; the rules that depend only on how events are built
+(``NoOp``, ``NonPrivate``, ``SelfComposed``, ``Composed``) are written once, in
+:func:`register_structural_rules`.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ import abc
 import copy
 import dataclasses
 import math
+from collections import Counter
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from .._validation import check_count, check_delta, check_nonnegative
@@ -51,14 +58,92 @@ from ..exceptions import UnsupportedEventError
 from .events import (
     ADD_REMOVE,
     REPLACE_ONE,
+    Composed,
     DpEvent,
+    EpsilonDelta,
+    NonPrivate,
+    NoOp,
+    PureEpsilon,
     SelfComposed,
     check_neighbouring,
     is_neutral,
     to_replace_one,
 )
 
-__all__ = ["Accountant", "Conversion"]
+__all__ = ["Accountant", "Conversion", "register_multiset_rules", "register_structural_rules"]
+
+
+def register_structural_rules(
+    rule: Callable[..., Any],
+    *,
+    zero: Callable[..., Any],
+    non_private: Callable[..., Any],
+    repeat: Callable[[Any, int], Any],
+    add: Callable[[Any, Any], Any],
+    eps_delta: Callable[..., Any] | None = None,
+) -> None:
+    """Register on the ``functools.singledispatch`` function ``rule`` the cost of
+    the events that only combine other events (or spend nothing / everything).
+
+    * ``NoOp`` costs ``zero(*args)`` and ``NonPrivate`` ``non_private(*args)``;
+    * ``SelfComposed(e, k)`` costs ``repeat(rule(e, *args), k)``, and
+      ``zero(*args)`` when k = 0 — ``rule(e, *args)`` is evaluated first, so an
+      event the accountant refuses is refused even at k = 0;
+    * ``Composed((e₁, …, e_m))`` costs ``add(…add(add(zero(*args), rule(e₁, *args)),
+      rule(e₂, *args))…)``, in the order of the events;
+    * with ``eps_delta``: ``EpsilonDelta(ε, δ)`` costs ``eps_delta(ε, δ, *args)``
+      and ``PureEpsilon(ε)``, an (ε, 0)-DP mechanism, ``eps_delta(ε, 0.0, *args)``.
+
+    ``*args`` are the further arguments of ``rule`` (e.g. the RDP orders).
+    Adaptive composition makes these the costs of every accountant here: RDP
+    adds up (Mironov 2017, Proposition 1), and the (ε, δ) atoms and PLD terms
+    are multisets composed by the accountant's own theorem.
+    """
+
+    def self_composed(event: SelfComposed, *args: Any) -> Any:
+        inner = rule(event.event, *args)
+        return zero(*args) if event.count == 0 else repeat(inner, event.count)
+
+    def composed(event: Composed, *args: Any) -> Any:
+        total = zero(*args)
+        for e in event.events:
+            total = add(total, rule(e, *args))
+        return total
+
+    rule.register(NoOp, lambda event, *args: zero(*args))
+    rule.register(NonPrivate, lambda event, *args: non_private(*args))
+    rule.register(SelfComposed, self_composed)
+    rule.register(Composed, composed)
+    if eps_delta is not None:
+        rule.register(PureEpsilon, lambda event, *args: eps_delta(event.epsilon, 0.0, *args))
+        rule.register(
+            EpsilonDelta, lambda event, *args: eps_delta(event.epsilon, event.delta, *args)
+        )
+
+
+def _union(total: Counter[Any], part: Counter[Any]) -> Counter[Any]:
+    total.update(part)
+    return total
+
+
+def register_multiset_rules(
+    rule: Callable[[DpEvent], Counter[Any]],
+    *,
+    non_private: Any,
+    eps_delta: Callable[[float, float], Counter[Any]],
+) -> None:
+    """:func:`register_structural_rules` for an accountant that sees an event as
+    a multiset of parts (``collections.Counter`` part → multiplicity): ``NoOp``
+    is the empty multiset, ``NonPrivate`` the one part ``non_private``,
+    repetition multiplies the multiplicities and composition is the union."""
+    register_structural_rules(
+        rule,
+        zero=Counter,
+        non_private=lambda: Counter({non_private: 1}),
+        repeat=lambda parts, k: Counter({p: c * k for p, c in parts.items()}),
+        add=_union,
+        eps_delta=eps_delta,
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -43,21 +43,8 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from ..exceptions import UnknownNameError, UnsupportedEventError
-from .base import Accountant
-from .events import (
-    REPLACE_ONE,
-    Composed,
-    DpEvent,
-    EpsilonDelta,
-    Gaussian,
-    Laplace,
-    NonPrivate,
-    NoOp,
-    PoissonSampled,
-    PureEpsilon,
-    SampledWithoutReplacement,
-    SelfComposed,
-)
+from . import events as ev
+from .base import Accountant, register_multiset_rules
 
 __all__ = [
     "AdvancedCompositionAccountant",
@@ -80,7 +67,7 @@ def _float_up(value: Fraction) -> float:
 
 # --------------------------------------------------------------------- atoms
 @functools.singledispatch
-def approx_dp_atoms(event: DpEvent) -> Counter[Atom]:
+def approx_dp_atoms(event: ev.DpEvent) -> Counter[Atom]:
     """The (εᵢ, δᵢ)-DP mechanisms that make up ``event``, with multiplicities.
 
     Parameters
@@ -110,82 +97,52 @@ def _atom(eps: float, delta: float) -> Counter[Atom]:
     return Counter({(float(eps), float(delta)): 1})
 
 
-@approx_dp_atoms.register
-def _(event: NoOp) -> Counter[Atom]:
-    return Counter()
+# NoOp, NonPrivate, SelfComposed, Composed, PureEpsilon, EpsilonDelta: the shared rules
+register_multiset_rules(approx_dp_atoms, non_private=(math.inf, 0.0), eps_delta=_atom)
 
 
 @approx_dp_atoms.register
-def _(event: NonPrivate) -> Counter[Atom]:
-    return Counter({(math.inf, 0.0): 1})
-
-
-@approx_dp_atoms.register
-def _(event: PureEpsilon) -> Counter[Atom]:
-    return _atom(event.epsilon, 0.0)
-
-
-@approx_dp_atoms.register
-def _(event: EpsilonDelta) -> Counter[Atom]:
-    return _atom(event.epsilon, event.delta)
-
-
-@approx_dp_atoms.register
-def _(event: Laplace) -> Counter[Atom]:
+def _(event: ev.Laplace) -> Counter[Atom]:
     # Laplace(b·Δ₁) noise is (1/b)-DP: Dwork, McSherry, Nissim, Smith (2006), Prop. 1.
     b = event.noise_multiplier
     return _atom(math.inf if b == 0 else 1.0 / b, 0.0)
 
 
 @approx_dp_atoms.register
-def _(event: Gaussian) -> Counter[Atom]:
+def _(event: ev.Gaussian) -> Counter[Atom]:
     raise UnsupportedEventError(
         f"{event!r} is not an (ε, δ) event by itself: use the 'rdp' or 'pld' accountant, "
         "or convert it with gaussian_delta() into an EpsilonDelta event"
     )
 
 
-@approx_dp_atoms.register
-def _(event: SelfComposed) -> Counter[Atom]:
-    if event.count == 0:
-        approx_dp_atoms(event.event)  # still refuse unsupported inner events
-        return Counter()
+def _unamplified(
+    event: ev.PoissonSampled | ev.SampledWithoutReplacement, empty: bool, full: bool, others: str
+) -> Counter[Atom]:
+    """A subsampled event without amplification: nothing when no record can be
+    sampled, the inner atoms when every record is, refused otherwise (``others``:
+    the accountants that do amplify)."""
     inner = approx_dp_atoms(event.event)
-    return Counter({a: c * event.count for a, c in inner.items()})
-
-
-@approx_dp_atoms.register
-def _(event: Composed) -> Counter[Atom]:
-    total: Counter[Atom] = Counter()
-    for e in event.events:
-        total.update(approx_dp_atoms(e))
-    return total
-
-
-@approx_dp_atoms.register
-def _(event: PoissonSampled) -> Counter[Atom]:
-    inner = approx_dp_atoms(event.event)
-    if event.sampling_rate == 0.0:
+    if empty:
         return Counter()
-    if event.sampling_rate == 1.0:
+    if full:
         return inner
     raise UnsupportedEventError(
         f"composition accountants do not implement amplification by subsampling: {event!r}; "
-        "use the 'rdp' or 'pld' accountant"
+        f"use the {others}"
     )
 
 
 @approx_dp_atoms.register
-def _(event: SampledWithoutReplacement) -> Counter[Atom]:
-    inner = approx_dp_atoms(event.event)
-    if event.sample_size == 0:
-        return Counter()
-    if event.sample_size == event.population_size:
-        return inner
-    raise UnsupportedEventError(
-        f"composition accountants do not implement amplification by subsampling: {event!r}; "
-        "use the 'rdp' accountant"
-    )
+def _(event: ev.PoissonSampled) -> Counter[Atom]:
+    q = event.sampling_rate
+    return _unamplified(event, q == 0.0, q == 1.0, "'rdp' or 'pld' accountant")
+
+
+@approx_dp_atoms.register
+def _(event: ev.SampledWithoutReplacement) -> Counter[Atom]:
+    m = event.sample_size
+    return _unamplified(event, m == 0, m == event.population_size, "'rdp' accountant")
 
 
 # --------------------------------------------------------------------- basic
@@ -206,13 +163,13 @@ class BasicCompositionAccountant(Accountant):
 
     name = "basic"
 
-    def __init__(self, *, neighbouring: str = REPLACE_ONE) -> None:
+    def __init__(self, *, neighbouring: str = ev.REPLACE_ONE) -> None:
         super().__init__(neighbouring)
         self._eps_frac = Fraction(0)
         self._delta_frac = Fraction(0)
         self._nonprivate = False
 
-    def _prepare(self, event: DpEvent, count: int) -> Counter[Atom]:
+    def _prepare(self, event: ev.DpEvent, count: int) -> Counter[Atom]:
         return approx_dp_atoms(event)
 
     def _commit(self, prepared: Counter[Atom], count: int) -> None:
@@ -308,7 +265,7 @@ class AdvancedCompositionAccountant(Accountant):
     name = "advanced"
     _BOUNDS = ("kov", "dwork_roth")
 
-    def __init__(self, bound: str = "kov", *, neighbouring: str = REPLACE_ONE) -> None:
+    def __init__(self, bound: str = "kov", *, neighbouring: str = ev.REPLACE_ONE) -> None:
         super().__init__(neighbouring)
         if bound not in self._BOUNDS:
             raise UnknownNameError(f"bound must be one of {self._BOUNDS}, got {bound!r}")
@@ -318,7 +275,7 @@ class AdvancedCompositionAccountant(Accountant):
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "bound": self.bound}
 
-    def _prepare(self, event: DpEvent, count: int) -> Counter[Atom]:
+    def _prepare(self, event: ev.DpEvent, count: int) -> Counter[Atom]:
         atoms = approx_dp_atoms(event)
         if self.bound == "dwork_roth":
             finite = {a for a in (set(self._atoms) | set(atoms)) if math.isfinite(a[0])}
@@ -509,11 +466,11 @@ class OptimalCompositionAccountant(Accountant):
 
     name = "optimal"
 
-    def __init__(self, *, neighbouring: str = REPLACE_ONE) -> None:
+    def __init__(self, *, neighbouring: str = ev.REPLACE_ONE) -> None:
         super().__init__(neighbouring)
         self._atoms: Counter[Atom] = Counter()
 
-    def _prepare(self, event: DpEvent, count: int) -> Counter[Atom]:
+    def _prepare(self, event: ev.DpEvent, count: int) -> Counter[Atom]:
         atoms = approx_dp_atoms(event)
         finite = {a for a in (set(self._atoms) | set(atoms)) if math.isfinite(a[0])}
         if len(finite) > 1:

@@ -148,6 +148,18 @@ def _real(value: Any, name: str) -> float:
     return v
 
 
+def _check_noise_event(event: Gaussian | Laplace) -> None:
+    """Validate (in place) a noise event's relation and its ``noise_multiplier``,
+    a finite real ≥ 0."""
+    object.__setattr__(event, "neighbouring", check_neighbouring(event.neighbouring))
+    s = _real(event.noise_multiplier, "noise_multiplier")
+    if s < 0 or math.isinf(s):
+        raise InvalidPrivacyParameter(
+            f"noise_multiplier must be finite and ≥ 0, got {event.noise_multiplier!r}"
+        )
+    object.__setattr__(event, "noise_multiplier", s)
+
+
 class DpEvent:
     """Base class of privacy events (abstract).
 
@@ -222,13 +234,7 @@ class Gaussian(DpEvent):
     neighbouring: str = _relation_field()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "neighbouring", check_neighbouring(self.neighbouring))
-        s = _real(self.noise_multiplier, "noise_multiplier")
-        if s < 0 or math.isinf(s):
-            raise InvalidPrivacyParameter(
-                f"noise_multiplier must be finite and ≥ 0, got {self.noise_multiplier!r}"
-            )
-        object.__setattr__(self, "noise_multiplier", s)
+        _check_noise_event(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,13 +249,7 @@ class Laplace(DpEvent):
     neighbouring: str = _relation_field()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "neighbouring", check_neighbouring(self.neighbouring))
-        s = _real(self.noise_multiplier, "noise_multiplier")
-        if s < 0 or math.isinf(s):
-            raise InvalidPrivacyParameter(
-                f"noise_multiplier must be finite and ≥ 0, got {self.noise_multiplier!r}"
-            )
-        object.__setattr__(self, "noise_multiplier", s)
+        _check_noise_event(self)
 
 
 @dataclasses.dataclass(frozen=True)

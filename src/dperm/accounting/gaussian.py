@@ -61,7 +61,7 @@ def gaussian_delta(noise_multiplier: float, epsilon: float) -> float:
     Returns
     -------
     float
-        δ in [0, 1].
+        The smallest δ in [0, 1] for which the mechanism is (ε, δ)-DP.
 
     Raises
     ------
@@ -96,6 +96,7 @@ def classical_gaussian_noise_multiplier(epsilon: float, delta: float) -> float:
     Returns
     -------
     float
+        The noise multiplier σ (per unit ℓ2 sensitivity) of the theorem.
 
     Raises
     ------

@@ -56,21 +56,8 @@ from typing import Any
 
 from .._validation import check_positive
 from ..exceptions import InvalidPrivacyParameter, UnsupportedEventError
-from .base import Accountant
-from .events import (
-    ADD_REMOVE,
-    REPLACE_ONE,
-    Composed,
-    DpEvent,
-    EpsilonDelta,
-    Gaussian,
-    Laplace,
-    NonPrivate,
-    NoOp,
-    PoissonSampled,
-    PureEpsilon,
-    SelfComposed,
-)
+from . import events as ev
+from .base import Accountant, register_multiset_rules
 from .rdp import effective_noise_multiplier
 
 __all__ = ["PldAccountant", "pld_terms"]
@@ -82,7 +69,7 @@ _NON_PRIVATE: Term = ("non_private",)
 
 
 @functools.singledispatch
-def pld_terms(event: DpEvent) -> Counter[Term]:
+def pld_terms(event: ev.DpEvent) -> Counter[Term]:
     """The PLD terms that make up ``event``, with multiplicities.
 
     Parameters
@@ -105,23 +92,13 @@ def pld_terms(event: DpEvent) -> Counter[Term]:
 
 
 @pld_terms.register
-def _(event: NoOp) -> Counter[Term]:
-    return Counter()
-
-
-@pld_terms.register
-def _(event: NonPrivate) -> Counter[Term]:
-    return Counter({_NON_PRIVATE: 1})
-
-
-@pld_terms.register
-def _(event: Gaussian) -> Counter[Term]:
+def _(event: ev.Gaussian) -> Counter[Term]:
     s = event.noise_multiplier
     return Counter({_NON_PRIVATE if s == 0.0 else ("gaussian", s): 1})
 
 
 @pld_terms.register
-def _(event: Laplace) -> Counter[Term]:
+def _(event: ev.Laplace) -> Counter[Term]:
     b = event.noise_multiplier
     return Counter({_NON_PRIVATE if b == 0.0 else ("laplace", b): 1})
 
@@ -134,40 +111,20 @@ def _eps_delta_term(eps: float, delta: float) -> Counter[Term]:
     return Counter({("eps_delta", eps, delta): 1})
 
 
-@pld_terms.register
-def _(event: PureEpsilon) -> Counter[Term]:
-    return _eps_delta_term(event.epsilon, 0.0)
+# NoOp, NonPrivate, SelfComposed, Composed, PureEpsilon, EpsilonDelta: the shared rules
+register_multiset_rules(pld_terms, non_private=_NON_PRIVATE, eps_delta=_eps_delta_term)
 
 
 @pld_terms.register
-def _(event: EpsilonDelta) -> Counter[Term]:
-    return _eps_delta_term(event.epsilon, event.delta)
-
-
-@pld_terms.register
-def _(event: SelfComposed) -> Counter[Term]:
-    inner = pld_terms(event.event)  # refuse unsupported inner events even at count 0
-    return Counter({t: c * event.count for t, c in inner.items() if c * event.count})
-
-
-@pld_terms.register
-def _(event: Composed) -> Counter[Term]:
-    total: Counter[Term] = Counter()
-    for e in event.events:
-        total.update(pld_terms(e))
-    return total
-
-
-@pld_terms.register
-def _(event: PoissonSampled) -> Counter[Term]:
+def _(event: ev.PoissonSampled) -> Counter[Term]:
     q = event.sampling_rate
-    if isinstance(event.event, Laplace):
+    if isinstance(event.event, ev.Laplace):
         b = event.event.noise_multiplier
         if q == 0.0:
             return Counter()
         if q == 1.0:
             return pld_terms(event.event)
-        if event.neighbouring != ADD_REMOVE:
+        if event.neighbouring != ev.ADD_REMOVE:
             raise UnsupportedEventError(
                 "the PLD accountant has no replace-one PLD for a Poisson-subsampled Laplace "
                 f"mechanism: {event!r}"
@@ -192,8 +149,8 @@ def _relation(name: str) -> Any:
     from dp_accounting.privacy_accountant import NeighboringRelation
 
     return {
-        ADD_REMOVE: NeighboringRelation.ADD_OR_REMOVE_ONE,
-        REPLACE_ONE: NeighboringRelation.REPLACE_ONE,
+        ev.ADD_REMOVE: NeighboringRelation.ADD_OR_REMOVE_ONE,
+        ev.REPLACE_ONE: NeighboringRelation.REPLACE_ONE,
     }[name]
 
 
@@ -222,7 +179,7 @@ class PldAccountant(Accountant):
     name = "pld"
 
     def __init__(
-        self, value_discretization_interval: float = 1e-4, *, neighbouring: str = REPLACE_ONE
+        self, value_discretization_interval: float = 1e-4, *, neighbouring: str = ev.REPLACE_ONE
     ) -> None:
         super().__init__(neighbouring)
         vdi = check_positive(value_discretization_interval, "value_discretization_interval")
@@ -242,7 +199,7 @@ class PldAccountant(Accountant):
             "value_discretization_interval": self.value_discretization_interval,
         }
 
-    def _prepare(self, event: DpEvent, count: int) -> Counter[Term]:
+    def _prepare(self, event: ev.DpEvent, count: int) -> Counter[Term]:
         return pld_terms(event)
 
     def _build(self, terms: Counter[Term], count: int) -> Any:
@@ -264,7 +221,7 @@ class PldAccountant(Accountant):
             if kind == "sampled_gaussian":
                 _, q, sigma, rel = term
                 # replace-one: (1−q)N(0,(2σ)²) + qN(±1,(2σ)²) — std 2σ, sensitivity 1
-                std = sigma if rel == ADD_REMOVE else 2.0 * sigma
+                std = sigma if rel == ev.ADD_REMOVE else 2.0 * sigma
                 add(
                     pld_lib.from_gaussian_mechanism(
                         standard_deviation=std,

@@ -36,6 +36,9 @@ backend (Dask) plugs in, batches included (:meth:`~dperm.design.Design.batches`)
 A generic path accepts any function
 ``per_example_grad(theta, X_batch, y_batch) -> (b, *theta.shape)`` (it gets the
 materialized batch rows).
+
+Calibration.  The noise multiplier of P3 comes from the accountants, in
+:mod:`._gradient_calibration` (:func:`resolve_noise` and friends, re-exported here).
 """
 
 from __future__ import annotations
@@ -48,25 +51,11 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_nonnegative
-from ..accounting.events import (
-    ADD_REMOVE,
-    NEIGHBOURING_RELATIONS,
-    REPLACE_ONE,
-    DpEvent,
-    Gaussian,
-    NonPrivate,
-    SelfComposed,
-)
-from ..design import Design, as_design, clip_factors
+from .._validation import check_nonnegative, check_positive
+from ..accounting.events import ADD_REMOVE, NEIGHBOURING_RELATIONS, REPLACE_ONE
+from ..design import Design, as_design, check_X_y, clip_factors
 from ..design import blas_controller as _blas_controller
-from ..exceptions import (
-    InvalidDataError,
-    InvalidPrivacyParameter,
-    PrivacyError,
-    UnknownNameError,
-    UnsupportedEventError,
-)
+from ..exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
 from ..sampling import (
     RNG_CHUNK,
     SAMPLINGS,
@@ -80,6 +69,15 @@ from ..sampling import (
     chunks,
     make_sampler,
     public_size,
+)
+from ._gradient_calibration import (
+    ACCOUNTANTS,
+    calibrate_noise_multiplier,
+    check_accountant,
+    check_spent,
+    epsilon_of,
+    resolve_accountant,
+    resolve_noise,
 )
 
 #: The two neighbouring relations (the values of ``DpEvent.neighbouring``).
@@ -96,7 +94,9 @@ __all__ = [
     "FullBatchSampler",
     "GLMOracle",
     "LoopResult",
+    "Options",
     "PoissonSampler",
+    "Run",
     "Sampler",
     "ShuffleSampler",
     "SoftmaxOracle",
@@ -107,7 +107,9 @@ __all__ = [
     "check_accountant",
     "check_common",
     "check_dataset_size",
+    "check_loss_or_gradient",
     "check_neighbouring",
+    "check_options",
     "check_spent",
     "clip_factors",
     "epsilon_of",
@@ -311,253 +313,6 @@ def make_oracle(loss, X, y, clipping_norm: float, per_example_grad=None):
 
 
 # =====================================================================================
-# Calibration (through the accountants; the algorithms never compute ε themselves)
-# =====================================================================================
-ACCOUNTANTS = ("rdp", "pld")
-
-
-def check_accountant(accountant: str) -> str:
-    """Raises UnknownNameError unless ``accountant`` is "rdp" or "pld"."""
-    if accountant not in ACCOUNTANTS:
-        raise UnknownNameError(
-            f"unknown accountant {accountant!r}; choose one of {list(ACCOUNTANTS)}"
-        )
-    return accountant
-
-
-def resolve_accountant(accountant, sampler: Sampler) -> str:
-    """The accountant of a run: ``accountant`` if given, else the tightest one
-    that supports the sampler's event (``sampler.default_accountant``: the PLD
-    accountant, or RDP for sampling without replacement, which PLD cannot account).
-
-    Raises
-    ------
-    UnknownNameError
-        Unknown name.
-    UnsupportedEventError
-        The RDP accountant asked for replace-one Poisson sampling (no RDP bound
-        exists in dperm; use "pld", or fixed-size sampling without replacement).
-    """
-    if accountant is None:
-        return sampler.default_accountant
-    check_accountant(accountant)
-    if accountant == "rdp" and isinstance(sampler, PoissonSampler):
-        if sampler.neighbouring == REPLACE_ONE:
-            raise UnsupportedEventError(
-                "the RDP accountant cannot account Poisson sampling under replace-one "
-                "neighbours; use accountant='pld' (dp-accounting's REPLACE_ONE PLD) or "
-                "sampling='without_replacement' (RDP of Wang, Balle, Kasiviswanathan 2019)"
-            )
-    return accountant
-
-
-def _factory(accountant: str, neighbouring: str) -> Callable[[], Any]:
-    """A fresh accountant of ``neighbouring`` for each call."""
-    from ..accounting import get_accountant
-
-    return lambda: get_accountant(accountant, neighbouring=neighbouring)
-
-
-# calibration is a deterministic function of the event family and the target: one
-# search serves the k one-vs-rest fits of an estimator and repeated fits
-_CALIBRATION_CACHE: dict[tuple, float] = {}
-
-
-def calibrate_noise_multiplier(
-    make_event: Callable[[float], DpEvent],
-    epsilon: float,
-    delta: float,
-    accountant: str,
-    *,
-    neighbouring: str = REPLACE_ONE,
-    proxy=None,
-) -> float:
-    """Smallest z such that ``make_event(z)`` is certified (ε, δ)-DP by ``accountant``
-    for the relation ``neighbouring``.
-
-    Delegates to :func:`dperm.accounting.calibrate.calibrate_noise` and then
-    re-checks the result with the accountant (fail closed).  For the PLD
-    accountant the search is bracketed by the (fast) RDP answer for
-    ``proxy = (make_proxy_event, lo, hi)`` (see :meth:`Sampler.rdp_proxy`;
-    default: ``make_event`` itself); the bracket only speeds the search, the
-    certificate is the PLD's (and a bracket that misses falls back to the
-    unbracketed search).
-
-    Raises
-    ------
-    InvalidPrivacyParameter
-        If no noise level meets the target.
-    """
-    from ..accounting.calibrate import calibrate_noise
-
-    factory = _factory(accountant, neighbouring)
-    bounds = {}
-    if accountant == "pld":
-        make_proxy, lo, hi = proxy if proxy is not None else (make_event, 0.5, 1.05)
-        try:
-            z_rdp = float(
-                calibrate_noise(
-                    make_proxy,
-                    epsilon,
-                    delta,
-                    accountant=_factory("rdp", make_proxy(1.0).neighbouring),
-                    rtol=1e-2,
-                )
-            )
-            bounds = {"lower": lo * z_rdp, "upper": hi * z_rdp}
-        except PrivacyError:
-            bounds = {}
-    try:
-        z = float(calibrate_noise(make_event, epsilon, delta, accountant=factory, **bounds))
-    except InvalidPrivacyParameter:
-        if not bounds:
-            raise
-        z = float(calibrate_noise(make_event, epsilon, delta, accountant=factory))
-    check_spent(make_event(z), epsilon, delta, accountant, what=f"calibrated noise z={z:.6g}")
-    return z
-
-
-# ε(δ) of an event is a deterministic function of (event, δ, accountant): one PLD
-# evaluation (~0.1–0.3 s) serves repeated fits with the same public constants
-_EPSILON_CACHE: dict[tuple, float] = {}
-
-
-def epsilon_of(event: DpEvent, delta: float, accountant: str) -> float:
-    """ε spent by ``event`` at ``delta`` according to ``accountant``, for the
-    neighbouring relation the event carries."""
-    if isinstance(event, NonPrivate):
-        return math.inf
-    from ..accounting import epsilon_spent
-
-    key = (event, float(delta), accountant)
-    try:
-        cached = _EPSILON_CACHE.get(key)
-    except TypeError:  # an unhashable event: not cached
-        key, cached = None, None
-    if cached is not None:
-        return cached
-    eps = float(epsilon_spent(event, delta, accountant=_factory(accountant, event.neighbouring)))
-    if key is not None:
-        if len(_EPSILON_CACHE) >= 256:
-            _EPSILON_CACHE.clear()
-        _EPSILON_CACHE[key] = eps
-    return eps
-
-
-def _exact_gaussian_epsilon(event: DpEvent, delta: float) -> float | None:
-    """Exact ε(δ) of T adaptive Gaussian mechanisms with multiplier z (a Gaussian
-    mechanism with multiplier z/√T; Dong, Roth & Su 2019, Corollary 3.3; ε by the
-    analytic formula of Balle & Wang, ICML 2018), or None for other events."""
-    count = 1
-    if isinstance(event, SelfComposed):
-        event, count = event.event, event.count
-    if type(event) is not Gaussian or count == 0 or event.noise_multiplier == 0:
-        return None
-    from ..accounting.gaussian import gaussian_epsilon
-
-    return float(gaussian_epsilon(event.noise_multiplier / math.sqrt(count), delta))
-
-
-def check_spent(event: DpEvent, epsilon: float, delta: float, accountant: str, what: str) -> float:
-    """Return ε(δ) of ``event``; raise when it exceeds the target ``epsilon``.
-
-    Raises
-    ------
-    InvalidPrivacyParameter
-        Naming ``what`` and the values, when ε(δ) > epsilon (1e-9 relative slack
-        for the root finder).
-    """
-    exact = _exact_gaussian_epsilon(event, delta)
-    if exact is not None and not exact <= epsilon * (1 + 1e-9):
-        # no sound accountant certifies less than the exact value: fail fast (the
-        # PLD of a low-noise Gaussian is slow to build)
-        raise InvalidPrivacyParameter(
-            f"{what} spends epsilon={exact:.6g} at delta={delta:g} (exact, Balle & Wang "
-            f"2018), more than the target epsilon={epsilon:g}"
-        )
-    eps = epsilon_of(event, delta, accountant)
-    if not eps <= epsilon * (1 + 1e-9):
-        raise InvalidPrivacyParameter(
-            f"{what} spends epsilon={eps:.6g} at delta={delta:g} ({accountant} accountant, "
-            f"{getattr(event, 'neighbouring', '?')} neighbours), more than the target "
-            f"epsilon={epsilon:g}"
-        )
-    return eps
-
-
-def resolve_noise(
-    sampler: Sampler,
-    steps: int,
-    *,
-    epsilon,
-    delta,
-    noise_multiplier,
-    accountant: str,
-) -> tuple[float, DpEvent, float | None]:
-    """Noise multiplier z, the event of the run, and ε spent at δ.
-
-    Either (``epsilon``, ``delta``) is given and z is the smallest noise the
-    accountant certifies for ``steps`` steps of ``sampler`` under the
-    sampler's neighbouring relation; or ``noise_multiplier`` is given, and
-    then, if ``epsilon`` is also given, the run must meet it.  z = 0 gives the
-    event :class:`NonPrivate` (ε = ∞).
-
-    Raises
-    ------
-    InvalidPrivacyParameter
-        If neither is given, a value is invalid, or the given noise does not
-        meet the target ε.
-    """
-    from .._validation import check_delta, check_epsilon
-
-    check_accountant(accountant)
-    if noise_multiplier is None:
-        if epsilon is None:
-            raise InvalidPrivacyParameter(
-                "give epsilon and delta (the noise is then calibrated) or noise_multiplier, "
-                "got neither"
-            )
-        eps = check_epsilon(epsilon)
-        dlt = check_delta(delta, allow_zero=False)
-        key = (sampler.event(1.0, steps), eps, dlt, accountant)
-        z = _CALIBRATION_CACHE.get(key)
-        if z is None:
-            z = calibrate_noise_multiplier(
-                lambda v: sampler.event(v, steps),
-                eps,
-                dlt,
-                accountant,
-                neighbouring=sampler.neighbouring,
-                proxy=sampler.rdp_proxy(steps),
-            )
-            if len(_CALIBRATION_CACHE) >= 256:
-                _CALIBRATION_CACHE.clear()
-            _CALIBRATION_CACHE[key] = z
-    else:
-        z = check_nonnegative(noise_multiplier, "noise_multiplier")
-        if epsilon is not None:
-            eps = check_epsilon(epsilon)
-            dlt = check_delta(delta, allow_zero=False)
-            check_spent(
-                sampler.event(z, steps),
-                eps,
-                dlt,
-                accountant,
-                what=(
-                    f"noise_multiplier={z:g} with steps={steps}, "
-                    f"sampling_rate={sampler.sampling_rate:g} ({sampler.name} sampling)"
-                ),
-            )
-    event = sampler.event(z, steps)
-    spent = None
-    if delta is not None:
-        from .._validation import check_delta
-
-        spent = epsilon_of(event, check_delta(delta, allow_zero=False), accountant)
-    return z, event, spent
-
-
-# =====================================================================================
 # The loop
 # =====================================================================================
 @dataclasses.dataclass
@@ -724,8 +479,6 @@ def prepare_data(loss, X, y, data_norm, per_example_grad, n_classes=None):
     n_classes : int or None
         k for a multi-class loss.
     """
-    from .._validation import check_X_y
-
     X = as_design(X, data_norm)  # validates X; clipping reads the row norms (one pass)
     X, y = check_X_y(X, y)
     k = None
@@ -803,3 +556,127 @@ def resolve_clipping_norm(loss, data_norm, constraint, clipping_norm, per_exampl
             )
         clipping_norm = lipschitz
     return float(clipping_norm), lipschitz
+
+
+# =====================================================================================
+# One run's set-up, shared by dp_gd and dp_sgd
+# =====================================================================================
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """The validated public settings of one run (:func:`check_options`)."""
+
+    alpha: float
+    momentum: float
+    averaging: str
+    data_norm: float | None
+    clipping_norm: float | None
+    constraint: Any = None
+    regularizer: Any = None
+
+
+def check_options(
+    alpha, momentum, averaging, data_norm, clipping_norm, constraint=None, regularizer=None
+) -> Options:
+    """The checks every gradient-perturbation fit makes after its own: α, momentum,
+    averaging (:func:`check_common`); ``data_norm`` and ``clipping_norm`` > 0 when given.
+
+    Raises
+    ------
+    InvalidPrivacyParameter, UnknownNameError
+    """
+    alpha, momentum, averaging = check_common(alpha, momentum, averaging)
+    if data_norm is not None:
+        data_norm = check_positive(data_norm, "data_norm")
+    if clipping_norm is not None:
+        clipping_norm = check_positive(clipping_norm, "clipping_norm")
+    return Options(alpha, momentum, averaging, data_norm, clipping_norm, constraint, regularizer)
+
+
+def check_loss_or_gradient(loss, per_example_grad) -> None:
+    """Raises InvalidPrivacyParameter when neither a loss nor a ``per_example_grad`` is given."""
+    if loss is None and per_example_grad is None:
+        raise InvalidPrivacyParameter("give a loss or a per_example_grad function, got neither")
+
+
+@dataclasses.dataclass
+class Run:
+    """The validated data and public settings of one DP-GD / DP-SGD run.
+
+    Built by :meth:`prepare` (data checked, rows clipped to ``data_norm``, labels
+    checked), completed by :meth:`resolve_clipping_norm` [P2]; :meth:`descend` runs the
+    loop of :func:`run` [P1–P3] and :meth:`diagnostics` reports the public facts both
+    algorithms share.
+    """
+
+    loss: Any
+    X: Design
+    y: np.ndarray
+    n_clipped: int
+    n_classes: int | None
+    per_example_grad: Any
+    options: Options
+    rng: np.random.Generator
+    clipping_norm: float = math.nan
+    lipschitz: float | None = None
+
+    @classmethod
+    def prepare(cls, loss, X, y, per_example_grad, n_classes, options: Options, rng) -> Run:
+        """Validate X, y and view X clipped to ``options.data_norm`` (:func:`prepare_data`)."""
+        X, y, n_clipped, k = prepare_data(
+            loss, X, y, options.data_norm, per_example_grad, n_classes
+        )
+        return cls(loss, X, y, n_clipped, k, per_example_grad, options, rng)
+
+    def resolve_clipping_norm(self) -> float:
+        """C (and L) of :func:`resolve_clipping_norm` for the given ``clipping_norm``;
+        returns C."""
+        o = self.options
+        self.clipping_norm, self.lipschitz = resolve_clipping_norm(
+            self.loss, o.data_norm, o.constraint, o.clipping_norm, self.per_example_grad
+        )
+        return self.clipping_norm
+
+    def initial_theta(self, theta0) -> np.ndarray:
+        """:func:`initial_theta` for this run."""
+        return initial_theta(self.loss, self.X, theta0, self.n_classes, self.per_example_grad)
+
+    def descend(self, sampler, theta0, steps, schedule, noise_std, *, callback, progress):
+        """The fastest oracle (:func:`make_oracle`), the starting point, then
+        :func:`run` with this run's generator and post-processing settings."""
+        o = self.options
+        oracle = make_oracle(self.loss, self.X, self.y, self.clipping_norm, self.per_example_grad)
+        return run(
+            oracle,
+            sampler,
+            theta0=self.initial_theta(theta0),
+            steps=steps,
+            schedule=schedule,
+            noise_std=noise_std,
+            rng=self.rng,
+            alpha=o.alpha,
+            constraint=o.constraint,
+            regularizer=o.regularizer,
+            momentum=o.momentum,
+            averaging=o.averaging,
+            callback=callback,
+            progress=progress,
+        )
+
+    def diagnostics(self, head: dict, sampler, learning_rate, schedule, epsilon, delta, spent):
+        """``head`` (the algorithm's own entries) followed by the public facts both
+        algorithms report, in this order."""
+        o = self.options
+        return {
+            **head,
+            "learning_rate": learning_rate,
+            "schedule": repr(schedule),
+            "averaging": o.averaging,
+            "momentum": o.momentum,
+            "alpha": o.alpha,
+            "data_norm": o.data_norm,
+            "n_clipped": self.n_clipped,
+            "neighbouring": sampler.neighbouring,
+            "epsilon": epsilon,
+            "delta": delta,
+            "epsilon_spent": spent,
+        }

@@ -65,17 +65,18 @@ from .._validation import (
     check_epsilon,
     check_positive,
     check_probability,
-    check_X_y,
 )
 from ..accounting.events import Composed, EpsilonDelta
 from ..constraints import Constraint, Polytope, constraint_l2_radius
-from ..design import as_design
+from ..design import as_design, check_X_y
 from ..exceptions import ConvergenceError, InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import GLMLoss, check_smooth_glm_loss
 from ..losses.softmax import FlatSoftmax, Softmax
 from ..mechanisms.gaussian import gaussian_noise
 from ..solvers import minimize
+from ._objective_calibration import _l2_for_jacobian
 from .base import Result
+from .output_perturbation import _gaussian_multiplier
 
 __all__ = [
     "AmpCalibration",
@@ -191,13 +192,6 @@ def output_sensitivity(gamma: float, alpha: float, *, constrained: bool = False)
     gamma = check_positive(gamma, "gamma")
     alpha = check_positive(alpha, "alpha")
     return (4.0 if constrained else 2.0) * gamma / alpha
-
-
-def _analytic_noise_multiplier(epsilon: float, delta: float) -> float:
-    # Balle & Wang (ICML 2018), Theorem 8 / Algorithm 1: the exact (ε, δ) Gaussian mechanism.
-    from ..accounting.gaussian import analytic_gaussian_noise_multiplier
-
-    return float(analytic_gaussian_noise_multiplier(epsilon, delta))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -398,8 +392,6 @@ def calibrate(
             "noise_fraction"
         )
     if tight:
-        from .objective_perturbation import _l2_for_jacobian
-
         r = rank
         nv = check_count(n_vertices, "n_vertices")
         # [AMP-2] the one-sided Jacobian bound ε_J(Λ) = ε₁ − ε₃
@@ -421,11 +413,11 @@ def calibrate(
     gamma = check_positive(gamma, "gamma")
 
     if tight:  # [AMP-3] σ₁ = (2L/n)·m(ε₃, δ₁/N), the tight Gaussian noise term
-        sigma1 = 2.0 * lip / n * _analytic_noise_multiplier(eps3, delta1 / nv)
+        sigma1 = 2.0 * lip / n * _gaussian_multiplier(eps3, delta1 / nv)
     else:
         sigma1 = objective_noise_scale(2.0 * lip / n, eps3, delta1)  # [AMP-3]
     sens2 = output_sensitivity(gamma, alpha, constrained=constrained)  # [AMP-5] Δ₂
-    z2 = _analytic_noise_multiplier(eps2, delta2)  # [AMP-5]
+    z2 = _gaussian_multiplier(eps2, delta2)  # [AMP-5]
     return AmpCalibration(
         epsilon=epsilon,
         delta=delta,
@@ -523,8 +515,10 @@ def _approximate_minimizer(loss, X, y, cal: AmpCalibration, b1, constraint, max_
 
 
 def _run(
-    loss, X, y, *, cal_kwargs, data_norm, constraint, max_iter, random_state, algorithm
+    loss, X, y, algorithm, cal_kwargs, data_norm, constraint, max_iter, random_state
 ) -> Result:
+    """One AMP run (``algorithm`` "amp" or "amp-nt"): ``cal_kwargs`` are the
+    :func:`calibrate` arguments other than the public sizes and bounds."""
     loss = _check_loss(loss)
     data_norm = check_positive(data_norm, "data_norm")
     constraint = _check_constraint(constraint)
@@ -707,25 +701,16 @@ def fit(
             max_iter=max_iter,
             random_state=random_state,
         )
-    return _run(
-        loss,
-        X,
-        y,
-        cal_kwargs={
-            "epsilon": epsilon,
-            "delta": delta,
-            "alpha": alpha,
-            "gamma": gamma,
-            "split": split,
-            "hessian_rank": hessian_rank,
-            "calibration": calibration,
-        },
-        data_norm=data_norm,
-        constraint=constraint,
-        max_iter=max_iter,
-        random_state=random_state,
-        algorithm="amp",
-    )
+    cal_kwargs = {
+        "epsilon": epsilon,
+        "delta": delta,
+        "alpha": alpha,
+        "gamma": gamma,
+        "split": split,
+        "hessian_rank": hessian_rank,
+        "calibration": calibration,
+    }
+    return _run(loss, X, y, "amp", cal_kwargs, data_norm, constraint, max_iter, random_state)
 
 
 def fit_nt(
@@ -752,6 +737,7 @@ def fit_nt(
     Parameters
     ----------
     loss : GLMLoss
+        A smooth loss (Logistic, HuberSVM): its own β sets Λ.
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     epsilon : float > 0
@@ -776,22 +762,6 @@ def fit_nt(
     ------
     InvalidPrivacyParameter, InvalidDataError, LabelError, ConvergenceError
     """
-    return _run(
-        loss,
-        X,
-        y,
-        cal_kwargs={
-            "epsilon": epsilon,
-            "delta": delta,
-            "alpha": None,
-            "gamma": None,
-            "split": None,
-            "hessian_rank": 1,
-            "calibration": calibration,
-        },
-        data_norm=data_norm,
-        constraint=constraint,
-        max_iter=max_iter,
-        random_state=random_state,
-        algorithm="amp-nt",
-    )
+    # alpha, gamma, split and hessian_rank at calibrate()'s defaults (the published rule)
+    cal_kwargs = {"epsilon": epsilon, "delta": delta, "calibration": calibration}
+    return _run(loss, X, y, "amp-nt", cal_kwargs, data_norm, constraint, max_iter, random_state)

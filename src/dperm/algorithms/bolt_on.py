@@ -52,16 +52,16 @@ from .._validation import (
     check_epsilon,
     check_nonnegative,
     check_positive,
-    check_X_y,
 )
 from ..accounting.events import Gaussian, PureEpsilon
 from ..constraints import Constraint, L2Ball, Polytope, constraint_l2_radius
-from ..design import as_design
+from ..design import as_design, check_X_y
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import GLMLoss, check_smooth_glm_loss
 from ..mechanisms.gamma_norm import gamma_norm_noise
 from ..mechanisms.gaussian import gaussian_noise
 from .base import Result
+from .output_perturbation import _gaussian_multiplier
 
 __all__ = [
     "convex_sensitivity",
@@ -260,13 +260,6 @@ def _check_loss(loss) -> GLMLoss:
     )
 
 
-def _analytic_noise_multiplier(epsilon: float, delta: float) -> float:
-    # Balle & Wang (ICML 2018), Theorem 8: the exact (ε, δ) Gaussian mechanism.
-    from ..accounting.gaussian import analytic_gaussian_noise_multiplier
-
-    return float(analytic_gaussian_noise_multiplier(epsilon, delta))
-
-
 def fit(
     loss: GLMLoss,
     X,
@@ -443,7 +436,7 @@ def fit(
         event: Any = PureEpsilon(epsilon=epsilon)
         diagnostics.update(noise="gamma", noise_scale=sensitivity / epsilon)
     else:
-        z = _analytic_noise_multiplier(epsilon, delta)
+        z = _gaussian_multiplier(epsilon, delta)
         kappa = gaussian_noise(d, z * sensitivity, rng)  # [BO-5] (ε, δ)-DP
         event = Gaussian(noise_multiplier=z)
         diagnostics.update(noise="gaussian", noise_multiplier=z, noise_scale=z * sensitivity)

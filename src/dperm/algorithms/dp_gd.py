@@ -249,29 +249,24 @@ def fit(
         raise UnknownNameError(
             f"unknown calibration {calibration!r}; choose one of {list(CALIBRATIONS)}"
         )
-    if loss is None and per_example_grad is None:
-        raise InvalidPrivacyParameter("give a loss or a per_example_grad function, got neither")
+    gl.check_loss_or_gradient(loss, per_example_grad)
     neighbouring = gl.check_neighbouring(neighbouring)
     dataset_size = gl.check_dataset_size(dataset_size)
     if neighbouring == gl.ADD_REMOVE:
         gl.public_size(neighbouring, dataset_size, 0, "the normaliser of the noisy sum")
-    alpha, momentum, averaging = gl.check_common(alpha, momentum, averaging)
-    if data_norm is not None:
-        data_norm = check_positive(data_norm, "data_norm")
-    if clipping_norm is not None:
-        clipping_norm = check_positive(clipping_norm, "clipping_norm")
+    opts = gl.check_options(
+        alpha, momentum, averaging, data_norm, clipping_norm, constraint, regularizer
+    )
     rng = check_random_state(random_state)
 
-    X, y, n_clipped, k = gl.prepare_data(loss, X, y, data_norm, per_example_grad, n_classes)
-    n_rows, d = X.shape
+    run = gl.Run.prepare(loss, X, y, per_example_grad, n_classes, opts, rng)
+    n_rows, d = run.X.shape
     # public size: dataset_size under add/remove (X.shape[0] is private), n under replace-one
     sampler = gl.FullBatchSampler(n_rows, neighbouring=neighbouring, dataset_size=dataset_size)
     size = sampler.batch_size
 
     # ---- the clipping norm C: sensitivity of the sum is 2C (replace-one) or C [P2]
-    clipping_norm, lipschitz = gl.resolve_clipping_norm(
-        loss, data_norm, constraint, clipping_norm, per_example_grad
-    )
+    clipping_norm = run.resolve_clipping_norm()
 
     if steps is None:
         steps = default_steps(size, d, epsilon)
@@ -280,9 +275,9 @@ def fit(
     # ---- step size (public)
     if learning_rate is None and (schedule is None or isinstance(schedule, str)):
         learning_rate = _default_learning_rate(
-            loss, data_norm, alpha, constraint, steps, clipping_norm, per_example_grad
+            loss, opts.data_norm, opts.alpha, constraint, steps, clipping_norm, per_example_grad
         )
-    sched = get_schedule(schedule, learning_rate, strong_convexity=alpha or None)
+    sched = get_schedule(schedule, learning_rate, strong_convexity=opts.alpha or None)
 
     # ---- noise [P3]
     if calibration == "advanced":
@@ -312,25 +307,11 @@ def fit(
     sensitivity_sum = sampler.sensitivity_factor * clipping_norm
     noise_std_sum = z * sensitivity_sum
 
-    oracle = gl.make_oracle(loss, X, y, clipping_norm, per_example_grad)
-    theta0 = gl.initial_theta(loss, X, theta0, k, per_example_grad)
-    kwargs = dict(
-        theta0=theta0,
-        steps=steps,
-        schedule=sched,
-        noise_std=noise_std_sum,
-        rng=rng,
-        alpha=alpha,
-        constraint=constraint,
-        regularizer=regularizer,
-        momentum=momentum,
-        averaging=averaging,
+    label = "DP-GD" if progress else None
+    out = run.descend(
+        sampler, theta0, steps, sched, noise_std_sum, callback=callback, progress=label
     )
-    out = gl.run(
-        oracle, sampler, callback=callback, progress="DP-GD" if progress else None, **kwargs
-    )
-
-    diagnostics = {
+    head = {
         "mechanism": "dp-gd",
         "noise_multiplier": z,
         "steps": steps,
@@ -343,19 +324,9 @@ def fit(
         "normalizer": sampler.normalizer,
         "dataset_size": size,
         "clipping_norm": clipping_norm,
-        "lipschitz": lipschitz,
-        "learning_rate": learning_rate,
-        "schedule": repr(sched),
-        "averaging": averaging,
-        "momentum": momentum,
-        "alpha": alpha,
-        "data_norm": data_norm,
-        "n_clipped": n_clipped,
-        "neighbouring": sampler.neighbouring,
-        "epsilon": epsilon,
-        "delta": delta,
-        "epsilon_spent": spent,
+        "lipschitz": run.lipschitz,
     }
+    diagnostics = run.diagnostics(head, sampler, learning_rate, sched, epsilon, delta, spent)
     return Result(theta=out.theta, event=event, diagnostics=diagnostics)
 
 

@@ -165,7 +165,7 @@ def fit(
     theta0=None,
     n_classes: int | None = None,
     callback=None,
-    progress: bool = False,
+    progress: bool | str = False,
     random_state=None,
 ) -> Result:
     """Mini-batch DP-SGD with per-example clipping (Abadi et al., CCS 2016, Algorithm 1).
@@ -255,8 +255,8 @@ def fit(
         k for :class:`~dperm.losses.Softmax`.
     callback : callable, optional
         ``callback(t, T, theta)`` after every step.
-    progress : bool, default False
-        Show a rich progress bar.
+    progress : bool or str, default False
+        Show a rich progress bar (a string is its description; default "DP-SGD").
     random_state : None, int, SeedSequence or Generator
 
     Returns
@@ -294,38 +294,143 @@ def fit(
     >>> r.diagnostics["neighbouring"], r.diagnostics["normalizer"], r.diagnostics["steps"]
     ('add-remove', 20.0, 10)
     """
-    return _fit(
-        loss,
-        X,
-        y,
-        mechanism="dp-sgd",
-        epsilon=epsilon,
-        delta=delta,
-        neighbouring=neighbouring,
-        dataset_size=dataset_size,
-        data_norm=data_norm,
-        clipping_norm=clipping_norm,
+    # ---- validate every public parameter before touching the data --------------------
+    gl.check_loss_or_gradient(loss, per_example_grad)
+    if sampling not in gl.SAMPLINGS:
+        from ..exceptions import UnknownNameError
+
+        raise UnknownNameError(f"unknown sampling {sampling!r}; choose one of {list(gl.SAMPLINGS)}")
+    if neighbouring is None:
+        neighbouring = gl.ADD_REMOVE if sampling == "poisson" else gl.REPLACE_ONE
+    neighbouring = gl.check_neighbouring(neighbouring)
+    dataset_size = gl.check_dataset_size(dataset_size)
+    if neighbouring == gl.ADD_REMOVE:
+        if sampling != "poisson":
+            raise InvalidPrivacyParameter(
+                f"sampling={sampling!r} is accounted for replace-one neighbours only (its "
+                "batch law depends on the number of records n, which add/remove neighbours "
+                "do not share); use sampling='poisson' or neighbouring='replace-one', got "
+                "neighbouring='add-remove'"
+            )
+        gl.public_size(neighbouring, dataset_size, 0, "the normaliser q·dataset_size")
+    if accountant is not None:
+        gl.check_accountant(accountant)
+    opts = gl.check_options(
+        alpha, momentum, averaging, data_norm, clipping_norm, constraint, regularizer
+    )
+    if sampling_rate is not None:
+        sampling_rate = check_probability(sampling_rate, "sampling_rate")
+    if batch_size is not None:
+        batch_size = check_count(batch_size, "batch_size")
+    if sampling_rate is not None and batch_size is not None:
+        raise InvalidPrivacyParameter(
+            f"give sampling_rate or batch_size, not both (got sampling_rate={sampling_rate!r}, "
+            f"batch_size={batch_size!r})"
+        )
+    if steps is not None:
+        steps = check_count(steps, "steps")
+    if epochs is not None:
+        epochs = check_positive(epochs, "epochs")
+    if steps is not None and epochs is not None:
+        raise InvalidPrivacyParameter(
+            f"give epochs or steps, not both (got epochs={epochs!r}, steps={steps!r})"
+        )
+    if learning_rate is not None:
+        learning_rate = check_positive(learning_rate, "learning_rate")
+    if epsilon is not None:
+        check_epsilon(epsilon)
+    rng = check_random_state(random_state)
+
+    run = gl.Run.prepare(loss, X, y, per_example_grad, n_classes, opts, rng)
+    n_rows, d = run.X.shape
+    # The size every constant below may use: the caller's public dataset_size under
+    # add/remove (X.shape[0] is private there), n = X.shape[0] under replace-one.
+    size = gl.public_size(neighbouring, dataset_size, n_rows, "the dataset size")
+
+    # ---- clipping norm C [P2] --------------------------------------------------------
+    clipping_norm = run.resolve_clipping_norm()
+
+    # ---- public hyper-parameters (functions of size, d, ε, C, β only) ---------------
+    smooth = None
+    if loss is not None and per_example_grad is None and opts.data_norm is not None:
+        if getattr(loss, "smooth", False):
+            smooth = float(loss.smoothness(opts.data_norm))
+    defaults = default_hyperparameters(
+        size, d, epsilon, clipping_norm=clipping_norm, smoothness=smooth
+    )
+    if sampling_rate is None and batch_size is None:
+        batch_size = min(size, defaults["batch_size"])
+    if batch_size is not None and batch_size > size:
+        raise InvalidPrivacyParameter(
+            f"batch_size must be ≤ the dataset size {size}, got {batch_size}"
+        )
+    sampler = gl.make_sampler(
+        sampling,
+        n_rows,
         sampling_rate=sampling_rate,
         batch_size=batch_size,
-        epochs=epochs,
-        steps=steps,
-        learning_rate=learning_rate,
-        schedule=schedule,
-        alpha=alpha,
-        constraint=constraint,
-        regularizer=regularizer,
-        sampling=sampling,
-        momentum=momentum,
-        averaging=averaging,
+        neighbouring=neighbouring,
+        dataset_size=dataset_size,
+    )
+    accountant = gl.resolve_accountant(accountant, sampler)
+    if steps is None:
+        if epochs is None:
+            epochs = defaults["epochs"]
+        if isinstance(sampler, gl.ShuffleSampler):
+            steps = max(1, math.ceil(epochs * sampler.batches_per_epoch))
+        else:
+            # round first: b/n·n is not always exactly b in floating point
+            steps = max(1, math.ceil(round(epochs / sampler.sampling_rate, 6)))
+    lr_default = learning_rate is None and (schedule is None or isinstance(schedule, str))
+    # built now to validate the schedule before the (slower) calibration
+    sched = get_schedule(
+        schedule, 1.0 if lr_default else learning_rate, strong_convexity=opts.alpha or None
+    )
+
+    # ---- noise [P3] ---------------------------------------------------------------
+    z, event, spent = gl.resolve_noise(
+        sampler,
+        steps,
+        epsilon=epsilon,
+        delta=delta,
         noise_multiplier=noise_multiplier,
         accountant=accountant,
-        per_example_grad=per_example_grad,
-        theta0=theta0,
-        n_classes=n_classes,
-        callback=callback,
-        progress=progress,
-        random_state=random_state,
     )
+    noise_std_sum = z * sampler.sensitivity_factor * clipping_norm
+    theta0 = run.initial_theta(theta0)
+    if lr_default:
+        # public noise-aware damping: the second moment of a noisy gradient is
+        # ≤ C² + p·s² (s = noise std on the averaged gradient, p parameters); the
+        # normaliser is public (q·dataset_size under add/remove)
+        s_rel = noise_std_sum / sampler.normalizer / clipping_norm
+        learning_rate = defaults["learning_rate"] / math.sqrt(1.0 + theta0.size * s_rel**2)
+        sched = get_schedule(schedule, learning_rate, strong_convexity=opts.alpha or None)
+
+    # ---- the loop -----------------------------------------------------------------
+    label = (progress if isinstance(progress, str) else "DP-SGD") if progress else None
+    out = run.descend(
+        sampler, theta0, steps, sched, noise_std_sum, callback=callback, progress=label
+    )
+    head = {
+        "mechanism": "dp-sgd",
+        "noise_multiplier": z,
+        "steps": steps,
+        "sampling_rate": sampler.sampling_rate,
+        "accountant": accountant,
+        "sampling": sampler.name,
+        "batch_size": sampler.batch_size,
+        "epochs": steps * sampler.sampling_rate
+        if not isinstance(sampler, gl.ShuffleSampler)
+        else steps / sampler.batches_per_epoch,
+        "clipping_norm": clipping_norm,
+        "lipschitz": run.lipschitz,
+        "noise_std": noise_std_sum / sampler.normalizer,
+        "normalizer": sampler.normalizer,
+        "dataset_size": size,
+        "sensitivity": sampler.sensitivity_factor * clipping_norm,
+    }
+    diagnostics = run.diagnostics(head, sampler, learning_rate, sched, epsilon, delta, spent)
+    return Result(theta=np.asarray(out.theta), event=event, diagnostics=diagnostics)
 
 
 def fit_single_sample(
@@ -379,7 +484,8 @@ def fit_single_sample(
     uniform average of the iterates (the averaged-SGD form of the analysis).
 
     The parameters are those of :func:`fit`; ``sampling_rate``/``batch_size``/
-    ``sampling``/``dataset_size`` do not apply (b = 1, replace-one).
+    ``sampling``/``dataset_size`` do not apply (b = 1, replace-one): this is
+    :func:`fit` with ``batch_size=1`` and ``sampling="without_replacement"``.
 
     Returns
     -------
@@ -390,247 +496,21 @@ def fit_single_sample(
     ------
     InvalidPrivacyParameter, UnknownNameError, InvalidDataError, LabelError
     """
-    return _fit(
-        loss,
-        X,
-        y,
-        mechanism="dp-sgd-single",
-        epsilon=epsilon,
-        delta=delta,
-        neighbouring=neighbouring,
-        dataset_size=None,
-        data_norm=data_norm,
-        clipping_norm=clipping_norm,
-        sampling_rate=None,
+    arguments = dict(locals())  # this call's arguments, all forwarded to fit()
+    gl.check_loss_or_gradient(loss, per_example_grad)
+    if gl.check_neighbouring(neighbouring) == gl.ADD_REMOVE:
+        raise InvalidPrivacyParameter(
+            "single-sample SGD draws one of the n records uniformly; its accounting "
+            "(SampledWithoutReplacement(1, n, ·)) holds for replace-one neighbours only "
+            "(n public), got neighbouring='add-remove'"
+        )
+    if steps is None and epochs is None:
+        arguments["epochs"] = 1  # the default T = n: one pass
+    arguments.update(
         batch_size=1,
-        epochs=epochs,
-        steps=steps,
-        learning_rate=learning_rate,
-        schedule=schedule,
-        alpha=alpha,
-        constraint=constraint,
-        regularizer=regularizer,
         sampling="without_replacement",
-        momentum=0.0,
-        averaging=averaging,
-        noise_multiplier=noise_multiplier,
-        accountant=accountant,
-        per_example_grad=per_example_grad,
-        theta0=theta0,
-        n_classes=n_classes,
-        callback=callback,
-        progress=progress,
-        random_state=random_state,
+        progress="DP-SGD-SINGLE" if progress else False,
     )
-
-
-def _fit(
-    loss,
-    X,
-    y,
-    *,
-    mechanism,
-    epsilon,
-    delta,
-    neighbouring,
-    dataset_size,
-    data_norm,
-    clipping_norm,
-    sampling_rate,
-    batch_size,
-    epochs,
-    steps,
-    learning_rate,
-    schedule,
-    alpha,
-    constraint,
-    regularizer,
-    sampling,
-    momentum,
-    averaging,
-    noise_multiplier,
-    accountant,
-    per_example_grad,
-    theta0,
-    n_classes,
-    callback,
-    progress,
-    random_state,
-) -> Result:
-    # ---- validate every public parameter before touching the data --------------------
-    if loss is None and per_example_grad is None:
-        raise InvalidPrivacyParameter("give a loss or a per_example_grad function, got neither")
-    if sampling not in gl.SAMPLINGS:
-        from ..exceptions import UnknownNameError
-
-        raise UnknownNameError(f"unknown sampling {sampling!r}; choose one of {list(gl.SAMPLINGS)}")
-    if neighbouring is None:
-        neighbouring = gl.ADD_REMOVE if sampling == "poisson" else gl.REPLACE_ONE
-    neighbouring = gl.check_neighbouring(neighbouring)
-    dataset_size = gl.check_dataset_size(dataset_size)
-    if neighbouring == gl.ADD_REMOVE:
-        if mechanism == "dp-sgd-single":
-            raise InvalidPrivacyParameter(
-                "single-sample SGD draws one of the n records uniformly; its accounting "
-                "(SampledWithoutReplacement(1, n, ·)) holds for replace-one neighbours only "
-                "(n public), got neighbouring='add-remove'"
-            )
-        if sampling != "poisson":
-            raise InvalidPrivacyParameter(
-                f"sampling={sampling!r} is accounted for replace-one neighbours only (its "
-                "batch law depends on the number of records n, which add/remove neighbours "
-                "do not share); use sampling='poisson' or neighbouring='replace-one', got "
-                "neighbouring='add-remove'"
-            )
-        gl.public_size(neighbouring, dataset_size, 0, "the normaliser q·dataset_size")
-    if accountant is not None:
-        gl.check_accountant(accountant)
-    alpha, momentum, averaging = gl.check_common(alpha, momentum, averaging)
-    if data_norm is not None:
-        data_norm = check_positive(data_norm, "data_norm")
-    if clipping_norm is not None:
-        clipping_norm = check_positive(clipping_norm, "clipping_norm")
-    if sampling_rate is not None:
-        sampling_rate = check_probability(sampling_rate, "sampling_rate")
-    if batch_size is not None:
-        batch_size = check_count(batch_size, "batch_size")
-    if sampling_rate is not None and batch_size is not None:
-        raise InvalidPrivacyParameter(
-            f"give sampling_rate or batch_size, not both (got sampling_rate={sampling_rate!r}, "
-            f"batch_size={batch_size!r})"
-        )
-    if steps is not None:
-        steps = check_count(steps, "steps")
-    if epochs is not None:
-        epochs = check_positive(epochs, "epochs")
-    if steps is not None and epochs is not None:
-        raise InvalidPrivacyParameter(
-            f"give epochs or steps, not both (got epochs={epochs!r}, steps={steps!r})"
-        )
-    if learning_rate is not None:
-        learning_rate = check_positive(learning_rate, "learning_rate")
-    if epsilon is not None:
-        check_epsilon(epsilon)
-    rng = check_random_state(random_state)
-
-    X, y, n_clipped, k = gl.prepare_data(loss, X, y, data_norm, per_example_grad, n_classes)
-    n_rows, d = X.shape
-    # The size every constant below may use: the caller's public dataset_size under
-    # add/remove (X.shape[0] is private there), n = X.shape[0] under replace-one.
-    size = gl.public_size(neighbouring, dataset_size, n_rows, "the dataset size")
-
-    # ---- clipping norm C [P2] --------------------------------------------------------
-    clipping_norm, lipschitz = gl.resolve_clipping_norm(
-        loss, data_norm, constraint, clipping_norm, per_example_grad
-    )
-
-    # ---- public hyper-parameters (functions of size, d, ε, C, β only) ---------------
-    smooth = None
-    if loss is not None and per_example_grad is None and data_norm is not None:
-        if getattr(loss, "smooth", False):
-            smooth = float(loss.smoothness(data_norm))
-    defaults = default_hyperparameters(
-        size, d, epsilon, clipping_norm=clipping_norm, smoothness=smooth
-    )
-    if mechanism == "dp-sgd-single":
-        defaults = {**defaults, "batch_size": 1, "epochs": 1}
-    if sampling_rate is None and batch_size is None:
-        batch_size = min(size, defaults["batch_size"])
-    if batch_size is not None and batch_size > size:
-        raise InvalidPrivacyParameter(
-            f"batch_size must be ≤ the dataset size {size}, got {batch_size}"
-        )
-    sampler = gl.make_sampler(
-        sampling,
-        n_rows,
-        sampling_rate=sampling_rate,
-        batch_size=batch_size,
-        neighbouring=neighbouring,
-        dataset_size=dataset_size,
-    )
-    accountant = gl.resolve_accountant(accountant, sampler)
-    if steps is None:
-        if epochs is None:
-            epochs = defaults["epochs"]
-        if isinstance(sampler, gl.ShuffleSampler):
-            steps = max(1, math.ceil(epochs * sampler.batches_per_epoch))
-        else:
-            # round first: b/n·n is not always exactly b in floating point
-            steps = max(1, math.ceil(round(epochs / sampler.sampling_rate, 6)))
-    lr_default = learning_rate is None and (schedule is None or isinstance(schedule, str))
-    # built now to validate the schedule before the (slower) calibration
-    sched = get_schedule(
-        schedule, 1.0 if lr_default else learning_rate, strong_convexity=alpha or None
-    )
-
-    # ---- noise [P3] ---------------------------------------------------------------
-    z, event, spent = gl.resolve_noise(
-        sampler,
-        steps,
-        epsilon=epsilon,
-        delta=delta,
-        noise_multiplier=noise_multiplier,
-        accountant=accountant,
-    )
-    noise_std_sum = z * sampler.sensitivity_factor * clipping_norm
-    theta0 = gl.initial_theta(loss, X, theta0, k, per_example_grad)
-    if lr_default:
-        # public noise-aware damping: the second moment of a noisy gradient is
-        # ≤ C² + p·s² (s = noise std on the averaged gradient, p parameters); the
-        # normaliser is public (q·dataset_size under add/remove)
-        s_rel = noise_std_sum / sampler.normalizer / clipping_norm
-        learning_rate = defaults["learning_rate"] / math.sqrt(1.0 + theta0.size * s_rel**2)
-        sched = get_schedule(schedule, learning_rate, strong_convexity=alpha or None)
-
-    # ---- the loop -----------------------------------------------------------------
-    oracle = gl.make_oracle(loss, X, y, clipping_norm, per_example_grad)
-    kwargs = dict(
-        theta0=theta0,
-        steps=steps,
-        schedule=sched,
-        noise_std=noise_std_sum,
-        rng=rng,
-        alpha=alpha,
-        constraint=constraint,
-        regularizer=regularizer,
-        momentum=momentum,
-        averaging=averaging,
-    )
-    out = gl.run(
-        oracle,
-        sampler,
-        callback=callback,
-        progress=mechanism.upper() if progress else None,
-        **kwargs,
-    )
-
-    diagnostics = {
-        "mechanism": mechanism,
-        "noise_multiplier": z,
-        "steps": steps,
-        "sampling_rate": sampler.sampling_rate,
-        "accountant": accountant,
-        "sampling": "single" if mechanism == "dp-sgd-single" else sampler.name,
-        "batch_size": sampler.batch_size,
-        "epochs": steps * sampler.sampling_rate
-        if not isinstance(sampler, gl.ShuffleSampler)
-        else steps / sampler.batches_per_epoch,
-        "clipping_norm": clipping_norm,
-        "lipschitz": lipschitz,
-        "noise_std": noise_std_sum / sampler.normalizer,
-        "normalizer": sampler.normalizer,
-        "dataset_size": size,
-        "sensitivity": sampler.sensitivity_factor * clipping_norm,
-        "learning_rate": learning_rate,
-        "schedule": repr(sched),
-        "averaging": averaging,
-        "momentum": momentum,
-        "alpha": alpha,
-        "data_norm": data_norm,
-        "n_clipped": n_clipped,
-        "neighbouring": sampler.neighbouring,
-        "epsilon": epsilon,
-        "delta": delta,
-        "epsilon_spent": spent,
-    }
-    return Result(theta=np.asarray(out.theta), event=event, diagnostics=diagnostics)
+    result = fit(**arguments)
+    result.diagnostics.update(mechanism="dp-sgd-single", sampling="single")
+    return result

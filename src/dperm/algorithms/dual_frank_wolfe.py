@@ -7,7 +7,8 @@ L̂(θ) = (1/n)Σᵢ φ(⟨θ, xᵢ⟩, yᵢ) + (Λ/2)‖θ‖², Λ > 0, Ω a n
 ∇D(s) = θ(s) = argmin_θ L̂(θ) + ⟨s, θ⟩ and the Frank-Wolfe vertex
 argmax_{v ∈ K}⟨v, θ(s)⟩ = λ·(greedy vertex of |P|(F) for θ(s)).
 
-Algorithm 1 (:func:`solve`, non-private).  Away-step Frank-Wolfe (Lacoste-Julien
+Algorithm 1 (:func:`solve`, non-private; it lives in :mod:`dperm.duality` and is
+re-exported here).  Away-step Frank-Wolfe (Lacoste-Julien
 & Jaggi 2015) on max_K D with a backtracking step size; D is strongly concave
 (L̂ is smooth, so L̂* is strongly convex) and K a polytope, so the gap decreases
 linearly.  Stops when the duality gap λΩ(θ) − ⟨s, θ⟩ ≤ ``gap_tol``, which
@@ -83,7 +84,6 @@ are needed for the argument above.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from typing import Any
@@ -92,6 +92,7 @@ import numpy as np
 
 from .._validation import check_count, check_positive, check_probability
 from ..accounting.events import Composed, Gaussian, PureEpsilon, SelfComposed
+from ..duality import DualFWSolution, _check_norm, primal_from_dual, solve
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter
 from ..losses.base import GLMLoss
 from ..mechanisms import exponential_mechanism
@@ -102,142 +103,21 @@ from .base import Result
 from .frank_wolfe import step_epsilon
 from .objective_perturbation import _prepare
 from .output_perturbation import _gaussian_multiplier, output_sensitivity
-from .structured_output_perturbation import _check_mode, _denoised, estimator_denoise
+from .structured_output_perturbation import (
+    _check_mode,
+    _denoised,
+    estimator_settings,
+)
 
 __all__ = [
     "DualFWSolution",
     "dual_vertex_blocks",
     "estimator_fit",
     "fit",
-    "register_audit_runner",
     "release_multiplier",
     "score_sensitivity",
     "solve",
 ]
-
-
-# ----------------------------------------------------------------------------- Algorithm 1
-@dataclasses.dataclass(frozen=True)
-class DualFWSolution:
-    """Output of :func:`solve`: primal ``theta`` = θ(s + shift), dual point ``s``,
-    certified duality ``gap``, ``n_steps`` and the gap history ``gaps``."""
-
-    theta: np.ndarray
-    s: np.ndarray
-    gap: float
-    n_steps: int
-    gaps: tuple
-
-
-def _check_norm(norm, d: int) -> SubmodularNorm:
-    if not isinstance(norm, SubmodularNorm):
-        raise InvalidPrivacyParameter(f"norm must be a dperm.norms.SubmodularNorm, got {norm!r}")
-    if norm.d != d:
-        raise InvalidPrivacyParameter(f"norm has d={norm.d} but X has {d} features")
-    return norm
-
-
-def solve(
-    loss: GLMLoss,
-    X,
-    y,
-    *,
-    norm: SubmodularNorm,
-    lam: float,
-    alpha: float,
-    shift=None,
-    gap_tol: float = 1e-8,
-    max_steps: int = 2000,
-    tol: float = 1e-11,
-) -> DualFWSolution:
-    """Algorithm 1 (non-private): away-step Frank-Wolfe on max_{s∈K} D(s + shift).
-
-    Parameters
-    ----------
-    loss : GLMLoss
-    X : ndarray or csr_matrix of shape (n, d)
-    y : ndarray of shape (n,)
-    norm : SubmodularNorm
-    lam : float > 0
-        λ (K = λ|P|(F)).
-    alpha : float > 0
-        Λ.
-    shift : ndarray of shape (d,), optional
-        b: solve the objective-perturbed primal L̂ + ⟨b, ·⟩ + λΩ (K–D Prop. 2).
-    gap_tol : float > 0
-        Stop when the duality gap is ≤ gap_tol.
-    max_steps : int
-    tol : float
-        Solver tolerance of the primal recovery θ(s).
-
-    Returns
-    -------
-    DualFWSolution
-        ``gap`` is the certified gap at the returned point (it may exceed
-        ``gap_tol`` if ``max_steps`` is reached).
-    """
-    from ..duality import primal_from_dual
-
-    lam = check_positive(lam, "lam")
-    alpha = check_positive(alpha, "alpha")
-    gap_tol = check_positive(gap_tol, "gap_tol")
-    max_steps = check_count(max_steps, "max_steps")
-    d = X.shape[1]
-    norm = _check_norm(norm, d)
-    b = np.zeros(d) if shift is None else np.asarray(shift, dtype=float)
-
-    def D(s, x0):
-        th = primal_from_dual(loss, X, y, s + b, alpha=alpha, tol=tol, x0=x0)
-        val = loss.value(th, X, y) + 0.5 * alpha * float(th @ th) + float((s + b) @ th)
-        return val, th
-
-    s = np.zeros(d)
-    active: dict[tuple, float] = {tuple(s): 1.0}
-    verts: dict[tuple, np.ndarray] = {tuple(s): s.copy()}
-    Ds, theta = D(s, None)
-    M = 0.01 / alpha  # smoothness estimate of D (≤ 1/Λ), adapted by backtracking
-    gaps = []
-    gap = math.inf
-    for t in range(max_steps):
-        v = lam * norm.greedy_vertex(theta)
-        gap = float(v @ theta - s @ theta)  # = λΩ(θ) − ⟨s, θ⟩
-        gaps.append(gap)
-        if gap <= gap_tol:
-            return DualFWSolution(theta, s, gap, t, tuple(gaps))
-        key_a = min(active, key=lambda k: float(verts[k] @ theta))
-        a = verts[key_a]
-        d_fw, d_aw = v - s, s - a
-        if float(d_fw @ theta) >= float(d_aw @ theta) or len(active) == 1:
-            direction, gmax, away = d_fw, 1.0, False
-        else:
-            w = active[key_a]
-            direction, gmax, away = d_aw, w / (1.0 - w), True
-        slope = float(direction @ theta)
-        dn2 = float(direction @ direction)
-        while True:  # backtracking: sufficient increase for an M-smooth concave D
-            g = min(gmax, slope / (M * dn2))
-            s_new = s + g * direction
-            D_new, th_new = D(s_new, theta)
-            if D_new >= Ds + g * slope - 0.5 * M * g * g * dn2 - 1e-13 * abs(Ds):
-                break
-            M *= 2.0
-        M *= 0.9
-        # update the active-set weights
-        if away:
-            for k in active:
-                active[k] *= 1.0 + g
-            active[key_a] -= g
-        else:
-            for k in active:
-                active[k] *= 1.0 - g
-            kv = tuple(np.round(v, 14))
-            verts.setdefault(kv, v)
-            active[kv] = active.get(kv, 0.0) + g
-        active = {k: w for k, w in active.items() if w > 1e-14}
-        s, Ds, theta = s_new, D_new, th_new
-    v = lam * norm.greedy_vertex(theta)
-    gap = float(v @ theta - s @ theta)
-    return DualFWSolution(theta, s, gap, max_steps, tuple(gaps))
 
 
 # ----------------------------------------------------------------------------- vertices
@@ -372,6 +252,8 @@ def fit(
     Parameters
     ----------
     loss : GLMLoss
+        Smooth and L-Lipschitz over the rows (Logistic, HuberSVM): θ(s) must be
+        certified exactly and L bounds the score sensitivity.
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     norm : SubmodularNorm
@@ -414,8 +296,6 @@ def fit(
     ------
     InvalidPrivacyParameter, InvalidDataError, UnknownNameError, ConvergenceError
     """
-    from ..duality import primal_from_dual
-
     algorithm = "dual Frank-Wolfe"
     p = _prepare(loss, X, y, epsilon, data_norm, alpha, None, None, algorithm)
     loss, X, y, epsilon = p.loss, p.X, p.y, p.epsilon
@@ -483,91 +363,25 @@ def fit(
     return _denoised(res, norm, denoise, denoise_level)
 
 
-# ----------------------------------------------------------------------------- audit
-#: settings of the audit runner: Huber-SVM, Λ = 0.5, λ = 0.1, T = 3, ℓ1 norm
-_AUDIT = {"alpha": 0.5, "lam": 0.1, "n_steps": 3}
-
-
-def _audit_run(X, y, epsilon, delta, rng, denoise="hard"):
-    """θ of the audit configuration (module-level so that it pickles)."""
-    from ..losses import HuberSVM
-
-    return fit(
-        HuberSVM(0.5),
-        X,
-        y,
-        norm=L1Norm(X.shape[1]),
-        epsilon=epsilon,
-        delta=delta,
-        data_norm=1.0,
-        denoise=denoise,
-        random_state=rng,
-        **_AUDIT,
-    ).theta
-
-
-def _audit_run_raw(X, y, epsilon, delta, rng):
-    """The audit configuration without the final (public) denoising step."""
-    return _audit_run(X, y, epsilon, delta, rng, denoise="none")
-
-
-def register_audit_runner(*, overwrite: bool = False):
-    """Register the audit runners ``"dual-frank-wolfe"`` (default path, denoised)
-    and ``"dual-frank-wolfe-raw"`` (release before the public prox; more power,
-    see :func:`dperm.algorithms.structured_output_perturbation.register_audit_runner`)
-    through the public :func:`dperm.audit.runners.register_runner` (replace-one,
-    n = 30, d = 3).
-
-    Returns the default :class:`~dperm.audit.runners.Runner`.
-    """
-    from ..audit.runners import register_runner
-
-    common = dict(
-        neighbouring="replace-one",
-        module="dperm.algorithms.dual_frank_wolfe",
-        n=30,
-        d=3,
-        default_runs=300,
-        overwrite=overwrite,
-    )
-    desc = (
-        "private dual Frank-Wolfe (K–D Algorithm 2), Huber SVM, ℓ1 norm, "
-        f"Λ = {_AUDIT['alpha']}, λ = {_AUDIT['lam']}, T = {_AUDIT['n_steps']}"
-    )
-    register_runner(
-        "dual-frank-wolfe-raw", _audit_run_raw, description=desc + ", before denoising", **common
-    )
-    return register_runner(
-        "dual-frank-wolfe", _audit_run, description=desc + ", denoised (default)", **common
-    )
-
-
 def estimator_fit(estimator, loss, X, y, epsilon, delta, rng) -> Result:
     """The estimators' adapter (``mechanism="dual-frank-wolfe"``): Λ = ``l2_``
     (> 0: penalty "l2" or "elasticnet"), Ω and the mean-form λ from
     :func:`dperm.algorithms.structured_output_perturbation.estimator_norm`
     (divided by n), T = ``estimator.n_steps`` if set else 10, ``accountant``
     (default "optimal"), noise/tol/max_iter from the estimator, denoising by
-    :func:`dperm.algorithms.structured_output_perturbation.estimator_denoise`."""
-    from .structured_output_perturbation import estimator_norm
-
+    :func:`dperm.algorithms.structured_output_perturbation.estimator_denoise`
+    (:func:`~dperm.algorithms.structured_output_perturbation.estimator_settings`)."""
     n, d = X.shape
-    norm, lam = estimator_norm(estimator, loss, n, d)
+    settings = estimator_settings(estimator, loss, n, d)
+    settings["lam"] /= n  # this module's mean form: P = L̂ + λΩ
     return fit(
         loss,
         X,
         y,
-        norm=norm,
         epsilon=epsilon,
         delta=delta,
-        data_norm=estimator.data_norm_,
-        alpha=estimator.l2_,
-        lam=lam / n,
         n_steps=getattr(estimator, "n_steps", None) or 10,
         accountant=getattr(estimator, "accountant", None) or "optimal",
-        noise=estimator.noise,
-        denoise=estimator_denoise(estimator),
-        tol=estimator.tol,
-        max_iter=estimator.max_iter,
         random_state=rng,
+        **settings,
     )

@@ -41,10 +41,9 @@ from .._validation import (
     check_epsilon,
     check_positive,
     check_probability,
-    check_X_y,
 )
 from ..accounting.events import PureEpsilon
-from ..design import as_design
+from ..design import as_design, check_X_y
 from ..exceptions import (
     ClippingWarning,
     InvalidDataError,
@@ -159,20 +158,67 @@ def loss_interval(loss: GLMLoss, z_max: float, label_bound: float | None = None)
     )
 
 
-def _sum_losses(loss: GLMLoss, X, y, candidates: np.ndarray, lo: float, hi: float):
-    """Σᵢ clip(ℓ(θ_j; xᵢ, yᵢ), lo, hi) for every candidate j, shape (k,).
+def check_label_bound(y, label_bound):
+    """``label_bound`` checked (> 0, or None), and every |yᵢ| ≤ label_bound.
 
-    Candidates are processed in blocks so that at most ~2·10⁶ margins are held."""
-    n = X.shape[0]
-    k = candidates.shape[0]
-    out = np.empty(k)
-    step = max(1, _CHUNK_ENTRIES // max(n, 1))
-    for start in range(0, k, step):
-        block = candidates[start : start + step]
-        Z = np.asarray(X @ block.T)  # (n, b) margins, dense or CSR X alike
-        vals = loss.pointwise(Z, y[:, None])
-        # no-op when the public assumptions hold; enforces them otherwise
-        out[start : start + step] = np.clip(vals, lo, hi).sum(axis=0)
+    Raises
+    ------
+    InvalidPrivacyParameter
+        A bound that is not a finite positive number.
+    LabelError
+        Labels beyond the bound, reported by their count, never their values (they
+        are part of the private records).
+    """
+    if label_bound is None:
+        return None
+    label_bound = check_positive(label_bound, "label_bound")
+    over = int(np.count_nonzero(np.abs(y) > label_bound))
+    if over:
+        raise LabelError(
+            f"labels must satisfy |y| ≤ label_bound={label_bound:g}; {over} label(s) "
+            "do not (clip y to the public bound first)"
+        )
+    return label_bound
+
+
+def check_loss_bounds(loss_bounds) -> tuple[float, float]:
+    """(lo, hi) of a caller's public ``loss_bounds``: a pair of finite floats, lo < hi.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Not a pair, not finite, or lo ≥ hi.
+    """
+    try:
+        lo, hi = (float(v) for v in loss_bounds)
+    except (TypeError, ValueError):
+        raise InvalidPrivacyParameter(
+            f"loss_bounds must be a pair (lo, hi), got {loss_bounds!r}"
+        ) from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise InvalidPrivacyParameter(
+            f"loss_bounds must be finite with lo < hi, got {loss_bounds!r}"
+        )
+    return lo, hi
+
+
+def margin_blocks(X, thetas: np.ndarray):
+    """Yield (s, X θ_sᵀ) for consecutive slices s of the rows of ``thetas``: the (n, b)
+    margins of a block of parameter vectors, dense or CSR X alike, at most ~2·10⁶
+    entries held at once."""
+    step = max(1, _CHUNK_ENTRIES // max(X.shape[0], 1))
+    for start in range(0, thetas.shape[0], step):
+        s = slice(start, start + step)
+        yield s, np.asarray(X @ thetas[s].T)
+
+
+def sum_losses(loss: GLMLoss, X, y, thetas: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Σᵢ clip(ℓ(θ_j; xᵢ, yᵢ), lo, hi) for every row θ_j of ``thetas``, shape (k,),
+    in blocks (:func:`margin_blocks`).  The clip is a no-op when the public
+    assumptions hold and enforces them otherwise."""
+    out = np.empty(thetas.shape[0])
+    for s, Z in margin_blocks(X, thetas):
+        out[s] = np.clip(loss.pointwise(Z, y[:, None]), lo, hi).sum(axis=0)
     return out
 
 
@@ -200,6 +246,8 @@ def fit(
     Parameters
     ----------
     loss : GLMLoss
+        Any GLM loss with a public range over the candidates (``loss_bounds``);
+        no convexity or smoothness is needed.
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     epsilon : float > 0
@@ -249,14 +297,7 @@ def fit(
         )
     if not np.all(np.isfinite(cands)):
         raise InvalidDataError("candidates contain NaN or infinite values")
-    if label_bound is not None:
-        label_bound = check_positive(label_bound, "label_bound")
-        over = int(np.count_nonzero(np.abs(y) > label_bound))
-        if over:  # the count, never the values (they are part of the private records)
-            raise LabelError(
-                f"labels must satisfy |y| ≤ label_bound={label_bound:g}; {over} label(s) "
-                "do not (clip y to the public bound first)"
-            )
+    label_bound = check_label_bound(y, label_bound)
     rng = check_random_state(random_state)
 
     X = as_design(X, data_norm)  # ‖x‖ ≤ R by a per-row scale; margins X θ_j without a copy
@@ -265,21 +306,12 @@ def fit(
     if loss_bounds is None:
         lo, hi = loss_interval(loss, z_max, label_bound)
     else:
-        try:
-            lo, hi = (float(v) for v in loss_bounds)
-        except (TypeError, ValueError):
-            raise InvalidPrivacyParameter(
-                f"loss_bounds must be a pair (lo, hi), got {loss_bounds!r}"
-            ) from None
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise InvalidPrivacyParameter(
-                f"loss_bounds must be finite with lo < hi, got {loss_bounds!r}"
-            )
+        lo, hi = check_loss_bounds(loss_bounds)
     sens = hi - lo
     if not (math.isfinite(sens) and sens > 0):
         raise InvalidPrivacyParameter(f"the loss range must be finite and > 0, got {sens!r}")
 
-    total = _sum_losses(loss, X, y, cands, lo, hi)
+    total = sum_losses(loss, X, y, cands, lo, hi)
     # utility −Σᵢ ℓ (shifted by a constant, which changes nothing), sensitivity Δ
     j = exponential_mechanism(-(total - total.min()), epsilon=epsilon, sensitivity=sens, rng=rng)
     k = cands.shape[0]

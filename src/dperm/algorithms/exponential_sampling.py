@@ -105,21 +105,25 @@ from .._validation import (
     check_epsilon,
     check_nonnegative,
     check_positive,
-    check_X_y,
 )
 from ..accounting.events import PureEpsilon
 from ..bounds import exponential_sampling_bound
-from ..design import as_design
+from ..design import as_design, check_X_y
 from ..exceptions import (
     ConvergenceError,
     InvalidPrivacyParameter,
-    LabelError,
     UnsupportedOperationError,
 )
 from ..losses import Hinge, Huber, HuberSVM, Logistic, Quantile, Squared
 from ..losses.base import MARGIN_BOUND, GLMLoss
 from .base import Result
-from .exponential_erm import loss_interval
+from .exponential_erm import (
+    check_label_bound,
+    check_loss_bounds,
+    loss_interval,
+    margin_blocks,
+    sum_losses,
+)
 
 __all__ = [
     "MAX_EXACT_DIM",
@@ -144,7 +148,6 @@ MAX_WORK = 1e10
 #: proposals per draw targeted by the estimators' default Λ (:func:`default_alpha`)
 TARGET_PROPOSALS = 10_000
 _SLACK = 1e-9  # constant log-factor absorbing rounding in U(θ) − U(c)
-_CHUNK_ENTRIES = 2_000_000
 # losses known to be convex in θ everywhere: only these get the tangent-plane envelope
 _CONVEX_LOSSES = (Hinge, Huber, HuberSVM, Logistic, Quantile, Squared)
 
@@ -413,26 +416,12 @@ def expected_proposals(d: int, smoothness: float, alpha: float) -> float:
     return math.exp(0.5 * d * math.log1p(smoothness / alpha))
 
 
-def _sum_losses(loss: GLMLoss, X, y, thetas: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """Σᵢ clip(ℓ(θ_j; xᵢ, yᵢ), lo, hi) for each row θ_j, shape (k,), in blocks."""
-    n = X.shape[0]
-    out = np.empty(thetas.shape[0])
-    step = max(1, _CHUNK_ENTRIES // max(n, 1))
-    for s in range(0, thetas.shape[0], step):
-        Z = np.asarray(X @ thetas[s : s + step].T)
-        out[s : s + step] = np.clip(loss.pointwise(Z, y[:, None]), lo, hi).sum(axis=0)
-    return out
-
-
 def _sum_gradients(loss: GLMLoss, X, y, thetas: np.ndarray) -> np.ndarray:
-    """Σᵢ ∇ℓ(θ_j; xᵢ, yᵢ) for each row θ_j, shape (k, d), in blocks."""
-    n = X.shape[0]
+    """Σᵢ ∇ℓ(θ_j; xᵢ, yᵢ) for each row θ_j, shape (k, d), in blocks
+    (:func:`~dperm.algorithms.exponential_erm.margin_blocks`)."""
     out = np.empty(thetas.shape)
-    step = max(1, _CHUNK_ENTRIES // max(n, 1))
-    for s in range(0, thetas.shape[0], step):
-        Z = np.asarray(X @ thetas[s : s + step].T)
-        S = loss.derivative(Z, y[:, None])
-        out[s : s + step] = np.asarray(X.T @ S).T
+    for s, Z in margin_blocks(X, thetas):
+        out[s] = np.asarray(X.T @ loss.derivative(Z, y[:, None])).T
     return out
 
 
@@ -461,16 +450,7 @@ def sensitivity(
     if loss_bounds is None:
         lo, hi = loss_interval(loss, data_norm * R, label_bound)
     else:
-        try:
-            lo, hi = (float(v) for v in loss_bounds)
-        except (TypeError, ValueError):
-            raise InvalidPrivacyParameter(
-                f"loss_bounds must be a pair (lo, hi), got {loss_bounds!r}"
-            ) from None
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise InvalidPrivacyParameter(
-                f"loss_bounds must be finite with lo < hi, got {loss_bounds!r}"
-            )
+        lo, hi = check_loss_bounds(loss_bounds)
     lip = float(loss.lipschitz(data_norm, radius=R))
     sens = min(hi - lo, 2.0 * lip * R) if math.isfinite(lip) else hi - lo
     if not (math.isfinite(sens) and sens > 0):
@@ -511,6 +491,8 @@ def fit(
     Parameters
     ----------
     loss : GLMLoss
+        Summed over the rows, each value clipped to the public range of
+        :func:`sensitivity`; the Gaussian envelope (d > 2) needs a smooth convex loss.
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     epsilon : float > 0
@@ -608,14 +590,7 @@ def fit(
                 "use a larger alpha, fewer features, or dperm.algorithms.exponential_erm "
                 "over a finite net"
             )
-    if label_bound is not None:
-        label_bound = check_positive(label_bound, "label_bound")
-        over = int(np.count_nonzero(np.abs(y) > label_bound))
-        if over:  # the count, never the values (they are part of the private records)
-            raise LabelError(
-                f"labels must satisfy |y| ≤ label_bound={label_bound:g}; {over} label(s) "
-                "do not (clip y to the public bound first)"
-            )
+    label_bound = check_label_bound(y, label_bound)
     sens, lo, hi = sensitivity(
         loss, radius=R, data_norm=data_norm, loss_bounds=loss_bounds, label_bound=label_bound
     )
@@ -638,7 +613,7 @@ def fit(
 
         center = minimize(loss, X, y, l2=alpha, constraint=L2Ball(R), tol=1e-8).theta
         theta, _ = sample_strongly_log_concave(
-            lambda T: _sum_losses(loss, X, y, T, -np.inf, np.inf),
+            lambda T: sum_losses(loss, X, y, T, -np.inf, np.inf),
             lambda T: _sum_gradients(loss, X, y, T),
             scale=a,
             ridge=ridge,
@@ -653,7 +628,7 @@ def fit(
         # labels checked), so the unclipped convex sum defines the same density there and
         # its tangent planes give the envelope.
         theta = sample_ball(
-            lambda T: a * (_sum_losses(loss, X, y, T, -np.inf, np.inf) + ridge_value(T)),
+            lambda T: a * (sum_losses(loss, X, y, T, -np.inf, np.inf) + ridge_value(T)),
             R,
             d,
             gradient=lambda T: a * (_sum_gradients(loss, X, y, T) + ridge * T),
@@ -669,7 +644,7 @@ def fit(
                 f"exponential sampling needs a Lipschitz loss on the ball; {loss!r} has L = ∞"
             )
         theta = sample_ball(
-            lambda T: a * (_sum_losses(loss, X, y, T, lo, hi) + ridge_value(T)),
+            lambda T: a * (sum_losses(loss, X, y, T, lo, hi) + ridge_value(T)),
             R,
             d,
             lipschitz=a * (n * lip_box + ridge * box),

@@ -87,11 +87,10 @@ from .._validation import (
     check_delta,
     check_epsilon,
     check_positive,
-    check_X_y,
 )
 from ..accounting.events import PureEpsilon, SelfComposed
 from ..constraints import L1Ball, Polytope
-from ..design import Design, as_design
+from ..design import Design, as_design, check_X_y
 from ..exceptions import ClippingWarning, InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import GLMLoss
 from ..mechanisms import exponential_mechanism, laplace_noise
@@ -139,6 +138,17 @@ def _row_bounds(data_norm: float, data_norm_ord: str, d: int) -> tuple[float, fl
     if data_norm_ord == "l2":
         return data_norm, data_norm
     return data_norm, data_norm * math.sqrt(d)
+
+
+def _geometry(d, data_norm, data_norm_ord, constraint, radius):
+    """(‖v‖₁, ‖v‖₂ of every vertex, b∞, R₂): the public geometry of C and of the rows
+    that the sensitivity and curvature bounds read, with the inputs checked."""
+    d = check_count(d, "d")
+    data_norm = check_positive(data_norm, "data_norm")
+    data_norm_ord = _check_ord(data_norm_ord)
+    constraint = _check_constraint(constraint, radius)
+    norms1, norms2 = _vertex_norms(constraint, d)
+    return (norms1, norms2, *_row_bounds(data_norm, data_norm_ord, d))
 
 
 def _margin_bound(norms1, norms2, b_inf: float, r2: float) -> float:
@@ -192,12 +202,7 @@ def score_sensitivity(
     InvalidPrivacyParameter
     """
     n = check_count(n, "n")
-    d = check_count(d, "d")
-    data_norm = check_positive(data_norm, "data_norm")
-    data_norm_ord = _check_ord(data_norm_ord)
-    constraint = _check_constraint(constraint, radius)
-    norms1, norms2 = _vertex_norms(constraint, d)
-    b_inf, r2 = _row_bounds(data_norm, data_norm_ord, d)
+    norms1, norms2, b_inf, r2 = _geometry(d, data_norm, data_norm_ord, constraint, radius)
     g = _derivative_bound(loss, _margin_bound(norms1, norms2, b_inf, r2))
     per_vertex = np.minimum(norms1 * g * b_inf, norms2 * g * r2)
     return float(2.0 * np.max(per_vertex) / n)
@@ -220,12 +225,7 @@ def curvature_bound(
     (c/2)·mean ⟨u, xᵢ⟩² ≤ (c/2)·min(b∞‖u‖₁, R₂‖u‖₂)²).  ``inf`` for non-smooth
     losses.
     """
-    d = check_count(d, "d")
-    data_norm = check_positive(data_norm, "data_norm")
-    data_norm_ord = _check_ord(data_norm_ord)
-    constraint = _check_constraint(constraint, radius)
-    norms1, norms2 = _vertex_norms(constraint, d)
-    b_inf, r2 = _row_bounds(data_norm, data_norm_ord, d)
+    norms1, norms2, b_inf, r2 = _geometry(d, data_norm, data_norm_ord, constraint, radius)
     c = float(loss.curvature)
     if not math.isfinite(c):
         return math.inf
@@ -397,6 +397,8 @@ def fit(
     Parameters
     ----------
     loss : GLMLoss
+        Any GLM loss: its derivative is bounded over the margins C can reach
+        (:func:`score_sensitivity`); :func:`default_n_steps` needs a smooth one.
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     epsilon : float > 0

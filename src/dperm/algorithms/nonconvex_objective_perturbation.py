@@ -46,9 +46,9 @@ from typing import Any
 import numpy as np
 
 from .._rng import check_random_state
-from .._validation import check_count, check_epsilon, check_positive, check_X_y, clip_rows
+from .._validation import check_count, check_epsilon, check_positive, clip_rows
 from ..accounting.events import PureEpsilon
-from ..design import Design
+from ..design import Design, check_X_y
 from ..exceptions import (
     ConvergenceError,
     InvalidDataError,

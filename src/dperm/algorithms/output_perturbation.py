@@ -80,6 +80,8 @@ def output_sensitivity(n: int, lipschitz: float, strong_convexity: float) -> flo
 
 
 def _gaussian_multiplier(epsilon: float, delta: float) -> float:
+    """σ/Δ₂ of the exact (ε, δ) Gaussian mechanism (Balle & Wang, ICML 2018, Theorem 8 /
+    Algorithm 1), for every perturbation release of :mod:`dperm.algorithms`."""
     from ..accounting.gaussian import analytic_gaussian_noise_multiplier
 
     return float(analytic_gaussian_noise_multiplier(epsilon, delta))

@@ -47,11 +47,10 @@ from .._validation import (
     check_delta,
     check_epsilon,
     check_positive,
-    check_X,
-    check_X_y,
 )
 from ..accounting.events import DpEvent
 from ..accounting.registry import accountant_factory, epsilon_spent
+from ..design import check_X, check_X_y
 from ..exceptions import (
     InvalidDataError,
     InvalidPrivacyParameter,
@@ -59,6 +58,7 @@ from ..exceptions import (
     PrivacyLeakWarning,
     UnknownNameError,
 )
+from . import pate_aggregation
 from .pate_aggregation import (
     ABSTAIN,
     AccountantSpec,
@@ -69,7 +69,6 @@ from .pate_aggregation import (
     calibrate_ptr,
     confident_gnmax,
     confident_gnmax_event,
-    distance_to_instability,
     gnmax,
     gnmax_event,
     lnmax,
@@ -78,29 +77,19 @@ from .pate_aggregation import (
     ptr_event,
     ptr_threshold,
 )
+from .pate_aggregation import (
+    distance_to_instability as distance_to_instability,
+)
 
 __all__ = [
-    "ABSTAIN",
     "AGGREGATORS",
     "PateResult",
-    "calibrate_confident_gnmax",
-    "calibrate_gnmax",
-    "calibrate_lnmax",
-    "calibrate_ptr",
-    "confident_gnmax",
-    "confident_gnmax_event",
-    "distance_to_instability",
     "fit",
-    "gnmax",
-    "gnmax_event",
-    "lnmax",
-    "lnmax_event",
     "partition_indices",
-    "ptr_argmax",
-    "ptr_event",
-    "ptr_threshold",
     "teacher_votes",
     "train_teachers",
+    # the aggregators, their events and calibrations (re-exported)
+    *(name for name in pate_aggregation.__all__ if name != "AccountantSpec"),
 ]
 
 #: Aggregators accepted by :func:`fit`.

@@ -151,6 +151,22 @@ def _check_votes(votes, integer: bool = False) -> np.ndarray:
     return v
 
 
+def _noisy_argmax(votes, noise, scale: float, name: str, rng, return_noisy_votes: bool):
+    """Report-noisy-max: the index of the largest count of every query after
+    ``noise(shape, scale, rng)`` is added (and the noisy votes when asked).
+
+    Raises
+    ------
+    InvalidDataError, InvalidPrivacyParameter
+        Bad votes, or ``scale`` (named ``name``) not a finite positive number.
+    """
+    v = _check_votes(votes)
+    scale = check_positive(scale, name)
+    noisy = v + noise(v.shape, scale, check_random_state(rng))
+    labels = np.argmax(noisy, axis=1).astype(np.int64)
+    return (labels, noisy) if return_noisy_votes else labels
+
+
 def gnmax(votes, sigma: float, rng: RandomState, *, return_noisy_votes: bool = False):
     """GNMax: argmax_j (n_j + N(0, σ²)) per query (Papernot et al. 2018, Section 4.1).
 
@@ -181,11 +197,7 @@ def gnmax(votes, sigma: float, rng: RandomState, *, return_noisy_votes: bool = F
     ------
     InvalidDataError, InvalidPrivacyParameter
     """
-    v = _check_votes(votes)
-    sigma = check_positive(sigma, "sigma")
-    noisy = v + gaussian_noise(v.shape, sigma, check_random_state(rng))
-    labels = np.argmax(noisy, axis=1).astype(np.int64)
-    return (labels, noisy) if return_noisy_votes else labels
+    return _noisy_argmax(votes, gaussian_noise, sigma, "sigma", rng, return_noisy_votes)
 
 
 def lnmax(votes, scale: float, rng: RandomState, *, return_noisy_votes: bool = False):
@@ -215,11 +227,7 @@ def lnmax(votes, scale: float, rng: RandomState, *, return_noisy_votes: bool = F
     ------
     InvalidDataError, InvalidPrivacyParameter
     """
-    v = _check_votes(votes)
-    scale = check_positive(scale, "scale")
-    noisy = v + laplace_noise(v.shape, scale, check_random_state(rng))
-    labels = np.argmax(noisy, axis=1).astype(np.int64)
-    return (labels, noisy) if return_noisy_votes else labels
+    return _noisy_argmax(votes, laplace_noise, scale, "scale", rng, return_noisy_votes)
 
 
 def distance_to_instability(votes) -> np.ndarray:
@@ -429,6 +437,13 @@ def confident_gnmax_event(sigma1: float, sigma2: float, n_queries: int = 1) -> D
 AccountantSpec = str | Accountant | Callable[[], Accountant]
 
 
+def _check_target(epsilon, delta, n_queries, *, allow_zero_delta: bool = False) -> int:
+    """Validate the target (ε, δ) of a calibration; returns the number of queries m."""
+    check_epsilon(epsilon)
+    check_delta(delta, allow_zero=allow_zero_delta)
+    return check_count(n_queries, "n_queries")
+
+
 def calibrate_gnmax(
     epsilon: float, delta: float, n_queries: int, *, accountant: AccountantSpec = "rdp"
 ) -> float:
@@ -438,9 +453,7 @@ def calibrate_gnmax(
     ------
     InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
     """
-    check_epsilon(epsilon)
-    check_delta(delta, allow_zero=False)
-    m = check_count(n_queries, "n_queries")
+    m = _check_target(epsilon, delta, n_queries)
     return calibrate_noise(lambda s: gnmax_event(s, m), epsilon, delta, accountant=accountant)
 
 
@@ -456,9 +469,7 @@ def calibrate_lnmax(
     ------
     InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
     """
-    check_epsilon(epsilon)
-    check_delta(delta, allow_zero=True)
-    m = check_count(n_queries, "n_queries")
+    m = _check_target(epsilon, delta, n_queries, allow_zero_delta=True)
     return calibrate_noise(lambda b: lnmax_event(b, m), epsilon, delta, accountant=accountant)
 
 
@@ -483,9 +494,7 @@ def calibrate_ptr(
     UnknownNameError, UnsupportedEventError
         Unknown accountant, or one that cannot account (ε, δ) events (``"rdp"``, ``"pld"``).
     """
-    check_epsilon(epsilon)
-    check_delta(delta, allow_zero=False)
-    m = check_count(n_queries, "n_queries")
+    m = _check_target(epsilon, delta, n_queries)
     factory = accountant_factory(accountant)
     best: tuple[float, float, float] | None = None
     for f in _PTR_DELTA_SPLITS:
@@ -526,9 +535,7 @@ def calibrate_confident_gnmax(
     ------
     InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
     """
-    check_epsilon(epsilon)
-    check_delta(delta, allow_zero=False)
-    m = check_count(n_queries, "n_queries")
+    m = _check_target(epsilon, delta, n_queries)
     r = check_positive(sigma_ratio, "sigma_ratio")
     s2 = calibrate_noise(
         lambda s: confident_gnmax_event(r * s, s, m), epsilon, delta, accountant=accountant

@@ -79,12 +79,11 @@ from .._validation import (
     check_nonnegative,
     check_positive,
     check_probability,
-    check_X_y,
     row_norms,
 )
 from ..accounting.events import Composed, Gaussian
 from ..accounting.gaussian import analytic_gaussian_noise_multiplier
-from ..design import Design
+from ..design import Design, check_X_y
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, LabelError
 from .base import Result
 

@@ -65,7 +65,8 @@ import math
 
 import numpy as np
 
-from .._validation import check_nonnegative, check_positive, check_probability, check_X_y
+from .._validation import check_nonnegative, check_positive, check_probability
+from ..design import check_X_y
 from ..exceptions import InvalidPrivacyParameter
 from ..losses.base import GLMLoss
 from ..norms import Norm, gaussian_width
@@ -80,9 +81,9 @@ __all__ = [
     "estimator_denoise",
     "estimator_fit",
     "estimator_norm",
+    "estimator_settings",
     "fit",
     "kd_lambda",
-    "register_audit_runner",
 ]
 
 #: β of the default denoising threshold τ = q_{1−β}(Ω*(b)) (module docstring)
@@ -235,7 +236,8 @@ def fit(
     Parameters
     ----------
     loss : GLMLoss
-        Smooth GLM loss (Logistic, HuberSVM; Squared needs a constraint).
+        Smooth GLM loss, Lipschitz over ‖x‖ ≤ ``data_norm`` alone (Logistic,
+        HuberSVM; not Squared, whose Lipschitz bound needs a constraint set).
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     norm : Norm
@@ -340,98 +342,28 @@ def estimator_denoise(estimator) -> str:
     return "hard" if isinstance(getattr(estimator, "penalty", None), Norm) else "none"
 
 
+def estimator_settings(estimator, loss: GLMLoss, n: int, d: int) -> dict:
+    """The settings an estimator gives this module's :func:`fit` (and private dual
+    Frank-Wolfe): Ω and λ of :func:`estimator_norm` (this module's form), R =
+    ``data_norm_``, Λ = ``l2_``, the denoising mode of :func:`estimator_denoise`, and
+    the estimator's ``noise``, ``tol`` and ``max_iter``."""
+    norm, lam = estimator_norm(estimator, loss, n, d)
+    return {
+        "norm": norm,
+        "data_norm": estimator.data_norm_,
+        "alpha": estimator.l2_,
+        "lam": lam,
+        "noise": estimator.noise,
+        "denoise": estimator_denoise(estimator),
+        "tol": estimator.tol,
+        "max_iter": estimator.max_iter,
+    }
+
+
 def estimator_fit(estimator, loss, X, y, epsilon, delta, rng) -> Result:
     """The estimators' adapter (``mechanism="structured-output"``): Λ = ``l2_``
     (must be > 0: use penalty "l2" or "elasticnet"), Ω and λ from
     :func:`estimator_norm`, noise/tol/max_iter from the estimator; the release is
-    denoised as :func:`estimator_denoise` says."""
-    n, d = X.shape
-    norm, lam = estimator_norm(estimator, loss, n, d)
-    return fit(
-        loss,
-        X,
-        y,
-        norm=norm,
-        epsilon=epsilon,
-        delta=delta,
-        data_norm=estimator.data_norm_,
-        alpha=estimator.l2_,
-        lam=lam,
-        noise=estimator.noise,
-        denoise=estimator_denoise(estimator),
-        tol=estimator.tol,
-        max_iter=estimator.max_iter,
-        random_state=rng,
-    )
-
-
-# ----------------------------------------------------------------------------- audit
-#: settings of the audit runner: Huber-SVM (h = 0.5), Λ = 0.25, λ = 0.1, ℓ1 norm, d = 1,
-#: n = 20 (nΛ = 5: θ̂ stays in the linear part of the loss, so the sensitivity is attained)
-_AUDIT = {"alpha": 0.25, "lam": 0.1, "tol": 1e-8}
-
-
-def _audit_run(X, y, epsilon, delta, rng, denoise="hard"):
-    """θ of the audit configuration (module-level so that it pickles)."""
-    from ..losses import HuberSVM
-    from ..norms import L1Norm
-
-    return fit(
-        HuberSVM(0.5),
-        X,
-        y,
-        norm=L1Norm(X.shape[1]),
-        epsilon=epsilon,
-        delta=delta,
-        data_norm=1.0,
-        denoise=denoise,
-        random_state=rng,
-        **_AUDIT,
-    ).theta
-
-
-def _audit_run_raw(X, y, epsilon, delta, rng):
-    """The audit configuration without the final (public) denoising step."""
-    return _audit_run(X, y, epsilon, delta, rng, denoise="none")
-
-
-def register_audit_runner(*, overwrite: bool = False):
-    """Register the audit runners ``"structured-output"`` (the default path, denoised)
-    and ``"structured-output-raw"`` (θ̂ + b before the public denoising, ``denoise="none"``)
-    through the public :func:`dperm.audit.runners.register_runner` (replace-one,
-    n = 20, d = 1, Gaussian noise, δ = 1e-5 by default).
-
-    The raw runner is the more powerful target: denoising is post-processing, so
-    every test on the denoised release is a test on the raw one, and the
-    soft-threshold hides the centre of the score distributions, where the μ-GDP
-    estimate gets its power (measured: a halved sensitivity at ε = 2, 600 runs
-    gives ε_LB 1.70 on the denoised path and > 2 on the raw one).  The mutation
-    tests use the raw runner; the honest audit runs both.
-
-    Returns the default Runner.
-    """
-    from ..audit.runners import register_runner
-
-    common = dict(
-        neighbouring="replace-one",
-        module="dperm.algorithms.structured_output_perturbation",
-        n=20,
-        d=1,
-        default_delta=1e-5,
-        noise="gaussian",
-        default_runs=2000,
-        overwrite=overwrite,
-    )
-    desc = (
-        "structured output perturbation (K–D Thm 1 + (Λ/2)‖θ‖²), Huber SVM, "
-        f"ℓ1 norm, Λ = {_AUDIT['alpha']}, λ = {_AUDIT['lam']}, analytic Gaussian noise"
-    )
-    register_runner(
-        "structured-output-raw",
-        _audit_run_raw,
-        description=desc + ", release before denoising",
-        **common,
-    )
-    return register_runner(
-        "structured-output", _audit_run, description=desc + ", denoised (default)", **common
-    )
+    denoised as :func:`estimator_denoise` says (:func:`estimator_settings`)."""
+    settings = estimator_settings(estimator, loss, *X.shape)
+    return fit(loss, X, y, epsilon=epsilon, delta=delta, random_state=rng, **settings)

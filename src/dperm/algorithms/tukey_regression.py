@@ -97,8 +97,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._rng import check_random_state
-from .._validation import check_count, check_delta, check_epsilon, check_probability, check_X_y
+from .._validation import check_count, check_delta, check_epsilon, check_probability
 from ..accounting.events import EpsilonDelta
+from ..design import check_X_y
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, LabelError
 from .base import Result
 
@@ -561,111 +562,3 @@ def fit(
     )
     res.diagnostics.update(rows_per_model=n // m, n_clipped=0)
     return res
-
-
-# ------------------------------------------------------------------------- audit runner
-#: public rows of the audit runner: x = 1, y = a_i, a_i the normal quantiles × 0.2
-_AUDIT_PUBLIC_ROWS = 798
-
-
-def _audit_public_rows() -> tuple[np.ndarray, np.ndarray]:
-    from scipy.stats import norm
-
-    q = (np.arange(_AUDIT_PUBLIC_ROWS) + 0.5) / _AUDIT_PUBLIC_ROWS
-    return np.ones((_AUDIT_PUBLIC_ROWS, 1)), 0.2 * norm.ppf(q)
-
-
-def _audit_run(X, y, epsilon, delta, rng):
-    """The default :func:`fit` on the canary pair's rows followed by fixed public rows
-    (identical on D and D′, so the inputs stay replace-one neighbours)."""
-    Xp, yp = _audit_public_rows()
-    return fit(
-        np.vstack([X, Xp]),
-        np.concatenate([y, yp]),
-        epsilon=epsilon,
-        delta=delta,
-        random_state=rng,
-    ).theta
-
-
-#: models of the "tukey-unsafe" runner (one row per model)
-_AUDIT_UNSAFE_MODELS = 400
-
-
-def _audit_unsafe_public_rows(epsilon: float, delta: float) -> tuple[np.ndarray, np.ndarray]:
-    """Public rows (x = 1, y = model value) that, with the canary pair's two rows, give
-    m = 400 one-row models: t − 1 at −½, t − 1 at +½, the rest at 0 (t the public
-    restriction depth at (ε, δ)).  The canary's model (±1) is then the lowest on D and
-    the highest on D′: Y_t = [−½, 0] on D and [0, ½] on D′, and every deeper region is
-    the single point 0 — an *unsafe* pair, on which only the test keeps the release
-    private (the restricted exponential mechanism alone would tell D from D′ with
-    certainty)."""
-    m = _AUDIT_UNSAFE_MODELS
-    eps_ptr = eps_em = 0.5 * epsilon
-    log_eta = math.log(delta) - eps_ptr - math.log1p(math.exp(eps_em))
-    t = restriction_depth(m, eps_em / 2.0, log_eta)
-    y = np.zeros(m - 2)
-    y[: t - 1], y[t - 1 : 2 * (t - 1)] = -0.5, 0.5
-    return np.ones((m - 2, 1)), y
-
-
-def _audit_run_unsafe(X, y, epsilon, delta, rng):
-    """:func:`fit` with one row per model (``n_models = n``) on the canary pair's rows
-    followed by the public rows of :func:`_audit_unsafe_public_rows`."""
-    Xp, yp = _audit_unsafe_public_rows(epsilon, delta)
-    Xf, yf = np.vstack([X, Xp]), np.concatenate([y, yp])
-    return fit(Xf, yf, epsilon=epsilon, delta=delta, n_models=Xf.shape[0], random_state=rng).theta
-
-
-def register_audit_runner(*, overwrite: bool = False):
-    """Register the audit runner ``"tukey"`` through the public
-    :func:`dperm.audit.runners.register_runner`: the default :func:`fit` path (m = n/2
-    models of 2 rows, the public restriction depth, the test, the sample) on the canary
-    pair (d = 1, base rows 0, canary x = 1, y = ±1) plus 798 public rows (x = 1,
-    y = 0.2·Φ⁻¹(quantile)): the canary's model sits below every other model on D and
-    above every other on D′, so every depth moves by one.  δ = 1e-5 by default; the test
-    passes with probability ≈ 1 there.  This runner is a smoke test of the default path,
-    **without statistical power**: the random partition pairs the public rows at random,
-    so the models' median moves from run to run by ~6× the one-model gap the canary
-    shifts the depths by, and the released θ barely depends on the canary (measured at ε = 1, 1000
-    runs: ε_LB 0.00 honest, 0.01 with the exponential mechanism's factor c doubled, 0.08
-    with it ×4).  No pair does better on this path: public blocks whose models do not
-    depend on the partition all have the same model, and the ties make the data unsafe
-    (⊥).  The calibration is checked by the unit tests (tests/test_tukey_regression.py:
-    the constants against their closed forms, the law of the release, the test against
-    its Laplace tail).
-
-    ``"tukey-unsafe"`` runs :func:`fit` with one row per model on an *unsafe* pair
-    (:func:`_audit_unsafe_public_rows`): the honest release is ⊥ except with
-    probability < δ, and a missing or weakened test is caught with certainty
-    (tests/test_audit_suite.py).
-
-    Returns the default Runner.
-    """
-    from ..audit.runners import register_runner
-
-    common = dict(
-        neighbouring="replace-one",
-        module="dperm.algorithms.tukey_regression",
-        n=2,
-        d=1,
-        default_delta=1e-5,
-        base="zeros",
-        default_runs=1000,
-        overwrite=overwrite,
-    )
-    register_runner(
-        "tukey-unsafe",
-        _audit_run_unsafe,
-        description="Tukey-depth regression, one row per model, on an unsafe pair (the "
-        "depth regions of D and D′ are disjoint): the propose-test-release check alone "
-        "keeps it private",
-        **common,
-    )
-    return register_runner(
-        "tukey",
-        _audit_run,
-        description="Tukey-depth regression (Amin et al. 2023, Alg. 1), default fit path, "
-        f"canary + {_AUDIT_PUBLIC_ROWS} public rows",
-        **common,
-    )

@@ -9,66 +9,21 @@ for Gaussian-noise mechanisms, the μ-GDP estimate of Nasr et al. 2023
 (:mod:`.gdp`), which has far more power at small δ under the assumption that
 the trade-off curve is Gaussian.  ε_LB > ε refutes the claim; ε_LB ≤ ε is what
 a correct implementation shows.  Algorithms are audited through runners
-(:mod:`.runners`, :func:`register_runner`).  See ``docs/auditing.md``.
+(:mod:`.registry`, :func:`register_runner`; dperm's own are the table of
+:mod:`.runners`, its calls in :mod:`.fits`).  See ``docs/auditing.md``.
+
+The public names are those of the submodules' ``__all__``: :mod:`.auditor`
+(:func:`audit`, :class:`AuditResult`), :mod:`.canary` (the pairs),
+:mod:`.gdp` (the μ-GDP bound), :mod:`.registry` (:class:`Runner` and the
+registry) and :mod:`.stats` (Clopper–Pearson and the threshold tests).
 """
 
-from .auditor import METHODS, AuditResult, audit, run_scores
-from .canary import CanaryPair, canary_pair_from_data, make_canary_pair
-from .gdp import (
-    gdp_delta,
-    gdp_epsilon,
-    gdp_evaluate_test,
-    gdp_mu_from_rates,
-    gdp_mu_lower_bound,
-    gdp_select_threshold,
-)
-from .runners import (
-    Runner,
-    available_runners,
-    get_runner,
-    projection,
-    register_runner,
-    release_statistic,
-    runner_names,
-)
-from .stats import (
-    ThresholdTest,
-    clopper_pearson_interval,
-    clopper_pearson_lower,
-    clopper_pearson_upper,
-    epsilon_from_rates,
-    epsilon_lower_bound,
-    evaluate_test,
-    select_threshold,
-)
+from . import auditor, canary, gdp, registry, stats
+from . import runners as runners  # the table of dperm's runners, registered on import
+from .auditor import *  # noqa: F403
+from .canary import *  # noqa: F403
+from .gdp import *  # noqa: F403
+from .registry import *  # noqa: F403
+from .stats import *  # noqa: F403
 
-__all__ = [
-    "METHODS",
-    "AuditResult",
-    "CanaryPair",
-    "Runner",
-    "ThresholdTest",
-    "audit",
-    "available_runners",
-    "canary_pair_from_data",
-    "clopper_pearson_interval",
-    "clopper_pearson_lower",
-    "clopper_pearson_upper",
-    "epsilon_from_rates",
-    "epsilon_lower_bound",
-    "evaluate_test",
-    "gdp_delta",
-    "gdp_epsilon",
-    "gdp_evaluate_test",
-    "gdp_mu_from_rates",
-    "gdp_mu_lower_bound",
-    "gdp_select_threshold",
-    "get_runner",
-    "make_canary_pair",
-    "projection",
-    "register_runner",
-    "release_statistic",
-    "run_scores",
-    "runner_names",
-    "select_threshold",
-]
+__all__ = [*auditor.__all__, *canary.__all__, *gdp.__all__, *registry.__all__, *stats.__all__]

@@ -60,7 +60,7 @@ from .._validation import check_count, check_delta, check_epsilon, check_probabi
 from ..exceptions import DpermError, InvalidPrivacyParameter, UnknownNameError
 from .canary import CanaryPair, canary_pair_from_data, check_neighbouring, make_canary_pair
 from .gdp import gdp_evaluate_test, gdp_select_threshold
-from .runners import Runner, get_runner, projection
+from .registry import Runner, get_runner, projection
 from .stats import evaluate_test, select_threshold
 
 __all__ = ["METHODS", "AuditResult", "audit", "run_scores"]

@@ -52,7 +52,14 @@ from scipy import stats as _st
 from .._validation import check_delta
 from ..accounting.gaussian import gaussian_delta, gaussian_epsilon
 from ..exceptions import InvalidPrivacyParameter
-from .stats import ThresholdTest, _check_alpha, _check_scores, clopper_pearson_upper
+from .stats import (
+    ThresholdTest,
+    _best_test,
+    _check_alpha,
+    _sorted_scores,
+    _test_rates,
+    clopper_pearson_upper,
+)
 
 __all__ = [
     "gdp_delta",
@@ -63,8 +70,8 @@ __all__ = [
     "gdp_select_threshold",
 ]
 
-#: orientations of a threshold test; G_μ is symmetric, so swapping D and D′ adds nothing
-_ORIENTATIONS = (">", "<")
+#: the tests searched: both orientations; G_μ is symmetric, so swapping D and D′ adds nothing
+_KINDS = ((">", False), ("<", False))
 
 
 def _check_mu(mu) -> float:
@@ -140,16 +147,6 @@ def gdp_mu_lower_bound(
     return gdp_mu_from_rates(fpr_u, fnr_u)
 
 
-def _counts(s0: np.ndarray, s1: np.ndarray, cand: np.ndarray, orientation: str):
-    """(FP, FN) of the test "guess D′ when score ``orientation`` t" for every
-    t in ``cand`` (``s0``, ``s1`` sorted)."""
-    if orientation == ">":
-        return s0.size - np.searchsorted(s0, cand, side="right"), np.searchsorted(
-            s1, cand, side="right"
-        )
-    return np.searchsorted(s0, cand, side="left"), s1.size - np.searchsorted(s1, cand, side="left")
-
-
 def gdp_select_threshold(
     scores_d, scores_dprime, *, confidence: float = 0.95
 ) -> tuple[ThresholdTest, float]:
@@ -168,20 +165,13 @@ def gdp_select_threshold(
     mu : float
         The in-sample bound on the selection scores (optimistic).
     """
-    s0 = np.sort(_check_scores(scores_d, "scores_d"))
-    s1 = np.sort(_check_scores(scores_dprime, "scores_dprime"))
+    s0, s1 = _sorted_scores(scores_d, scores_dprime)
     cand = np.unique(np.concatenate([s0, s1]))
-    best = (-1.0, ThresholdTest(float(np.median(cand)), ">", False))
-    for orientation in _ORIENTATIONS:
-        fp, fn = _counts(s0, s1, cand, orientation)
-        mu = gdp_mu_lower_bound(fp, s0.size, fn, s1.size, confidence=confidence)
-        i = int(np.argmax(mu))
-        if mu[i] > best[0]:
-            best = (float(mu[i]), ThresholdTest(float(cand[i]), orientation, False))
-    if best[0] <= 0.0:
-        med = float(np.median(np.concatenate([s0, s1])))
-        return ThresholdTest(med, ">", False), 0.0
-    return best[1], best[0]
+
+    def bound(fp, n0, fn, n1):
+        return gdp_mu_lower_bound(fp, n0, fn, n1, confidence=confidence)
+
+    return _best_test(s0, s1, cand, _KINDS, bound)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,19 +221,13 @@ def gdp_evaluate_test(
         δ not in (0, 1) (the GDP profile has δ > 0 at every finite ε), or a bad
         confidence.
     """
-    s0 = _check_scores(scores_d, "scores_d")
-    s1 = _check_scores(scores_dprime, "scores_dprime")
-    alpha = _check_alpha(confidence)
+    fpr, fnr, fpr_u, fnr_u = _test_rates(test, scores_d, scores_dprime, confidence)
     delta = check_delta(delta, allow_zero=False)
-    fp, fn = test.counts(s0, s1)
-    n0, n1 = s0.size, s1.size
-    fpr_u = float(clopper_pearson_upper(fp, n0, alpha / 2))
-    fnr_u = float(clopper_pearson_upper(fn, n1, alpha / 2))
     mu_lb = float(gdp_mu_from_rates(fpr_u, fnr_u))
-    mu_est = float(gdp_mu_from_rates(fp / n0, fn / n1))
+    mu_est = float(gdp_mu_from_rates(fpr, fnr))
     return GdpEvaluation(
-        fpr=fp / n0,
-        fnr=fn / n1,
+        fpr=fpr,
+        fnr=fnr,
         fpr_upper=fpr_u,
         fnr_upper=fnr_u,
         mu_lower_bound=mu_lb,

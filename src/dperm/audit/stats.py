@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy import stats as _st
@@ -194,6 +195,45 @@ def _check_scores(scores, name):
     return s
 
 
+def _sorted_scores(scores_d, scores_dprime) -> tuple[np.ndarray, np.ndarray]:
+    """The checked scores of D and D′, sorted (for the threshold search)."""
+    return (
+        np.sort(_check_scores(scores_d, "scores_d")),
+        np.sort(_check_scores(scores_dprime, "scores_dprime")),
+    )
+
+
+def _error_counts(s0: np.ndarray, s1: np.ndarray, cand: np.ndarray, orientation: str):
+    """(FP, FN) of the test "guess D′ when score ``orientation`` t" for every
+    t in ``cand`` (``s0``, ``s1`` sorted)."""
+    if orientation == ">":  # FP = #{s0 > t}, FN = #{s1 <= t}
+        return s0.size - np.searchsorted(s0, cand, side="right"), np.searchsorted(
+            s1, cand, side="right"
+        )
+    # FP = #{s0 < t}, FN = #{s1 >= t}
+    return np.searchsorted(s0, cand, side="left"), s1.size - np.searchsorted(s1, cand, side="left")
+
+
+def _best_test(s0, s1, cand, kinds, bound: Callable) -> tuple[ThresholdTest, float]:
+    """The threshold test maximizing ``bound(fp, n0, fn, n1)`` (vectorised over the
+    candidate thresholds ``cand``) among the (orientation, swapped) ``kinds``; a
+    swapped test is scored with the roles of D and D′ exchanged.  When no test does
+    better than 0, the median test and 0.  Used by :func:`select_threshold` and
+    :func:`dperm.audit.gdp.gdp_select_threshold`."""
+    best = (-1.0, None)
+    for orientation, swapped in kinds:
+        fp, fn = _error_counts(s0, s1, cand, orientation)
+        value = bound(fn, s1.size, fp, s0.size) if swapped else bound(fp, s0.size, fn, s1.size)
+        i = int(np.argmax(value))
+        if value[i] > best[0]:
+            best = (float(value[i]), ThresholdTest(float(cand[i]), orientation, swapped))
+    if best[0] <= 0.0:
+        # nothing distinguishes the two samples: report the natural median test
+        med = float(np.median(np.concatenate([s0, s1])))
+        return ThresholdTest(med, ">", False), 0.0
+    return best[1], best[0]
+
+
 def select_threshold(
     scores_d, scores_dprime, *, delta: float = 0.0, confidence: float = 0.95
 ) -> tuple[ThresholdTest, float]:
@@ -212,33 +252,28 @@ def select_threshold(
     epsilon : float
         The (optimistic, in-sample) bound reached on the selection scores.
     """
-    s0 = np.sort(_check_scores(scores_d, "scores_d"))
-    s1 = np.sort(_check_scores(scores_dprime, "scores_dprime"))
-    n0, n1 = s0.size, s1.size
+    s0, s1 = _sorted_scores(scores_d, scores_dprime)
     cand = np.unique(np.concatenate([s0, s1]))
     # include a threshold below everything (the trivial test)
     cand = np.concatenate([[cand[0] - 1.0], cand])
-    # region "> t": FP = #{s0 > t}, FN = #{s1 <= t}
-    fp_gt = n0 - np.searchsorted(s0, cand, side="right")
-    fn_gt = np.searchsorted(s1, cand, side="right")
-    # region "< t": FP = #{s0 < t}, FN = #{s1 >= t}
-    fp_lt = np.searchsorted(s0, cand, side="left")
-    fn_lt = n1 - np.searchsorted(s1, cand, side="left")
-    best = (-1.0, None)
-    for orientation, swapped in _KINDS:
-        fp, fn = (fp_gt, fn_gt) if orientation == ">" else (fp_lt, fn_lt)
-        if swapped:
-            eps = epsilon_lower_bound(fn, n1, fp, n0, delta=delta, confidence=confidence)
-        else:
-            eps = epsilon_lower_bound(fp, n0, fn, n1, delta=delta, confidence=confidence)
-        i = int(np.argmax(eps))
-        if eps[i] > best[0]:
-            best = (float(eps[i]), ThresholdTest(float(cand[i]), orientation, swapped))
-    if best[0] <= 0.0:
-        # nothing distinguishes the two samples: report the natural median test
-        med = float(np.median(np.concatenate([s0, s1])))
-        return ThresholdTest(med, ">", False), 0.0
-    return best[1], best[0]
+
+    def bound(fp, n0, fn, n1):
+        return epsilon_lower_bound(fp, n0, fn, n1, delta=delta, confidence=confidence)
+
+    return _best_test(s0, s1, cand, _KINDS, bound)
+
+
+def _test_rates(test: ThresholdTest, scores_d, scores_dprime, confidence):
+    """(FPR, FNR, FPR⁺, FNR⁺) of a fixed test on fresh scores: the observed rates of
+    "guess D′" and their Clopper–Pearson upper limits at 1 − α/2 each."""
+    s0 = _check_scores(scores_d, "scores_d")
+    s1 = _check_scores(scores_dprime, "scores_dprime")
+    alpha = _check_alpha(confidence)
+    fp, fn = test.counts(s0, s1)
+    n0, n1 = s0.size, s1.size
+    fpr_u = float(clopper_pearson_upper(fp, n0, alpha / 2))
+    fnr_u = float(clopper_pearson_upper(fn, n1, alpha / 2))
+    return fp / n0, fn / n1, fpr_u, fnr_u
 
 
 def evaluate_test(
@@ -258,23 +293,17 @@ def evaluate_test(
     ``epsilon_lower_bound`` (at ``confidence``) and ``epsilon_estimate`` (the
     same formula on the observed rates, no confidence correction).
     """
-    s0 = _check_scores(scores_d, "scores_d")
-    s1 = _check_scores(scores_dprime, "scores_dprime")
-    alpha = _check_alpha(confidence)
+    fpr, fnr, fpr_u, fnr_u = _test_rates(test, scores_d, scores_dprime, confidence)
     delta = check_delta(delta)
-    fp, fn = test.counts(s0, s1)
-    n0, n1 = s0.size, s1.size
-    fpr_u = float(clopper_pearson_upper(fp, n0, alpha / 2))
-    fnr_u = float(clopper_pearson_upper(fn, n1, alpha / 2))
     if test.swapped:
         lb = epsilon_from_rates(fnr_u, fpr_u, delta)
-        est = epsilon_from_rates(fn / n1, fp / n0, delta)
+        est = epsilon_from_rates(fnr, fpr, delta)
     else:
         lb = epsilon_from_rates(fpr_u, fnr_u, delta)
-        est = epsilon_from_rates(fp / n0, fn / n1, delta)
+        est = epsilon_from_rates(fpr, fnr, delta)
     return {
-        "fpr": fp / n0,
-        "fnr": fn / n1,
+        "fpr": fpr,
+        "fnr": fnr,
         "fpr_upper": fpr_u,
         "fnr_upper": fnr_u,
         "epsilon_lower_bound": float(lb),

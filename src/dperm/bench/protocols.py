@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..datasets.dataset import TrainTestSizes
 from ..exceptions import UnknownNameError
 
 __all__ = [
@@ -48,7 +49,7 @@ PAPER_SEED = 10000019
 
 
 @dataclasses.dataclass
-class Split:
+class Split(TrainTestSizes):
     """A train/test split ready for the bench.
 
     ``data_norm`` is the public row bound of ``X_train``/``X_test`` (``inf`` when
@@ -66,18 +67,6 @@ class Split:
     #: the public label set passed to the estimators as ``classes=`` (never read
     #: off the training labels): (−1, +1) for binary data, 0..9 for MNIST
     classes: tuple | None = None
-
-    @property
-    def n_train(self) -> int:
-        return int(self.X_train.shape[0])
-
-    @property
-    def n_test(self) -> int:
-        return int(self.X_test.shape[0])
-
-    @property
-    def n_features(self) -> int:
-        return int(self.X_train.shape[1])
 
     @property
     def delta(self) -> float:

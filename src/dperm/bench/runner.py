@@ -101,10 +101,6 @@ TUNING_SPACES: dict[str, dict[str, list]] = {
 #: E[K] of the tuned algorithms' random search
 TUNING_MEAN_RUNS = 10.0
 
-#: mechanisms fitted as ONE multinomial (softmax) model on multi-class data (the
-#: whole budget); the others run one-vs-rest with ε/k per class
-_MULTINOMIAL = ("objective", "output", "amp", "dp-gd", "dp-sgd", "dp-sgd-single")
-
 #: the default algorithms of ``dperm bench``: the published comparison (Iyengar et
 #: al. 2019) plus dperm's other DP-ERM classifiers and the tuned-privately variants;
 #: every other registered mechanism runs when named in ``algorithms``
@@ -196,8 +192,8 @@ class _ExcessRisk:
         self._cache: dict[tuple, float] = {}
 
     def __call__(self, key, model, X, y) -> float:
-        from ..solvers import minimize, objective_value
-        from ..utility import objective_problems
+        from ..solvers import objective_value
+        from ..utility import _solve_reference, objective_problems
 
         gaps = []
         for k, p in enumerate(objective_problems(model, X, y)):
@@ -209,18 +205,8 @@ class _ExcessRisk:
                 repr(p["regularizer"]),
                 repr(p["constraint"]),
             )
-            if ck not in self._cache:
-                ref = minimize(
-                    p["loss"],
-                    p["X"],
-                    p["y"],
-                    l2=p["l2"],
-                    regularizer=p["regularizer"],
-                    constraint=p["constraint"],
-                    tol=self.tol,
-                    max_iter=self.max_iter,
-                )
-                self._cache[ck] = ref.objective
+            if ck not in self._cache:  # the non-private reference, solved once per problem
+                self._cache[ck] = _solve_reference(p, self.tol, self.max_iter).objective
             j = objective_value(
                 p["loss"], p["theta"], p["X"], p["y"], l2=p["l2"], regularizer=p["regularizer"]
             )
@@ -332,6 +318,7 @@ def _fit_dperm(alg: str, split: Split, params: dict, epsilon, delta, seed, risk,
     set.  Returns (accuracy, excess_risk, bound, seconds, used_params, dropped_keys,
     neighbouring)."""
     from ..estimators import DPLogisticRegression
+    from ..estimators._base import _MULTINOMIAL_MECHANISMS
 
     if alg == "frank-wolfe" and params.get("data_norm_ord") == "linf":
         acc, secs, relation = _fw_direct(split, params, epsilon, delta, seed)
@@ -360,7 +347,9 @@ def _fit_dperm(alg: str, split: Split, params: dict, epsilon, delta, seed, risk,
             split.n_train, split.n_features + 1, epsilon, r_eff
         )
     est_params.setdefault("classes", list(_public_classes(split)))
-    if split.task == "multiclass" and mechanism in _MULTINOMIAL:
+    # the mechanisms that fit ONE multinomial (softmax) model on multi-class data (the
+    # whole budget); the others run one-vs-rest with ε/k per class
+    if split.task == "multiclass" and mechanism in _MULTINOMIAL_MECHANISMS:
         est_params.setdefault("multi_class", "multinomial")
     if alg.endswith(TUNED):
         return _fit_tuned(alg, split, est_params, epsilon, delta, seed)

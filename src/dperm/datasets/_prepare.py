@@ -146,6 +146,43 @@ def _finish_schema(
     )
 
 
+def _finish_split(
+    name, schema, frame, y, tr, te, task, normalize_rows, label_bound, description
+) -> Dataset:
+    """:func:`_finish_schema` of the rows ``tr`` (training) and ``te`` (test; none
+    when empty) of ``frame`` and of the encoded targets ``y``."""
+    return _finish_schema(
+        name,
+        schema,
+        frame.iloc[tr],
+        frame.iloc[te] if te.size else None,
+        y[tr],
+        y[te] if te.size else None,
+        task,
+        normalize_rows,
+        label_bound,
+        description,
+    )
+
+
+def _random_split_binary(name, X, y, test_size, rng, feature_names, bound, description):
+    """A binary ``Dataset`` of generated rows (X, y) split at random
+    (:func:`_split_indices`; no test part when ``test_size`` is 0), row bound ``bound``."""
+    tr, te = _split_indices(X.shape[0], test_size, rng)
+    return Dataset(
+        name=name,
+        X_train=X[tr],
+        y_train=y[tr],
+        X_test=X[te] if te.size else None,
+        y_test=y[te] if te.size else None,
+        feature_names=feature_names,
+        task="binary",
+        row_norm_bound=bound,
+        label_bound=None,
+        description=description,
+    )
+
+
 def _center_unit_rows(X: np.ndarray, midpoints: np.ndarray) -> np.ndarray:
     """x ↦ (x − m)/‖x − m‖ row by row, m the public feature midpoints (zero rows stay
     zero); norms end ≤ 1.  X is overwritten (it is the loader's own fresh array)."""
@@ -189,15 +226,6 @@ def _regression_split(
     desc += f" Random split test_size={test_size}, random_state={random_state!r}. " + _norm_text(
         schema, normalize_rows
     )
-    return _finish_schema(
-        name,
-        schema,
-        frame.iloc[tr],
-        frame.iloc[te] if te.size else None,
-        y[tr],
-        y[te] if te.size else None,
-        "regression",
-        normalize_rows,
-        label_bound,
-        desc,
+    return _finish_split(
+        name, schema, frame, y, tr, te, "regression", normalize_rows, label_bound, desc
     )

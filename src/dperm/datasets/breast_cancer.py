@@ -6,7 +6,7 @@ import numpy as np
 
 from .._rng import check_random_state
 from ..exceptions import InvalidPrivacyParameter
-from ._prepare import _check_test_size, _finish_schema, _norm_text, _split_indices
+from ._prepare import _check_test_size, _finish_split, _norm_text, _split_indices
 from .schema import NumericColumn, Schema, SquashedColumn
 
 _WDBC_SOURCE = (
@@ -114,15 +114,6 @@ def _load_breast_cancer(
         + " (see docs/datasets.md). "
         + _norm_text(schema, normalize_rows)
     )
-    return _finish_schema(
-        "breast-cancer",
-        schema,
-        frame.iloc[tr],
-        frame.iloc[te] if te.size else None,
-        y[tr],
-        y[te] if te.size else None,
-        "binary",
-        normalize_rows,
-        None,
-        desc,
+    return _finish_split(
+        "breast-cancer", schema, frame, y, tr, te, "binary", normalize_rows, None, desc
     )

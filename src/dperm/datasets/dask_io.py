@@ -28,7 +28,7 @@ from ..exceptions import (
     UnknownNameError,
 )
 from .dataset import Dataset
-from .schema import Schema, _as_bound_pair, _cat, _num
+from .schema import Schema, _column_check, _user_schema
 
 __all__ = ["open_array", "read_dask"]
 
@@ -167,12 +167,7 @@ def read_dask(
     else:
         frame = dd.read_csv(where, dtype=dtypes or None, blocksize=blocksize)
     header = [str(c) for c in frame.columns]
-
-    def require(names, what):
-        unknown = [c for c in names if c not in header]
-        if unknown:
-            raise UnknownNameError(f"{what} column(s) {unknown} not in {path}; columns: {header}")
-
+    require = _column_check(header, path)
     require([target], "target")
     require(categorical, "categorical")
     require(cats, "categories")
@@ -219,15 +214,7 @@ def read_dask(
         if not label_bound > 0 or not np.isfinite(label_bound):
             raise InvalidPrivacyParameter(f"label_bound must be > 0 and finite, got {label_bound}")
     center = task == "regression" if center is None else bool(center)
-    log_set = set(log_columns)
-    cols = []
-    for c in features:
-        if c in categorical:
-            cols.append(_cat(c, cats[c], "user-supplied categories"))
-        else:
-            lo, hi = _as_bound_pair(bounds[c], c)
-            cols.append(_num(c, lo, hi, "user-supplied bound", log=c in log_set, center=center))
-    schema = Schema(tuple(cols))
+    schema = _user_schema(features, categorical, cats, bounds, log_columns, center)
     if categorical and kind == "parquet":
         frame = frame.astype(dict.fromkeys(categorical, str))
     frame = frame.dropna()

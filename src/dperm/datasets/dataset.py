@@ -8,8 +8,32 @@ import numpy as np
 import scipy.sparse as sp
 
 
+class TrainTestSizes:
+    """``n_features``, ``n_train`` and ``n_test`` of an object with ``X_train`` and
+    ``X_test`` (None when there is no test part): a :class:`Dataset` and the
+    bench's :class:`~dperm.bench.protocols.Split`."""
+
+    X_train: object
+    X_test: object
+
+    @property
+    def n_features(self) -> int:
+        """Number of feature columns ``d``."""
+        return int(self.X_train.shape[1])
+
+    @property
+    def n_train(self) -> int:
+        """Number of training rows."""
+        return int(self.X_train.shape[0])
+
+    @property
+    def n_test(self) -> int:
+        """Number of test rows (0 when there is no test part)."""
+        return 0 if self.X_test is None else int(self.X_test.shape[0])
+
+
 @dataclass
-class Dataset:
+class Dataset(TrainTestSizes):
     """A loaded dataset, already mapped to features by a public schema.
 
     Attributes
@@ -63,18 +87,3 @@ class Dataset:
     def __post_init__(self):
         if self.classes is None and self.task == "binary":
             self.classes = (-1.0, 1.0)  # the encoding of every binary loader
-
-    @property
-    def n_features(self) -> int:
-        """Number of feature columns ``d``."""
-        return int(self.X_train.shape[1])
-
-    @property
-    def n_train(self) -> int:
-        """Number of training rows."""
-        return int(self.X_train.shape[0])
-
-    @property
-    def n_test(self) -> int:
-        """Number of test rows (0 when there is no test part)."""
-        return 0 if self.X_test is None else int(self.X_test.shape[0])

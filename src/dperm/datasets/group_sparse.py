@@ -22,8 +22,7 @@ import numpy as np
 from .._rng import check_random_state
 from .._validation import check_count, clip_rows
 from ..exceptions import InvalidPrivacyParameter
-from ._prepare import _check_test_size, _split_indices
-from .dataset import Dataset
+from ._prepare import _check_test_size, _random_split_binary
 
 __all__ = ["ACTIVE_GROUPS", "GROUP_SIZE", "N_GROUPS", "group_sparse_groups", "make_group_sparse"]
 
@@ -96,7 +95,6 @@ def _load_group_sparse(
     test_size = _check_test_size(test_size)
     rng = check_random_state(random_state)
     X, y, _ = make_group_sparse(n_samples, random_state=rng)
-    tr, te = _split_indices(X.shape[0], test_size, rng)
     d = X.shape[1]
     desc = (
         f"Synthetic group-sparse logistic data: {n_samples} rows, d = {d} features in "
@@ -105,15 +103,5 @@ def _load_group_sparse(
         f"the unit ball (row_norm_bound = 1), labels ±1 from the logistic model; seed "
         f"random_state={random_state!r}; random split test_size={test_size}."
     )
-    return Dataset(
-        name="group-sparse",
-        X_train=X[tr],
-        y_train=y[tr],
-        X_test=X[te] if te.size else None,
-        y_test=y[te] if te.size else None,
-        feature_names=[f"g{j // GROUP_SIZE}_x{j % GROUP_SIZE}" for j in range(d)],
-        task="binary",
-        row_norm_bound=1.0,
-        label_bound=None,
-        description=desc,
-    )
+    names = [f"g{j // GROUP_SIZE}_x{j % GROUP_SIZE}" for j in range(d)]
+    return _random_split_binary("group-sparse", X, y, test_size, rng, names, 1.0, desc)

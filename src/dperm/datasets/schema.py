@@ -86,22 +86,24 @@ class NumericColumn:
             z -= 1.0
         return z
 
+    def _map(self, x: np.ndarray) -> np.ndarray:
+        """x ↦ [0, 1] through the public range (on the log1p scale when ``log``)."""
+        x = np.clip(x, self.lo, self.hi)
+        if self.log:
+            a, b = np.log1p(self.lo), np.log1p(self.hi)
+            return (np.log1p(x) - a) / (b - a)
+        return (x - self.lo) / (self.hi - self.lo)
+
     def transform(self, values) -> np.ndarray:
-        """Map raw values (shape (n,)) to ``[0, 1]`` (``[−1, 1]`` when ``center``).
+        """Map raw values (shape (n,)) to ``[0, 1]`` (``[−1, 1]`` when ``center``);
+        a :class:`SquashedColumn` maps them to ``[0, 1)`` (``[−1, 1)``) with s.
 
         Raises
         ------
         InvalidDataError
             If a value is missing (NaN) or not numeric.
         """
-        x = self._values(values)
-        x = np.clip(x, self.lo, self.hi)
-        if self.log:
-            a, b = np.log1p(self.lo), np.log1p(self.hi)
-            z = (np.log1p(x) - a) / (b - a)
-        else:
-            z = (x - self.lo) / (self.hi - self.lo)
-        return self._finish(z)
+        return self._finish(self._map(self._values(values)))
 
 
 @dataclass(frozen=True)
@@ -144,20 +146,13 @@ class SquashedColumn(NumericColumn):
         object.__setattr__(self, "source", source)
         object.__setattr__(self, "center", bool(center))
 
-    def transform(self, values) -> np.ndarray:
-        """Map raw values (shape (n,)) to ``[0, 1)`` with s (``[−1, 1)`` when ``center``).
-
-        Raises
-        ------
-        InvalidDataError
-            If a value is missing (NaN) or not numeric.
-        """
-        x = self._values(values)
+    def _map(self, x: np.ndarray) -> np.ndarray:
+        """x ↦ s(x) = L/(1 + L) ∈ [0, 1), L = log1p(max(x, 0))."""
         L = np.log1p(np.clip(x, 0.0, None))  # +inf ↦ inf ↦ s = nan: handled below
         with np.errstate(invalid="ignore"):
             z = L / (1.0 + L)
         z[np.isinf(L)] = 1.0
-        return self._finish(z)
+        return z
 
 
 @dataclass(frozen=True)
@@ -343,3 +338,30 @@ def _num(name, lo, hi, source, log=False, center=False) -> NumericColumn:
 
 def _cat(name, categories, source) -> CategoricalColumn:
     return CategoricalColumn(name, tuple(categories), source=source)
+
+
+def _user_schema(features, categorical, categories, bounds, log_columns, center) -> Schema:
+    """The schema of a file read with the caller's public bounds and category lists
+    (:func:`~dperm.datasets.load_csv`, :func:`~dperm.datasets.read_dask`): the
+    columns in ``categorical`` one-hot encoded, the others scaled by their bounds."""
+    log_set = set(log_columns)
+    cols = []
+    for c in features:
+        if c in categorical:
+            cols.append(_cat(c, categories[c], "user-supplied categories"))
+        else:
+            lo, hi = _as_bound_pair(bounds[c], c)
+            cols.append(_num(c, lo, hi, "user-supplied bound", log=c in log_set, center=center))
+    return Schema(tuple(cols))
+
+
+def _column_check(header, path):
+    """``require(names, what)``: UnknownNameError naming the ``what`` columns of
+    ``names`` that are not in the file's ``header``."""
+
+    def require(names, what):
+        unknown = [c for c in names if c not in header]
+        if unknown:
+            raise UnknownNameError(f"{what} column(s) {unknown} not in {path}; columns: {header}")
+
+    return require

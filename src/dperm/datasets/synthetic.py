@@ -8,8 +8,7 @@ import numpy as np
 
 from .._rng import check_random_state
 from .._validation import clip_rows
-from ._prepare import _check_test_size, _split_indices
-from .dataset import Dataset
+from ._prepare import _check_test_size, _random_split_binary
 
 
 def _synthetic_second_moment(n_features, n_informative, n_redundant, class_sep) -> float:
@@ -26,21 +25,13 @@ def _synthetic_second_moment(n_features, n_informative, n_redundant, class_sep) 
 
 
 def _make_synthetic(
-    name,
-    n_samples,
-    n_features,
-    n_informative,
-    *,
-    normalize_rows,
-    random_state,
-    test_size,
-    class_sep=2.0,
+    name, n_samples, n_features, n_informative, normalize_rows, random_state, test_size
 ):
     from sklearn.datasets import make_classification
 
     test_size = _check_test_size(test_size)
     rng = check_random_state(random_state)
-    n_redundant = 2
+    n_redundant, class_sep = 2, 2.0
     X, y = make_classification(
         n_samples=n_samples,
         n_features=n_features,
@@ -60,7 +51,6 @@ def _make_synthetic(
         bound = 1.0
     else:
         bound = math.inf
-    tr, te = _split_indices(n_samples, test_size, rng)
     desc = (
         f"Synthetic: sklearn make_classification(n_samples={n_samples}, "
         f"n_features={n_features}, n_informative={n_informative}, n_redundant={n_redundant}, "
@@ -74,39 +64,14 @@ def _make_synthetic(
             else "Raw Gaussian features: no public norm bound (row_norm_bound = inf)."
         )
     )
-    return Dataset(
-        name=name,
-        X_train=X[tr],
-        y_train=y[tr],
-        X_test=X[te] if te.size else None,
-        y_test=y[te] if te.size else None,
-        feature_names=[f"x{i}" for i in range(n_features)],
-        task="binary",
-        row_norm_bound=bound,
-        label_bound=None,
-        description=desc,
-    )
+    names = [f"x{i}" for i in range(n_features)]
+    return _random_split_binary(name, X, y, test_size, rng, names, bound, desc)
 
 
+# the two sets of Chaudhuri, Monteleoni, Sarwate (2011): low and high dimension
 def _load_synthetic_l(data_home=None, *, normalize_rows=True, random_state=0, test_size=0.2):
-    return _make_synthetic(
-        "synthetic-l",
-        10_000,
-        40,
-        30,
-        normalize_rows=normalize_rows,
-        random_state=random_state,
-        test_size=test_size,
-    )
+    return _make_synthetic("synthetic-l", 10_000, 40, 30, normalize_rows, random_state, test_size)
 
 
 def _load_synthetic_h(data_home=None, *, normalize_rows=True, random_state=0, test_size=0.2):
-    return _make_synthetic(
-        "synthetic-h",
-        2_000,
-        2_000,
-        10,
-        normalize_rows=normalize_rows,
-        random_state=random_state,
-        test_size=test_size,
-    )
+    return _make_synthetic("synthetic-h", 2_000, 2_000, 10, normalize_rows, random_state, test_size)

@@ -16,9 +16,9 @@ from ..exceptions import (
     PrivacyLeakWarning,
     UnknownNameError,
 )
-from ._prepare import _check_test_size, _encode_labels, _finish_schema, _norm_text, _split_indices
+from ._prepare import _check_test_size, _encode_labels, _finish_split, _norm_text, _split_indices
 from .dataset import Dataset
-from .schema import CategoricalColumn, NumericColumn, Schema, _as_bound_pair, _cat, _num
+from .schema import _column_check, _user_schema
 
 
 def load_csv(
@@ -129,12 +129,7 @@ def load_csv(
     except ImportError as exc:
         raise InvalidDataError(f"{path}: cannot read Parquet ({exc})") from None
     categorical = None if categorical is None else list(categorical)
-
-    def require(names, what):
-        unknown = [c for c in names if c not in header]
-        if unknown:
-            raise UnknownNameError(f"{what} column(s) {unknown} not in {path}; columns: {header}")
-
+    require = _column_check(header, path)
     require([target], "target")
     if categorical is not None:
         require(categorical, "categorical")
@@ -199,15 +194,7 @@ def load_csv(
     y_raw = frame[target].to_numpy()
     y_enc, _, task, label_text = _encode_labels(y_raw, None, task, positive_label, label_bound)
     center = task == "regression" if center is None else bool(center)
-    cols: list[NumericColumn | CategoricalColumn] = []
-    log_set = set(log_columns)
-    for c in features:
-        if c in categorical:
-            cols.append(_cat(c, categories[c], "user-supplied categories"))
-        else:
-            lo, hi = _as_bound_pair(bounds[c], c)
-            cols.append(_num(c, lo, hi, "user-supplied bound", log=c in log_set, center=center))
-    schema = Schema(tuple(cols))
+    schema = _user_schema(features, categorical, categories, bounds, log_columns, center)
     rng = check_random_state(random_state)
     strat = y_enc if task != "regression" else None
     tr, te = _split_indices(len(frame), test_size, rng, stratify=strat)
@@ -218,15 +205,5 @@ def load_csv(
     )
     if no_bound or no_cats:
         desc += " WARNING: bounds or categories were read from the data (privacy leak)."
-    return _finish_schema(
-        path.stem,
-        schema,
-        frame.iloc[tr],
-        frame.iloc[te] if te.size else None,
-        y_enc[tr],
-        y_enc[te] if te.size else None,
-        task,
-        normalize_rows,
-        float(label_bound) if (task == "regression" and label_bound is not None) else None,
-        desc,
-    )
+    bound = float(label_bound) if (task == "regression" and label_bound is not None) else None
+    return _finish_split(path.stem, schema, frame, y_enc, tr, te, task, normalize_rows, bound, desc)

@@ -48,7 +48,6 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .._rng import check_random_state
@@ -56,11 +55,18 @@ from .._validation import check_delta, check_epsilon, check_nonnegative, check_p
 from ..accounting.events import REPLACE_ONE, Composed, DpEvent, EpsilonDelta, SelfComposed
 from ..accounting.ledger import charge
 from ..constraints import Constraint, get_constraint
-from ..design import Design, as_design, augmented_bound
+from ..design import (
+    Design,
+    as_design,
+    augmented_bound,
+    check_sample_weight,
+    encode_class_targets,
+    margins,
+    validate_estimator_input,
+)
 from ..exceptions import (
     InvalidDataError,
     InvalidPrivacyParameter,
-    LabelError,
     PrivacyLeakWarning,
     UnknownNameError,
 )
@@ -69,15 +75,6 @@ from ..losses.softmax import Softmax
 from ..norms import GroupLinfNorm, L1Norm, Norm, SubmodularNorm
 from ..regularizers import L1
 from ._mechanisms import auto_alpha, get_mechanism
-
-try:  # scikit-learn ≥ 1.6
-    from sklearn.utils.validation import validate_data as _sk_validate_data
-except ImportError:  # pragma: no cover - older scikit-learn
-
-    def _sk_validate_data(estimator, X, y="no_validation", reset=True, **kw):
-        kw["force_all_finite"] = kw.pop("ensure_all_finite", True)
-        return estimator._validate_data(X, y, reset=reset, **kw)
-
 
 __all__ = [
     "DPLinearClassifierBase",
@@ -103,39 +100,19 @@ _SAMPLE_WEIGHT_MECHANISMS = (
     "dp-gd-avg",
 )
 
-#: dtypes kept as they are (no copy); others are converted to float64
-_DTYPES = [np.float64, np.float32]
-
 
 def _validate(
     estimator, X, y=None, *, reset: bool, y_numeric: bool = False, finite_check: bool = True
 ):
-    """scikit-learn's validation (messages the estimator checks expect), with
-    every ValueError re-raised as a dperm InvalidDataError.  float32/float64
-    arrays and CSR matrices are returned without a copy.  ``finite_check=False``
-    leaves the NaN/inf check of X to the caller (``fit``: the row-norm pass of the
-    Design raises InvalidDataError, one pass over X instead of two)."""
-    if type(X).__module__.split(".")[0] == "dask":  # never gathered (dperm._dask)
-        from .._dask import validate_estimator_input
-
-        return validate_estimator_input(estimator, X, y, reset=reset)
-    try:
-        if y is None and not reset:
-            return _sk_validate_data(estimator, X, reset=False, accept_sparse="csr", dtype=_DTYPES)
-        return _sk_validate_data(
-            estimator,
-            X,
-            y,
-            reset=reset,
-            accept_sparse="csr",
-            dtype=_DTYPES,
-            y_numeric=y_numeric,
-            ensure_all_finite=finite_check,
-        )
-    except InvalidDataError:
-        raise
-    except ValueError as exc:
-        raise InvalidDataError(str(exc)) from None
+    """The estimators' input validation, by the backend of X (:mod:`dperm.design`):
+    scikit-learn's rules and messages, every error a dperm InvalidDataError;
+    float32/float64 arrays and CSR matrices are returned without a copy.
+    ``finite_check=False`` leaves the NaN/inf check of X to the caller (``fit``: the
+    row-norm pass of the Design raises InvalidDataError, one pass over X instead
+    of two)."""
+    return validate_estimator_input(
+        estimator, X, y, reset=reset, y_numeric=y_numeric, finite_check=finite_check
+    )
 
 
 class _WeightedLoss(GLMLoss):
@@ -203,8 +180,15 @@ class _WeightedLoss(GLMLoss):
         return id(self)
 
 
-def _check_sample_weight(sample_weight, n: int, mechanism) -> np.ndarray | None:
-    """``sample_weight`` as a float array of shape (n,) in [0, 1], or None."""
+def _check_sample_weight(sample_weight, n: int, mechanism):
+    """``sample_weight`` as a float array of shape (n,) in [0, 1] (checked by its
+    backend, :func:`dperm.design.check_sample_weight`), or None.
+
+    Raises
+    ------
+    InvalidDataError
+        A mechanism whose privacy proof does not cover weights, or bad weights.
+    """
     if sample_weight is None:
         return None
     if mechanism not in _SAMPLE_WEIGHT_MECHANISMS:
@@ -213,28 +197,7 @@ def _check_sample_weight(sample_weight, n: int, mechanism) -> np.ndarray | None:
             f"proof is not shown to cover weighted records); supported: "
             f"{list(_SAMPLE_WEIGHT_MECHANISMS)}"
         )
-    if type(sample_weight).__module__.split(".")[0] == "dask":  # checked on the workers
-        from .._dask import check_sample_weight
-
-        return check_sample_weight(sample_weight, n)
-    try:
-        w = np.asarray(sample_weight, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidDataError(
-            f"sample_weight must be numeric, got {type(sample_weight).__name__}"
-        ) from None
-    if w.ndim == 0:  # scikit-learn accepts a scalar weight
-        w = np.full(n, float(w))
-    if w.shape != (n,):
-        raise InvalidDataError(f"sample_weight must have shape ({n},), got {w.shape}")
-    bad = ~np.isfinite(w) | (w < 0) | (w > 1)
-    if bad.any():
-        raise InvalidDataError(
-            "sample_weight must be finite and in [0, 1] (a public bound: a weight > 1 "
-            f"would raise one record's sensitivity); {int(bad.sum())} weight(s) are not "
-            "(their values are not echoed: they are part of the private records)"
-        )
-    return w
+    return check_sample_weight(sample_weight, n)
 
 
 def sklearn_expected_failed_checks(estimator) -> dict[str, str]:
@@ -626,8 +589,8 @@ class DPLinearModelBase(BaseEstimator):
         """X coefᵀ + intercept: shape (n_samples,) for one problem, else (n_samples, k)."""
         check_is_fitted(self, "coef_")
         X = _validate(self, X, reset=False)
-        # a Design without clipping: float32 rows are multiplied in float64, block by block
-        scores = Design(X).matvec(np.atleast_2d(self.coef_).T) + np.atleast_1d(self.intercept_)
+        # no clipping: float32 rows are multiplied in float64, block by block
+        scores = margins(X, np.atleast_2d(self.coef_).T) + np.atleast_1d(self.intercept_)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def privacy_statement(self) -> str:
@@ -635,11 +598,12 @@ class DPLinearModelBase(BaseEstimator):
 
         What is protected (one record, under which neighbouring relation), ε
         and δ, the mechanism and its theorem or accountant, the public bounds
-        assumed, and what is not covered; see :func:`dperm.io.privacy_statement`.
+        assumed, and what is not covered: :func:`dperm.statement.estimator_statement`
+        (the text :func:`dperm.io.save` writes into the model file).
         """
-        from ..io import privacy_statement
+        from ..statement import estimator_statement
 
-        return privacy_statement(self)
+        return estimator_statement(self)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -653,39 +617,9 @@ class DPLinearClassifierBase(DPLinearModelBase):
     _is_classifier = True
 
     def _encode_targets(self, y):
-        if type(y).__module__.split(".")[0] == "dask":  # encoded on the workers
-            from .._dask import encode_class_targets
-
-            return encode_class_targets(self, y)
-        public = getattr(self, "classes", None)
-        if public is None:  # with a public label set, the isin check below suffices
-            try:
-                check_classification_targets(y)  # (a sort of y: ~6 ms per 4·10⁵ rows)
-            except ValueError as exc:
-                raise LabelError(str(exc)) from None
-        if public is None:
-            # read off the data, as scikit-learn does: which labels occur is then
-            # not protected (one record with a rare label changes classes_, the shape
-            # of coef_ and the budget split); fit warns every time
-            self.classes_ = np.unique(y)
-        else:
-            self.classes_ = np.unique(np.asarray(public))
-            n_unknown = int(np.count_nonzero(~np.isin(y, self.classes_)))
-            if n_unknown:  # the count, never the values (part of the private records)
-                raise LabelError(
-                    f"y has {n_unknown} label(s) outside classes={self.classes_.tolist()}"
-                )
-        k = self.classes_.shape[0]
-        if k < 2:
-            raise LabelError(
-                f"{type(self).__name__} needs samples of at least 2 classes in the data, "
-                f"got 1 class: {self.classes_.tolist()}"
-            )
-        # warned by fit once the model exists (not before a bad-parameter error)
-        self._classes_from_data = public is None
-        if k == 2:
-            return [np.where(y == self.classes_[1], 1.0, -1.0)]
-        return [np.where(y == c, 1.0, -1.0) for c in self.classes_]
+        """``classes_`` and the one-vs-rest ±1 targets, by the backend of y
+        (:func:`dperm.design.encode_class_targets`)."""
+        return encode_class_targets(self, y)
 
     def decision_function(self, X):
         """Linear scores X coefᵀ + intercept.

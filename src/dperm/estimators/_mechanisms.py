@@ -33,12 +33,17 @@ fit.  Registering a name twice raises unless ``overwrite=True``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ..exceptions import UnknownNameError
+from ..constraints import L1Ball
+from ..exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
+from ..losses import Squared
 from ..losses.base import MARGIN_BOUND, OUTPUT_MARGIN_BOUND
+from ..losses.softmax import Softmax
 
 __all__ = [
     "MARGIN_BOUND",
@@ -53,6 +58,12 @@ AlphaRule = Callable[[int, int, float, float], float]
 
 _REGISTRY: dict[str, Adapter] = {}
 _ALPHA_RULES: dict[str, AlphaRule] = {}
+
+
+def _no_ridge(n: int, d: int, epsilon: float, data_norm: float) -> float:
+    """Λ = 0: the default of the mechanisms that need no ℓ2 term (clipping, a
+    constraint set or the mechanism itself bounds the sensitivity)."""
+    return 0.0
 
 
 def register_mechanism(
@@ -236,8 +247,6 @@ def _multinomial_alpha(estimator, loss, X, epsilon, rule) -> float:
     """Λ of a multinomial (softmax) fit: with ``alpha="auto"`` the rule evaluated for
     k classes (the estimator resolved it for one binary problem), recorded in
     ``alpha_``/``l2_`` so that they describe the objective actually used."""
-    from ..exceptions import InvalidDataError
-    from ..losses.softmax import Softmax
 
     if not isinstance(loss, Softmax):  # e.g. sample weights around the softmax loss
         raise InvalidDataError(
@@ -311,8 +320,6 @@ def _frank_wolfe_adapter(estimator, loss, X, y, epsilon, delta, rng):
     C without an ℓ2 term, so Λ must be 0 (``alpha="auto"`` gives 0).
     """
     from ..algorithms import frank_wolfe
-    from ..constraints import L1Ball
-    from ..exceptions import InvalidPrivacyParameter
 
     if estimator.l2_ > 0 or estimator.regularizer_ is not None:
         raise InvalidPrivacyParameter(
@@ -337,7 +344,7 @@ def _frank_wolfe_adapter(estimator, loss, X, y, epsilon, delta, rng):
     )
 
 
-register_mechanism("frank-wolfe", _frank_wolfe_adapter, default_alpha=lambda n, d, e, r: 0.0)
+register_mechanism("frank-wolfe", _frank_wolfe_adapter, default_alpha=_no_ridge)
 
 
 # ----------------------------------------------------------- gradient perturbation (#4)
@@ -355,23 +362,50 @@ def _gradient_common(estimator) -> dict:
     }
 
 
-def _dp_gd_adapter(estimator, loss, X, y, epsilon, delta, rng):
-    """DP-GD (:mod:`dperm.algorithms.dp_gd`), replace-one (n public, like every
-    estimator); ``epochs`` = number of full-batch steps, ``accountant`` ∈
-    {"pld" (default, the tightest), "rdp", "advanced"} the calibration."""
-    from ..algorithms import dp_gd
-
-    return dp_gd.fit(
+def _gradient_fit(fit, estimator, loss, X, y, epsilon, delta, rng, **settings):
+    """``fit`` of a gradient-perturbation algorithm under the estimators' guarantee,
+    replace-one (n public), with the estimator's hyperparameters and ``settings``."""
+    return fit(
         loss,
         X,
         y,
         epsilon=epsilon,
         delta=delta,
         neighbouring="replace-one",
-        steps=getattr(estimator, "epochs", None),
-        calibration=getattr(estimator, "accountant", None) or "pld",
         random_state=rng,
+        **settings,
         **_gradient_common(estimator),
+    )
+
+
+def _dp_gd_fit(estimator, loss, X, y, epsilon, delta, rng, *, calibration, **extra):
+    """:func:`dperm.algorithms.dp_gd.fit`: ``epochs`` = number of full-batch steps,
+    ``accountant`` the calibration (default ``calibration``)."""
+    from ..algorithms import dp_gd
+
+    settings = dict(
+        steps=getattr(estimator, "epochs", None),
+        calibration=getattr(estimator, "accountant", None) or calibration,
+        **extra,
+    )
+    return _gradient_fit(dp_gd.fit, estimator, loss, X, y, epsilon, delta, rng, **settings)
+
+
+def _dp_gd_adapter(estimator, loss, X, y, epsilon, delta, rng):
+    """DP-GD (:mod:`dperm.algorithms.dp_gd`); ``accountant`` ∈ {"pld" (default,
+    the tightest), "rdp", "advanced"} the calibration."""
+    return _dp_gd_fit(estimator, loss, X, y, epsilon, delta, rng, calibration="pld")
+
+
+def _dp_gd_avg_adapter(estimator, loss, X, y, epsilon, delta, rng):
+    """DP-GD returning the *averaged* iterate (:func:`dperm.algorithms.dp_gd.fit`
+    with ``averaging="uniform"``), replace-one, for non-smooth Lipschitz losses
+    (pinball): projected subgradient descent converges for the average, not the
+    last iterate (Shamir & Zhang 2013; Bassily, Smith, Thakurta 2014, Alg. 1).
+    The privacy proof is DP-GD's (averaging is post-processing); ``accountant``
+    defaults to "rdp" (fast at every ε)."""
+    return _dp_gd_fit(
+        estimator, loss, X, y, epsilon, delta, rng, calibration="rdp", averaging="uniform"
     )
 
 
@@ -392,20 +426,13 @@ def _dp_sgd_adapter(estimator, loss, X, y, epsilon, delta, rng):
     from ..algorithms import dp_sgd
 
     accountant = getattr(estimator, "accountant", None) or "pld"
-    return dp_sgd.fit(
-        loss,
-        X,
-        y,
-        epsilon=epsilon,
-        delta=delta,
-        neighbouring="replace-one",
+    settings = dict(
         sampling="without_replacement" if accountant == "rdp" else "poisson",
         epochs=getattr(estimator, "epochs", None),
         batch_size=getattr(estimator, "batch_size", None),
         accountant=accountant,
-        random_state=rng,
-        **_gradient_common(estimator),
     )
+    return _gradient_fit(dp_sgd.fit, estimator, loss, X, y, epsilon, delta, rng, **settings)
 
 
 def _dp_sgd_single_adapter(estimator, loss, X, y, epsilon, delta, rng):
@@ -413,30 +440,23 @@ def _dp_sgd_single_adapter(estimator, loss, X, y, epsilon, delta, rng):
     replace-one; accounted by RDP (the only accountant with its event)."""
     from ..algorithms import dp_sgd
 
-    return dp_sgd.fit_single_sample(
-        loss,
-        X,
-        y,
-        epsilon=epsilon,
-        delta=delta,
-        neighbouring="replace-one",
+    fit = dp_sgd.fit_single_sample
+    settings = dict(
         epochs=getattr(estimator, "epochs", None),
         accountant=getattr(estimator, "accountant", None),
-        random_state=rng,
-        **_gradient_common(estimator),
     )
+    return _gradient_fit(fit, estimator, loss, X, y, epsilon, delta, rng, **settings)
 
 
 # No ℓ2 term by default: clipping (not strong convexity) bounds the sensitivity.
-register_mechanism("dp-gd", _dp_gd_adapter, default_alpha=lambda n, d, e, r: 0.0)
-register_mechanism("dp-sgd", _dp_sgd_adapter, default_alpha=lambda n, d, e, r: 0.0)
-register_mechanism("dp-sgd-single", _dp_sgd_single_adapter, default_alpha=lambda n, d, e, r: 0.0)
+register_mechanism("dp-gd", _dp_gd_adapter, default_alpha=_no_ridge)
+register_mechanism("dp-gd-avg", _dp_gd_avg_adapter, default_alpha=_no_ridge)
+register_mechanism("dp-sgd", _dp_sgd_adapter, default_alpha=_no_ridge)
+register_mechanism("dp-sgd-single", _dp_sgd_single_adapter, default_alpha=_no_ridge)
 
 
 # ------------------------------------------------ AMP, AMP-NT, bolt-on SGD (issue #5)
 def _only_l2_penalty(estimator, name: str) -> None:
-    from ..exceptions import InvalidPrivacyParameter
-
     if estimator.regularizer_ is not None or estimator.penalty != "l2":
         raise InvalidPrivacyParameter(
             f"mechanism {name!r} supports only penalty='l2' (its privacy proof needs the "
@@ -453,6 +473,25 @@ def _record_alpha(estimator, res) -> None:
         estimator.alpha_ = estimator.l2_
 
 
+def _amp_fit(fit, estimator, loss, X, y, epsilon, delta, rng, **extra):
+    """``fit`` (:func:`dperm.algorithms.amp.fit` or ``fit_nt``) with the estimator's
+    row bound, constraint and solver cap; the Λ it chose is recorded."""
+    res = fit(
+        loss,
+        X,
+        y,
+        epsilon=epsilon,
+        delta=delta,
+        data_norm=estimator.data_norm_,
+        constraint=estimator.constraint_,
+        max_iter=estimator.max_iter,
+        random_state=rng,
+        **extra,
+    )
+    _record_alpha(estimator, res)
+    return res
+
+
 def _amp_adapter(estimator, loss, X, y, epsilon, delta, rng):
     """Approximate Minima Perturbation (:func:`dperm.algorithms.amp.fit`).
 
@@ -461,27 +500,14 @@ def _amp_adapter(estimator, loss, X, y, epsilon, delta, rng):
     from ..algorithms import amp
 
     _only_l2_penalty(estimator, "amp")
-    res = amp.fit(
-        loss,
-        X,
-        y,
-        epsilon=epsilon,
-        delta=delta,
-        data_norm=estimator.data_norm_,
-        alpha=estimator.l2_ if estimator.l2_ > 0 else None,
-        constraint=estimator.constraint_,
-        max_iter=estimator.max_iter,
-        random_state=rng,
-    )
-    _record_alpha(estimator, res)
-    return res
+    alpha = estimator.l2_ if estimator.l2_ > 0 else None
+    return _amp_fit(amp.fit, estimator, loss, X, y, epsilon, delta, rng, alpha=alpha)
 
 
 def _amp_nt_adapter(estimator, loss, X, y, epsilon, delta, rng):
     """Hyperparameter-free AMP (:func:`dperm.algorithms.amp.fit_nt`): refuses a
     user-chosen alpha (the setting fixes Λ)."""
     from ..algorithms import amp
-    from ..exceptions import InvalidPrivacyParameter
 
     _only_l2_penalty(estimator, "amp-nt")
     if not (isinstance(estimator.alpha, str) and estimator.alpha == "auto"):
@@ -489,19 +515,7 @@ def _amp_nt_adapter(estimator, loss, X, y, epsilon, delta, rng):
             "mechanism 'amp-nt' is hyperparameter-free: use alpha='auto', got "
             f"alpha={estimator.alpha!r}"
         )
-    res = amp.fit_nt(
-        loss,
-        X,
-        y,
-        epsilon=epsilon,
-        delta=delta,
-        data_norm=estimator.data_norm_,
-        constraint=estimator.constraint_,
-        max_iter=estimator.max_iter,
-        random_state=rng,
-    )
-    _record_alpha(estimator, res)
-    return res
+    return _amp_fit(amp.fit_nt, estimator, loss, X, y, epsilon, delta, rng)
 
 
 def _bolt_on_adapter(estimator, loss, X, y, epsilon, delta, rng):
@@ -527,29 +541,38 @@ def _bolt_on_adapter(estimator, loss, X, y, epsilon, delta, rng):
     )
 
 
-register_mechanism("amp", _amp_adapter, default_alpha=lambda n, d, e, r: 0.0)
-register_mechanism("amp-nt", _amp_nt_adapter, default_alpha=lambda n, d, e, r: 0.0)
-register_mechanism("bolt-on", _bolt_on_adapter, default_alpha=lambda n, d, e, r: 0.0)
+register_mechanism("amp", _amp_adapter, default_alpha=_no_ridge)
+register_mechanism("amp-nt", _amp_nt_adapter, default_alpha=_no_ridge)
+register_mechanism("bolt-on", _bolt_on_adapter, default_alpha=_no_ridge)
 
 
 # ------------------------------------------ sufficient-statistics perturbation (#13)
+def _least_squares_only(loss, name: str) -> None:
+    if not isinstance(loss, Squared):
+        raise InvalidPrivacyParameter(
+            f"mechanism {name!r} fits least squares only (the squared loss), got {loss!r}"
+        )
+
+
+def _projected(estimator, res):
+    """``res`` with θ projected onto ``constraint_`` when there is one
+    (post-processing of the private θ: free)."""
+    if estimator.constraint_ is None:
+        return res
+    return dataclasses.replace(res, theta=estimator.constraint_.project(res.theta))
+
+
 def _ssp_common(estimator, loss, X, y, epsilon, delta, rng, *, adaptive: bool):
     """(Ada)SSP (:func:`dperm.algorithms.ssp.fit`) for the squared loss, replace-one:
     the estimator's Λ becomes the public ridge n·Λ on top of the adaptive one, the
     intercept column (``intercept_scaling``) is not penalized.  A ``constraint_`` is
     applied by projecting θ onto it (post-processing of the private θ, free); an ℓ1
     or elastic-net penalty is refused (the closed form has no ℓ1 term)."""
-    import dataclasses
 
     from ..algorithms import ssp
-    from ..exceptions import InvalidPrivacyParameter
-    from ..losses import Squared
 
     name = "adassp" if adaptive else "ssp"
-    if not isinstance(loss, Squared):
-        raise InvalidPrivacyParameter(
-            f"mechanism {name!r} fits least squares only (the squared loss), got {loss!r}"
-        )
+    _least_squares_only(loss, name)
     if estimator.regularizer_ is not None:
         raise InvalidPrivacyParameter(
             f"mechanism {name!r} supports penalty 'l2' or 'none', got penalty={estimator.penalty!r}"
@@ -566,10 +589,7 @@ def _ssp_common(estimator, loss, X, y, epsilon, delta, rng, *, adaptive: bool):
         intercept_scaling=float(estimator.intercept_scaling) if estimator.fit_intercept else None,
         random_state=rng,
     )
-    if estimator.constraint_ is not None:
-        theta = estimator.constraint_.project(res.theta)
-        res = dataclasses.replace(res, theta=theta)
-    return res
+    return _projected(estimator, res)
 
 
 def _adassp_adapter(estimator, loss, X, y, epsilon, delta, rng):
@@ -580,8 +600,8 @@ def _ssp_adapter(estimator, loss, X, y, epsilon, delta, rng):
     return _ssp_common(estimator, loss, X, y, epsilon, delta, rng, adaptive=False)
 
 
-register_mechanism("adassp", _adassp_adapter, default_alpha=lambda n, d, e, r: 0.0)
-register_mechanism("ssp", _ssp_adapter, default_alpha=lambda n, d, e, r: 0.0)
+register_mechanism("adassp", _adassp_adapter, default_alpha=_no_ridge)
+register_mechanism("ssp", _ssp_adapter, default_alpha=_no_ridge)
 
 
 # ------------------------------------------------------ Tukey-depth regression (#13)
@@ -590,17 +610,10 @@ def _tukey_adapter(estimator, loss, X, y, epsilon, delta, rng):
     squared loss, replace-one; no ridge (alpha must resolve to 0), a ``constraint_`` is a
     projection of the private θ (free).  A failed test releases ⊥ = the zero model and
     warns (never a non-private fallback)."""
-    import dataclasses
-    import warnings
 
     from ..algorithms import tukey_regression
-    from ..exceptions import InvalidPrivacyParameter
-    from ..losses import Squared
 
-    if not isinstance(loss, Squared):
-        raise InvalidPrivacyParameter(
-            f"mechanism 'tukey' fits least squares only (the squared loss), got {loss!r}"
-        )
+    _least_squares_only(loss, "tukey")
     if estimator.regularizer_ is not None or estimator.l2_ > 0:
         raise InvalidPrivacyParameter(
             "mechanism 'tukey' fits unregularized block least squares: alpha must be 0 or "
@@ -616,12 +629,10 @@ def _tukey_adapter(estimator, loss, X, y, epsilon, delta, rng):
             UserWarning,
             stacklevel=4,
         )
-    if estimator.constraint_ is not None:
-        res = dataclasses.replace(res, theta=estimator.constraint_.project(res.theta))
-    return res
+    return _projected(estimator, res)
 
 
-register_mechanism("tukey", _tukey_adapter, default_alpha=lambda n, d, e, r: 0.0)
+register_mechanism("tukey", _tukey_adapter, default_alpha=_no_ridge)
 
 
 # ----------------------------------------------------------- structured sparsity (#11)
@@ -678,36 +689,8 @@ def _exponential_sampling_alpha(n: int, d: int, epsilon: float, data_norm: float
     return default_alpha(n, d, epsilon, data_norm)
 
 
-_NO_RIDGE = lambda n, d, e, r: 0.0  # noqa: E731 - these mechanisms have no ℓ2 term by default
 register_mechanism(
     "exponential-sampling", _exponential_sampling_adapter, default_alpha=_exponential_sampling_alpha
 )
-register_mechanism("zero-one-net", _zero_one_net_adapter, default_alpha=_NO_RIDGE)
-register_mechanism("nonconvex-objective", _nonconvex_objective_adapter, default_alpha=_NO_RIDGE)
-
-
-def _dp_gd_avg_adapter(estimator, loss, X, y, epsilon, delta, rng):
-    """DP-GD returning the *averaged* iterate (:func:`dperm.algorithms.dp_gd.fit`
-    with ``averaging="uniform"``), replace-one, for non-smooth Lipschitz losses
-    (pinball): projected subgradient descent converges for the average, not the
-    last iterate (Shamir & Zhang 2013; Bassily, Smith, Thakurta 2014, Alg. 1).
-    The privacy proof is DP-GD's (averaging is post-processing); ``accountant``
-    defaults to "rdp" (fast at every ε)."""
-    from ..algorithms import dp_gd
-
-    return dp_gd.fit(
-        loss,
-        X,
-        y,
-        epsilon=epsilon,
-        delta=delta,
-        neighbouring="replace-one",
-        steps=getattr(estimator, "epochs", None),
-        calibration=getattr(estimator, "accountant", None) or "rdp",
-        averaging="uniform",
-        random_state=rng,
-        **_gradient_common(estimator),
-    )
-
-
-register_mechanism("dp-gd-avg", _dp_gd_avg_adapter, default_alpha=lambda n, d, e, r: 0.0)
+register_mechanism("zero-one-net", _zero_one_net_adapter, default_alpha=_no_ridge)
+register_mechanism("nonconvex-objective", _nonconvex_objective_adapter, default_alpha=_no_ridge)

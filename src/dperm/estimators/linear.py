@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from .._validation import check_positive, float_labels
+from .._validation import check_positive
 from ..constraints import get_constraint
+from ..design import float_labels
 from ..exceptions import InvalidPrivacyParameter, LabelError
 from ..losses import Squared
 from ._base import DPLinearModelBase
-from .logistic import COMMON_PARAMETERS_DOC
+from ._params import REGRESSOR_ATTRIBUTES, estimator_doc, store_params
 
 __all__ = ["DPLinearRegression", "default_constraint_radius"]
 
@@ -56,11 +57,9 @@ def _design_norm(est) -> float:
     return R
 
 
+@estimator_doc(attributes=REGRESSOR_ATTRIBUTES)
 class DPLinearRegression(RegressorMixin, DPLinearModelBase):
-    """Differentially private least squares (full docstring below)."""
-
-    # the full docstring shares the parameter list of every dperm estimator
-    __doc__ = f"""Differentially private least squares.
+    """Differentially private least squares.
 
     The default ``mechanism="adassp"`` is adaptive sufficient-statistics
     perturbation (Wang 2018, Algorithm 2; :mod:`dperm.algorithms.ssp`): noisy
@@ -82,21 +81,6 @@ class DPLinearRegression(RegressorMixin, DPLinearModelBase):
     :func:`default_constraint_radius` (d·label_bound/R).  Targets must satisfy
     |y| ≤ ``label_bound`` (a public bound; LabelError otherwise — clip them to
     the bound first).  Neighbouring relation: replace-one (n public).
-
-    Parameters
-    ----------
-    label_bound : float > 0, default=1.0
-        Public bound B on |y|.{COMMON_PARAMETERS_DOC}
-    Attributes
-    ----------
-    coef_ : ndarray of shape (n_features,)
-    intercept_ : float
-    epsilon_, delta_, neighbouring_, dp_event_, n_features_in_
-        As for :class:`~dperm.estimators.DPLogisticRegression` (``neighbouring_``
-        is "replace-one").
-    n_clipped_, alpha_, data_norm_, diagnostics_
-        As for :class:`~dperm.estimators.DPLogisticRegression` (``n_clipped_`` and
-        the data-dependent diagnostics are outside the privacy guarantee).
     """
 
     def __init__(
@@ -126,29 +110,7 @@ class DPLinearRegression(RegressorMixin, DPLinearModelBase):
         verbose=False,
         random_state=None,
     ):
-        self.label_bound = label_bound
-        self.epsilon = epsilon
-        self.delta = delta
-        self.mechanism = mechanism
-        self.data_norm = data_norm
-        self.alpha = alpha
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.noise = noise
-        self.penalty = penalty
-        self.l1_ratio = l1_ratio
-        self.constraint = constraint
-        self.constraint_radius = constraint_radius
-        self.tol = tol
-        self.max_iter = max_iter
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.clipping_norm = clipping_norm
-        self.noise_multiplier = noise_multiplier
-        self.accountant = accountant
-        self.verbose = verbose
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _make_loss(self):
         return Squared(label_bound=check_positive(self.label_bound, "label_bound"))

@@ -35,46 +35,50 @@ Mechanism choices
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from .._validation import check_positive, float_labels
+from .._validation import check_positive
 from ..constraints import get_constraint
+from ..design import float_labels
+from ..exceptions import InvalidPrivacyParameter
 from ..losses import Huber, Quantile
 from ._base import DPLinearModelBase
+from ._params import REGRESSOR_ATTRIBUTES, ParamDoc, estimator_doc, store_params
 from .linear import DPLinearRegression, _design_norm, default_constraint_radius
 
 __all__ = ["DPElasticNet", "DPHuberRegressor", "DPLasso", "DPQuantileRegressor"]
 
-_COMMON = """
-    epsilon : float > 0, default=1.0
-        Privacy budget ε of the fit.
-    delta : float in [0, 1) or None, default=None
-        δ; None means 1/n² (n = number of training rows, public).
-    data_norm : float > 0, default=1.0
-        Public bound R on ‖x‖₂; rows above it are clipped (counted in ``n_clipped_``).
-    fit_intercept : bool, default=True
-    intercept_scaling : float > 0, default=0.5
-        The constant of the intercept column (see :mod:`dperm.estimators._base`).
-    random_state : None, int or numpy Generator, default=None
-        None draws fresh OS entropy.
-"""
 
-_ATTRIBUTES = """
-    Attributes
-    ----------
-    coef_ : ndarray of shape (n_features,)
-    intercept_ : float
-    epsilon_, delta_, neighbouring_, dp_event_, n_features_in_
-        The certified (ε, δ), the relation ("replace-one") and the event.
-    n_clipped_, alpha_, data_norm_, diagnostics_
-        As for :class:`~dperm.estimators.DPLogisticRegression`.
-"""
+class _NamedRegressor(DPLinearRegression):
+    """The settings a named regressor does not expose, fixed as class attributes
+    (its parameters, stored by ``__init__``, take precedence)."""
+
+    penalty = "l2"
+    l1_ratio = 0.5
+    constraint = None
+    noise = "auto"
+    epochs = batch_size = learning_rate = clipping_norm = noise_multiplier = accountant = None
+    verbose = False
 
 
-class DPLasso(DPLinearRegression):
-    """Differentially private Lasso (full docstring below)."""
-
-    __doc__ = f"""Differentially private Lasso (ℓ1-constrained or ℓ1-penalized least squares).
+@estimator_doc(
+    attributes=REGRESSOR_ATTRIBUTES,
+    alpha=ParamDoc(
+        'float ≥ 0 or "auto"',
+        """ℓ1 weight α of the penalized form ("objective"); "auto" is the
+        mechanism's public rule.""",
+    ),
+    mechanism=ParamDoc('{"frank-wolfe", "objective"}'),
+    constraint_radius=ParamDoc(
+        "float > 0 or None",
+        "Radius of the ℓ1 ball (Frank-Wolfe) or ℓ2 ball (objective); None = d·B/R.",
+    ),
+    accountant=ParamDoc("str or None", 'Frank-Wolfe\'s per-step calibration (default "optimal").'),
+)
+class DPLasso(_NamedRegressor):
+    """Differentially private Lasso (ℓ1-constrained or ℓ1-penalized least squares).
 
     ``mechanism="frank-wolfe"`` (default) minimizes (1/2n)‖Xθ − y‖² over the
     ℓ1 ball ‖θ‖₁ ≤ ``constraint_radius`` (default: the public rule
@@ -84,26 +88,9 @@ class DPLasso(DPLinearRegression):
     ball of radius ``constraint_radius`` (same default rule).  Targets must
     satisfy |y| ≤ ``label_bound`` (public; LabelError otherwise).
     Neighbouring relation: replace-one.
-
-    Parameters
-    ----------
-    alpha : float ≥ 0 or "auto", default="auto"
-        ℓ1 weight α of the penalized form ("objective"); "auto" is the
-        mechanism's public rule.
-    label_bound : float > 0, default=1.0
-        Public bound B on |y|.
-    mechanism : {{"frank-wolfe", "objective"}}, default="frank-wolfe"
-    constraint_radius : float > 0 or None, default=None
-        Radius of the ℓ1 ball (Frank-Wolfe) or ℓ2 ball (objective); None = d·B/R.
-    tol, max_iter : solver tolerance and iteration / step cap.
-    accountant : str or None
-        Frank-Wolfe's per-step calibration (default "optimal").{_COMMON}{_ATTRIBUTES}"""
+    """
 
     l1_ratio = 1.0
-    constraint = None
-    noise = "auto"
-    epochs = batch_size = learning_rate = clipping_norm = noise_multiplier = None
-    verbose = False
 
     def __init__(
         self,
@@ -122,19 +109,7 @@ class DPLasso(DPLinearRegression):
         accountant=None,
         random_state=None,
     ):
-        self.alpha = alpha
-        self.label_bound = label_bound
-        self.epsilon = epsilon
-        self.delta = delta
-        self.mechanism = mechanism
-        self.data_norm = data_norm
-        self.constraint_radius = constraint_radius
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.tol = tol
-        self.max_iter = max_iter
-        self.accountant = accountant
-        self.random_state = random_state
+        store_params(self, locals())
 
     def fit(self, X, y, sample_weight=None):
         """Fit the private Lasso (see :meth:`DPLinearRegression.fit`)."""
@@ -157,33 +132,33 @@ class DPLasso(DPLinearRegression):
         return get_constraint("l1", check_positive(radius, "constraint_radius"))
 
 
-class DPElasticNet(DPLinearRegression):
-    """Differentially private elastic net (full docstring below)."""
-
-    __doc__ = f"""Differentially private elastic net.
+@estimator_doc(
+    attributes=REGRESSOR_ATTRIBUTES,
+    alpha=ParamDoc(
+        'float ≥ 0 or "auto"',
+        """α of the penalty α(ρ‖θ‖₁ + (1 − ρ)/2 ‖θ‖²); "auto" is the mechanism's
+        public rule; the value used is ``alpha_``.""",
+    ),
+    mechanism=ParamDoc(
+        "str",
+        """"objective" or "output" (any registered mechanism that accepts a
+        non-smooth regularizer).""",
+    ),
+    constraint_radius=ParamDoc(
+        "float > 0 or None", "Radius of the ℓ2 ball; None = d·B/R (a public rule)."
+    ),
+)
+class DPElasticNet(_NamedRegressor):
+    """Differentially private elastic net.
 
     Minimizes (1/2n)‖Xθ − y‖² + α(ρ‖θ‖₁ + (1 − ρ)/2 ‖θ‖²) (ρ = ``l1_ratio``,
     scikit-learn's parametrization) by objective perturbation over the ℓ2
     ball of radius ``constraint_radius`` (default d·B/R, a public rule).  The
     ℓ2 part adds strong convexity the privacy theorem uses.  Targets must
     satisfy |y| ≤ ``label_bound``.  Neighbouring relation: replace-one.
-
-    Parameters
-    ----------
-    alpha : float ≥ 0 or "auto", default="auto"
-    l1_ratio : float in [0, 1], default=0.5
-    label_bound : float > 0, default=1.0
-    mechanism : str, default="objective"
-        "objective" or "output" (any registered mechanism that accepts a
-        non-smooth regularizer).
-    constraint_radius : float > 0 or None, default=None
-    tol, max_iter : solver settings.{_COMMON}{_ATTRIBUTES}"""
+    """
 
     penalty = "elasticnet"
-    constraint = None
-    noise = "auto"
-    epochs = batch_size = learning_rate = clipping_norm = noise_multiplier = accountant = None
-    verbose = False
 
     def __init__(
         self,
@@ -202,30 +177,11 @@ class DPElasticNet(DPLinearRegression):
         max_iter=10_000,
         random_state=None,
     ):
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.label_bound = label_bound
-        self.epsilon = epsilon
-        self.delta = delta
-        self.mechanism = mechanism
-        self.data_norm = data_norm
-        self.constraint_radius = constraint_radius
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.tol = tol
-        self.max_iter = max_iter
-        self.random_state = random_state
+        store_params(self, locals())
 
 
-class _LipschitzRegressor(DPLinearRegression):
+class _LipschitzRegressor(_NamedRegressor):
     """Regression losses that are Lipschitz for every label (no label bound)."""
-
-    penalty = "l2"
-    l1_ratio = 0.5
-    constraint = None
-    noise = "auto"
-    batch_size = clipping_norm = noise_multiplier = None
-    verbose = False
 
     def _encode_targets(self, y):
         return [float_labels(y)]
@@ -234,10 +190,33 @@ class _LipschitzRegressor(DPLinearRegression):
         return DPLinearModelBase._resolve_constraint(self, d_aug)
 
 
+@estimator_doc(
+    attributes=REGRESSOR_ATTRIBUTES,
+    quantile=ParamDoc("float in (0, 1)"),
+    alpha=ParamDoc('float ≥ 0 or "auto"', 'Λ ("auto": the mechanism\'s rule, 0 for dp-gd).'),
+    label_bound=ParamDoc(
+        "float > 0 or None",
+        """Public scale B of |y| used only by the default radius rule d·B/R
+        (None: B = 1); targets beyond it are neither refused nor clipped (the
+        pinball loss is Lipschitz for every label).""",
+    ),
+    mechanism=ParamDoc(
+        "str", '"dp-gd-avg", "dp-gd", "dp-sgd" or "frank-wolfe" (non-smooth losses).'
+    ),
+    constraint_radius=ParamDoc(
+        "float > 0 or None",
+        """Radius of the ℓ2 ball (of the ℓ1 ball for "frank-wolfe"); None =
+        d·label_bound/R (a public rule).""",
+    ),
+    epochs=ParamDoc("int or None", "Number of DP-GD steps (None = the mechanism's default)."),
+    label_scale=ParamDoc(
+        "float > 0 or None",
+        """Deprecated: the former name of ``label_bound`` (DeprecationWarning on
+        fit; InvalidPrivacyParameter when both are given).""",
+    ),
+)
 class DPQuantileRegressor(_LipschitzRegressor):
-    """Differentially private quantile regression (full docstring below)."""
-
-    __doc__ = f"""Differentially private linear quantile regression (pinball loss).
+    """Differentially private linear quantile regression (pinball loss).
 
     Minimizes (1/n)Σ ρ_τ(yᵢ − ⟨θ, xᵢ⟩) + (Λ/2)‖θ‖² privately; τ = 0.5 (default)
     is median regression.  The pinball loss is Lipschitz (L = max(τ, 1 − τ)R)
@@ -245,32 +224,16 @@ class DPQuantileRegressor(_LipschitzRegressor):
     differentiable, so the default mechanism is "dp-gd-avg" (noisy projected
     subgradient descent returning the averaged iterate, RDP-accounted) over the
     ℓ2 ball of radius ``constraint_radius``
-    (default d·``label_scale``/R, a public rule that sets the step size
+    (default d·``label_bound``/R, a public rule that sets the step size
     D/(L√T)).  Neighbouring relation: replace-one.
-
-    Parameters
-    ----------
-    quantile : float in (0, 1), default=0.5
-    alpha : float ≥ 0 or "auto", default="auto"
-        Λ ("auto": the mechanism's rule, 0 for dp-gd).
-    label_scale : float > 0, default=1.0
-        Public scale of |y| used only by the default radius rule (targets
-        beyond it are neither refused nor clipped).
-    mechanism : str, default="dp-gd-avg"
-        "dp-gd-avg", "dp-gd", "dp-sgd" or "frank-wolfe" (non-smooth losses).
-    constraint_radius : float > 0 or None, default=None
-    epochs : int or None
-        Number of DP-GD steps (None = the mechanism's default).
-    learning_rate : float or None
-    accountant : str or None
-    tol, max_iter : solver settings.{_COMMON}{_ATTRIBUTES}"""
+    """
 
     def __init__(
         self,
         *,
         quantile=0.5,
         alpha="auto",
-        label_scale=1.0,
+        label_bound=None,
         epsilon=1.0,
         delta=None,
         mechanism="dp-gd-avg",
@@ -284,23 +247,26 @@ class DPQuantileRegressor(_LipschitzRegressor):
         tol=1e-10,
         max_iter=10_000,
         random_state=None,
+        label_scale=None,
     ):
-        self.quantile = quantile
-        self.alpha = alpha
-        self.label_scale = label_scale
-        self.epsilon = epsilon
-        self.delta = delta
-        self.mechanism = mechanism
-        self.data_norm = data_norm
-        self.constraint_radius = constraint_radius
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.epochs = epochs
-        self.learning_rate = learning_rate
-        self.accountant = accountant
-        self.tol = tol
-        self.max_iter = max_iter
-        self.random_state = random_state
+        store_params(self, locals())
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the private quantile regression (see :meth:`DPLinearRegression.fit`)."""
+        if self.label_scale is not None:  # the deprecated name, checked before the data
+            if self.label_bound is not None:
+                raise InvalidPrivacyParameter(
+                    "label_scale is the deprecated name of label_bound: give label_bound "
+                    f"only, got label_bound={self.label_bound!r} and "
+                    f"label_scale={self.label_scale!r}"
+                )
+            warnings.warn(
+                "DPQuantileRegressor(label_scale=...) is deprecated: use label_bound=..., "
+                "the name every dperm regressor uses",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        return super().fit(X, y, sample_weight=sample_weight)
 
     def _make_loss(self):
         return Quantile(self.quantile)
@@ -308,16 +274,27 @@ class DPQuantileRegressor(_LipschitzRegressor):
     def _resolve_constraint(self, d_aug: int):
         radius = self.constraint_radius
         if radius is None:
-            scale = check_positive(self.label_scale, "label_scale")
+            # B: label_bound, or the deprecated label_scale (fit refuses both), else 1
+            name = "label_bound" if self.label_scale is None else "label_scale"
+            scale = getattr(self, name)
+            scale = check_positive(1.0 if scale is None else scale, name)
             radius = default_constraint_radius(scale, _design_norm(self), d_aug)
         kind = "l1" if self.mechanism == "frank-wolfe" else "l2"  # Frank-Wolfe: a polytope
         return get_constraint(kind, check_positive(radius, "constraint_radius"))
 
 
+@estimator_doc(
+    attributes=REGRESSOR_ATTRIBUTES,
+    threshold=ParamDoc("float > 0", "h, where the loss turns from quadratic to linear."),
+    mechanism=ParamDoc(
+        "str",
+        """Any registered mechanism for smooth Lipschitz losses ("objective",
+        "output", "amp", "dp-gd", …).""",
+    ),
+    constraint_radius=ParamDoc("float > 0 or None", "Optional ℓ2 ball (None: unconstrained)."),
+)
 class DPHuberRegressor(_LipschitzRegressor):
-    """Differentially private Huber regression (full docstring below)."""
-
-    __doc__ = f"""Differentially private robust regression with the Huber loss.
+    """Differentially private robust regression with the Huber loss.
 
     Minimizes (1/n)Σ H_h(⟨θ, xᵢ⟩ − yᵢ) + (Λ/2)‖θ‖² privately, H_h the Huber
     loss with threshold h (:class:`~dperm.losses.Huber`): smooth (β = R²)
@@ -326,19 +303,7 @@ class DPHuberRegressor(_LipschitzRegressor):
     public constant in the units of y (scikit-learn rescales its ``epsilon``
     by a scale fitted on the data, which would need budget).  Neighbouring
     relation: replace-one.
-
-    Parameters
-    ----------
-    threshold : float > 0, default=1.0
-        h, where the loss turns from quadratic to linear.
-    alpha : float ≥ 0 or "auto", default="auto"
-    mechanism : str, default="objective"
-        Any registered mechanism for smooth Lipschitz losses ("objective",
-        "output", "amp", "dp-gd", …).
-    constraint_radius : float > 0 or None, default=None
-        Optional ℓ2 ball (None: unconstrained).
-    tol, max_iter : solver settings.
-    epochs, learning_rate, accountant : gradient-perturbation settings.{_COMMON}{_ATTRIBUTES}"""
+    """
 
     def __init__(
         self,
@@ -359,21 +324,7 @@ class DPHuberRegressor(_LipschitzRegressor):
         max_iter=10_000,
         random_state=None,
     ):
-        self.threshold = threshold
-        self.alpha = alpha
-        self.epsilon = epsilon
-        self.delta = delta
-        self.mechanism = mechanism
-        self.data_norm = data_norm
-        self.constraint_radius = constraint_radius
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.epochs = epochs
-        self.learning_rate = learning_rate
-        self.accountant = accountant
-        self.tol = tol
-        self.max_iter = max_iter
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _make_loss(self):
         return Huber(h=self.threshold)

@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_positive
-from ..design import Design
+from ..design import Design, check_binary_labels, float_labels
 from ..exceptions import InvalidPrivacyParameter
 
 __all__ = ["MARGIN_BOUND", "OUTPUT_MARGIN_BOUND", "GLMLoss", "check_smooth_glm_loss"]
@@ -70,8 +70,8 @@ class GLMLoss(ABC):
     """Abstract GLM loss φ(z, y) with z = ⟨θ, x⟩.
 
     Subclasses implement :meth:`pointwise`, :meth:`derivative`,
-    :meth:`second_derivative`, :meth:`check_labels`, :meth:`lipschitz` and
-    :meth:`smoothness`; everything else is derived here.
+    :meth:`second_derivative`, :meth:`lipschitz`, :meth:`smoothness` and
+    :attr:`curvature`; everything else (label checks included) is derived here.
     """
 
     #: short name used by estimators and the CLI
@@ -94,14 +94,16 @@ class GLMLoss(ABC):
     def second_derivative(self, z: np.ndarray, y: np.ndarray) -> np.ndarray:
         """∂²φ/∂z² (zᵢ, yᵢ) elementwise, shape (n,) (0 at kinks of non-smooth losses)."""
 
-    @abstractmethod
     def check_labels(self, y) -> np.ndarray:
-        """Return ``y`` as float64 after checking the loss can take it.
+        """Return ``y`` as float64 after checking the loss can take it: labels in
+        {−1, +1} for a classification loss, finite reals otherwise (a loss with a
+        label bound overrides this).
 
         Raises
         ------
         LabelError
         """
+        return check_binary_labels(y) if self.classification else float_labels(y)
 
     @abstractmethod
     def lipschitz(self, data_norm: float, **bounds) -> float:
@@ -114,7 +116,8 @@ class GLMLoss(ABC):
     @property
     @abstractmethod
     def curvature(self) -> float:
-        """c = sup_z |∂²φ/∂z²| (``inf`` for non-smooth losses)."""
+        """c = sup_z |∂²φ/∂z²| (``inf`` for non-smooth losses); a loss whose c is a
+        constant states it as a class attribute, like ``name``."""
 
     # ----- derived quantities -------------------------------------------------------
     def _design_terms(self):
@@ -189,7 +192,9 @@ class GLMLoss(ABC):
         return X.T @ (X * h[:, None]) / n
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
+        """``Name(param=value, …)`` from the constructor parameters a loss stores."""
+        params = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
+        return f"{type(self).__name__}({params})"
 
     def __eq__(self, other) -> bool:
         return type(self) is type(other) and self.__dict__ == other.__dict__

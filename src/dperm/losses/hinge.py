@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 
-from .._validation import check_binary_labels
 from .base import GLMLoss, _check_data_norm
 
 __all__ = ["Hinge"]
@@ -23,6 +22,7 @@ class Hinge(GLMLoss):
     name = "hinge"
     smooth = False
     classification = True
+    curvature = math.inf
 
     def pointwise(self, z, y):
         return np.maximum(0.0, 1.0 - y * z)
@@ -32,13 +32,6 @@ class Hinge(GLMLoss):
 
     def second_derivative(self, z, y):
         return np.zeros_like(np.asarray(z, dtype=float))
-
-    def check_labels(self, y):
-        return check_binary_labels(y)
-
-    @property
-    def curvature(self) -> float:
-        return math.inf
 
     def lipschitz(self, data_norm, **bounds):
         """L = data_norm."""

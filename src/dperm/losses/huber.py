@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_positive, float_labels
+from .._validation import check_positive
 from .base import GLMLoss, _check_data_norm
 
 __all__ = ["Huber"]
@@ -31,12 +31,10 @@ class Huber(GLMLoss):
     name = "huber"
     smooth = True
     classification = False
+    curvature = 1.0
 
     def __init__(self, h: float = 1.0):
         self.h = check_positive(h, "h")
-
-    def __repr__(self) -> str:
-        return f"Huber(h={self.h!r})"
 
     def pointwise(self, z, y):
         r = np.abs(np.asarray(z, dtype=float) - y)
@@ -48,13 +46,6 @@ class Huber(GLMLoss):
 
     def second_derivative(self, z, y):
         return (np.abs(np.asarray(z, dtype=float) - y) <= self.h).astype(float)
-
-    def check_labels(self, y):
-        return float_labels(y)
-
-    @property
-    def curvature(self) -> float:
-        return 1.0
 
     def lipschitz(self, data_norm, **bounds):
         """L = h · data_norm (any label, any θ)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_binary_labels, check_positive
+from .._validation import check_positive
 from .base import GLMLoss, _check_data_norm
 
 __all__ = ["HuberSVM"]
@@ -31,9 +31,6 @@ class HuberSVM(GLMLoss):
     def __init__(self, h: float = 0.5):
         self.h = check_positive(h, "h")
 
-    def __repr__(self) -> str:
-        return f"HuberSVM(h={self.h!r})"
-
     def pointwise(self, z, y):
         m = y * z
         h = self.h
@@ -50,9 +47,6 @@ class HuberSVM(GLMLoss):
     def second_derivative(self, z, y):
         m = y * z
         return np.where(np.abs(1.0 - m) <= self.h, 1.0 / (2.0 * self.h), 0.0)
-
-    def check_labels(self, y):
-        return check_binary_labels(y)
 
     @property
     def curvature(self) -> float:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .._validation import check_binary_labels
 from .base import GLMLoss, _check_data_norm
 
 __all__ = ["Logistic"]
@@ -23,6 +22,7 @@ class Logistic(GLMLoss):
     name = "logistic"
     smooth = True
     classification = True
+    curvature = 0.25
 
     def pointwise(self, z, y):
         return np.logaddexp(0.0, -y * z)
@@ -33,13 +33,6 @@ class Logistic(GLMLoss):
     def second_derivative(self, z, y):
         p = expit(z)
         return p * (1.0 - p)
-
-    def check_labels(self, y):
-        return check_binary_labels(y)
-
-    @property
-    def curvature(self) -> float:
-        return 0.25
 
     def lipschitz(self, data_norm, **bounds):
         """L = data_norm (|φ'| ≤ 1)."""

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_probability, float_labels
+from .._validation import check_probability
 from ..exceptions import InvalidPrivacyParameter
 from .base import GLMLoss, _check_data_norm
 
@@ -24,15 +24,13 @@ class Quantile(GLMLoss):
     name = "quantile"
     smooth = False
     classification = False
+    curvature = math.inf
 
     def __init__(self, quantile: float = 0.5):
         q = check_probability(quantile, "quantile")
         if q >= 1.0:
             raise InvalidPrivacyParameter(f"quantile must be in (0, 1), got {quantile!r}")
         self.quantile = q
-
-    def __repr__(self) -> str:
-        return f"Quantile(quantile={self.quantile!r})"
 
     def pointwise(self, z, y):
         r = y - z
@@ -43,13 +41,6 @@ class Quantile(GLMLoss):
 
     def second_derivative(self, z, y):
         return np.zeros_like(np.asarray(z, dtype=float))
-
-    def check_labels(self, y):
-        return float_labels(y)
-
-    @property
-    def curvature(self) -> float:
-        return math.inf
 
     def lipschitz(self, data_norm, **bounds):
         """L = max(τ, 1 − τ) · data_norm."""

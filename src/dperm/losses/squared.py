@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from .._validation import check_positive, float_labels
+from .._validation import check_positive
+from ..design import float_labels
 from ..exceptions import InvalidPrivacyParameter, LabelError
 from .base import GLMLoss, _check_data_norm
 
@@ -31,12 +32,10 @@ class Squared(GLMLoss):
     name = "squared"
     smooth = True
     classification = False
+    curvature = 1.0
 
     def __init__(self, label_bound: float = 1.0):
         self.label_bound = check_positive(label_bound, "label_bound")
-
-    def __repr__(self) -> str:
-        return f"Squared(label_bound={self.label_bound!r})"
 
     def pointwise(self, z, y):
         r = z - y
@@ -58,10 +57,6 @@ class Squared(GLMLoss):
                 "do not (clip y to the public bound first)"
             )
         return y
-
-    @property
-    def curvature(self) -> float:
-        return 1.0
 
     def lipschitz(self, data_norm, *, radius: float | None = None, **bounds):
         """L = data_norm · (data_norm · radius + label_bound) over ‖θ‖ ≤ radius.

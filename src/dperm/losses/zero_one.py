@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 
-from .._validation import check_binary_labels
 from .base import GLMLoss
 
 __all__ = ["ZeroOne"]
@@ -29,6 +28,7 @@ class ZeroOne(GLMLoss):
     name = "zero_one"
     smooth = False
     classification = True
+    curvature = math.inf  # ∞ (not twice differentiable)
 
     def pointwise(self, z, y):
         """1[yᵢ zᵢ ≤ 0] elementwise (broadcasting z and y)."""
@@ -42,19 +42,10 @@ class ZeroOne(GLMLoss):
         """0 (a.e.)."""
         return np.zeros(np.broadcast_shapes(np.shape(z), np.shape(y)))
 
-    def check_labels(self, y):
-        """Labels must be in {−1, +1} (raises :class:`dperm.exceptions.LabelError`)."""
-        return check_binary_labels(y)
-
     def lipschitz(self, data_norm, **bounds):
         """∞: the 0-1 loss jumps at y z = 0."""
         return math.inf
 
     def smoothness(self, data_norm, **bounds):
         """∞."""
-        return math.inf
-
-    @property
-    def curvature(self) -> float:
-        """∞ (not twice differentiable)."""
         return math.inf

@@ -40,6 +40,7 @@ from .._rng import RandomState, check_random_state
 from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive
 from ..accounting.events import DpEvent, EpsilonDelta
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
+from .gaussian import _finite_array
 from .snapping import next_power_of_two, snapping_mechanism
 
 __all__ = [
@@ -318,14 +319,7 @@ def discrete_gaussian_mechanism(
     InvalidDataError
         Non-finite ``value``, or a grid so fine that |f/g| ≥ 2⁵².
     """
-    try:
-        v = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidDataError(f"value must be numeric: {exc}") from None
-    if v.size == 0:
-        raise InvalidDataError("value must hold at least one number, got an empty array")
-    if not np.all(np.isfinite(v)):
-        raise InvalidDataError("value contains NaN or infinite entries")
+    v = _finite_array(value, non_empty=True)
     sensitivity = check_positive(sensitivity, "sensitivity")
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)

@@ -40,6 +40,12 @@ def _check_shape(shape) -> tuple[int, ...]:
     return tuple(int(s) for s in out)
 
 
+def _noise_arguments(scale, name: str, shape, rng: RandomState):
+    """(scale, shape, generator) of a noise draw, checked in that order: ``scale``
+    (called ``name``) a finite float ≥ 0, ``shape`` a valid shape."""
+    return check_nonnegative(scale, name), _check_shape(shape), check_random_state(rng)
+
+
 def gaussian_noise(shape, sigma: float, rng: RandomState) -> np.ndarray:
     """Draw i.i.d. N(0, σ²) noise.
 
@@ -68,9 +74,7 @@ def gaussian_noise(shape, sigma: float, rng: RandomState) -> np.ndarray:
     InvalidDataError
         If ``shape`` is not a valid shape.
     """
-    sigma = check_nonnegative(sigma, "sigma")
-    shape = _check_shape(shape)
-    gen = check_random_state(rng)
+    sigma, shape, gen = _noise_arguments(sigma, "sigma", shape, rng)
     with np.errstate(over="ignore"):
         out = sigma * gen.standard_normal(shape)
     if not np.all(np.isfinite(out)):
@@ -129,11 +133,15 @@ def gaussian_mechanism(
     return out, Gaussian(noise_multiplier=noise_multiplier)
 
 
-def _finite_array(value) -> np.ndarray:
+def _finite_array(value, *, non_empty: bool = False) -> np.ndarray:
+    """``value`` as a float64 array of finite numbers (at least one if ``non_empty``);
+    InvalidDataError otherwise."""
     try:
         v = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise InvalidDataError(f"value must be numeric: {exc}") from None
+    if non_empty and v.size == 0:
+        raise InvalidDataError("value must hold at least one number, got an empty array")
     if not np.all(np.isfinite(v)):
         raise InvalidDataError("value contains NaN or infinite entries")
     return v

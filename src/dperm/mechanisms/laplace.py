@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._rng import RandomState, check_random_state
-from .._validation import check_epsilon, check_nonnegative, check_positive
+from .._rng import RandomState
+from .._validation import check_epsilon, check_positive
 from ..accounting.events import Laplace
-from .gaussian import _check_shape, _finite_array
+from .gaussian import _finite_array, _noise_arguments
 
 __all__ = ["laplace_event", "laplace_mechanism", "laplace_noise"]
 
@@ -41,11 +41,12 @@ def laplace_noise(shape, scale: float, rng: RandomState) -> np.ndarray:
 
     Raises
     ------
-    InvalidPrivacyParameter, InvalidDataError
+    InvalidPrivacyParameter
+        Bad ``scale`` (negative, NaN, infinite, not a number).
+    InvalidDataError
+        Bad ``shape``.
     """
-    scale = check_nonnegative(scale, "scale")
-    shape = _check_shape(shape)
-    gen = check_random_state(rng)
+    scale, shape, gen = _noise_arguments(scale, "scale", shape, rng)
     return gen.laplace(loc=0.0, scale=1.0, size=shape) * scale
 
 
@@ -81,7 +82,10 @@ def laplace_mechanism(
 
     Raises
     ------
-    InvalidPrivacyParameter, InvalidDataError
+    InvalidPrivacyParameter
+        Bad ``sensitivity`` or ``epsilon``.
+    InvalidDataError
+        If ``value`` is not finite numeric data.
     """
     sensitivity = check_positive(sensitivity, "sensitivity")
     epsilon = check_epsilon(epsilon)

@@ -54,6 +54,7 @@ from .._rng import RandomState, check_random_state
 from .._validation import check_epsilon, check_positive
 from ..accounting.events import PureEpsilon
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter
+from .gaussian import _finite_array
 
 __all__ = [
     "SNAPPING_ETA",
@@ -253,14 +254,7 @@ def snapping_mechanism(
     InvalidDataError
         Non-finite or non-numeric ``value``.
     """
-    try:
-        v = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidDataError(f"value must be numeric: {exc}") from None
-    if v.size == 0:
-        raise InvalidDataError("value must hold at least one number, got an empty array")
-    if not np.all(np.isfinite(v)):
-        raise InvalidDataError("value contains NaN or infinite entries")
+    v = _finite_array(value, non_empty=True)
     p = snapping_parameters(
         sensitivity=sensitivity, epsilon=epsilon, bound=bound, dimension=int(v.size)
     )

@@ -52,6 +52,7 @@ from ..accounting.events import DpEvent, EpsilonDelta, Gaussian, NonPrivate
 from ..accounting.gaussian import gaussian_epsilon
 from ..accounting.rdp import DEFAULT_ORDERS, compute_rdp
 from ..accounting.registry import epsilon_spent
+from ..estimators._params import store_params
 from ..exceptions import (
     InvalidDataError,
     InvalidPrivacyParameter,
@@ -219,19 +220,7 @@ class PrivateRandomSearch(BaseEstimator):
         run_event=None,
         random_state=None,
     ):
-        self.estimator = estimator
-        self.param_distributions = param_distributions
-        self.epsilon = epsilon
-        self.delta = delta
-        self.repetitions = repetitions
-        self.mean_runs = mean_runs
-        self.eta = eta
-        self.run_delta = run_delta
-        self.validation_fraction = validation_fraction
-        self.scoring = scoring
-        self.score_epsilon = score_epsilon
-        self.run_event = run_event
-        self.random_state = random_state
+        store_params(self, locals())
 
     # ------------------------------------------------------------ validation
     def _check_estimator(self) -> None:

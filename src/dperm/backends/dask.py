@@ -1,50 +1,50 @@
 """The Dask backend of the GLM data path: :class:`DaskDesign` (issue #12 §2).
 
 Design principle 7, "one oracle, many backends": the algorithms talk to the
-data only through the methods of :class:`~dperm.design.Design`; this module
-serves them from a ``dask.array.Array`` (or a ``dask.dataframe.DataFrame``)
-whose partitions live on a cluster.
+data only through the methods of :class:`~dperm.backends.numpy.Design`; this
+module serves them from a ``dask.array.Array`` (or a ``dask.dataframe.DataFrame``)
+whose partitions live on a cluster.  It is imported by the dispatch of
+:mod:`dperm.design` only when a Dask collection arrives; the input rules
+(building a DaskDesign, the estimators' validation, labels, weights) are in
+:mod:`dperm.backends.dask_inputs`.
 
 What runs where
 ---------------
 * **Workers** (one task per row partition): the row norms and clip scales
-  (one pass, persisted next to the partition), the per-partition sums of a
-  fused pass — loss values, gradients, Hessian-vector products, clipped
-  per-example gradient sums — and, for Poisson sampling, the Bernoulli(q)
-  draw of every record of the partition.  Each task builds a numpy
-  :class:`~dperm.design.Design` of its partition and calls the *same* method
-  the one-machine path calls, so the arithmetic of a partition is exactly the
-  one-machine arithmetic (no second implementation of any formula).
+  (one pass, persisted next to the partition, by the rule of
+  :mod:`dperm.backends.rows` — the one every backend uses, so a partition's rows
+  get the same scales and the same clipped count as on one machine), and the
+  per-partition sums of a fused pass — loss values, gradients, Hessian-vector
+  products, clipped per-example gradient sums over the partition's rows of a
+  batch.  Each task builds a numpy :class:`~dperm.backends.numpy.Design` of its
+  partition and calls the *same* method the one-machine path calls, so the
+  arithmetic of a partition is exactly the one-machine arithmetic (no second
+  implementation of any formula).
 * **Scheduler**: adds the per-partition d-vectors in a tree (fan-in 8).
 * **Client** (this process): the optimizer state θ, the privacy-critical noise
   (drawn once per step by :func:`dperm.algorithms._gradient_loop.run` from the
-  fit's generator, in the same order as on one machine), the accounting, and
-  the d-vectors the passes return.  X, y and the per-row vectors are never
-  gathered onto the client; only the scalars n_clipped and the finite checks.
+  fit's generator, in the same order as on one machine), the accounting, the
+  batches' row indices, and the d-vectors the passes return.  X, y and the
+  per-row vectors are never gathered onto the client; only the scalars
+  n_clipped and the finite checks.
 
-Sampling is the accountant's law exactly (:meth:`DaskDesign.batches`):
-
-* Poisson sampling (rate q): each partition p draws, at step t, one
-  independent Bernoulli(q) per record from its own generator seeded by
-  ``SeedSequence(entropy, spawn_key=(*root, t, p))`` — ``root`` is spawned from
-  the fit's sampling generator, so a run is deterministic given
-  ``random_state`` and the partitioning, and the streams of distinct
-  (t, p) are independent (:class:`numpy.random.SeedSequence`).  The
-  inclusions are the partial sums of iid Geometric(q) gaps, exactly the
-  Bernoulli(q) process of :class:`~dperm.sampling.PoissonSampler`.
-* Fixed-size sampling without replacement and shuffling: the global row
-  indices of a batch (b integers) are drawn on the client by the sampler
-  itself — the very same code as on one machine, so the law is uniform over
-  b-subsets by construction — and each partition receives its own indices.
-  (Shuffling draws a permutation of n on the client: 8 bytes per row.)
-* Full batches (DP-GD): every row, no draw.
+Sampling is the sampler's own (:meth:`~dperm.backends.numpy.Design.batches`, not
+overridden here): the global row indices of every batch — Poisson (one
+Bernoulli(q) per record), fixed-size without replacement, shuffled — are drawn
+on the client by the sampler of :mod:`dperm.sampling` from the fit's sampling
+generator, exactly as on one machine (O(batch) integers a step), and each
+partition receives its own indices (:meth:`DaskDesign._blocks_for`, split by the
+partitions' row offsets).  The same ``random_state`` therefore gives the same
+batches, the same clipped sums up to the order of floating-point additions, and
+the same model as the numpy backend; the event comes from the same sampler
+object.  Full batches (DP-GD): every row, no draw.
 
 Per-step latency.  A DP-SGD step is one round trip: the client sends θ and the
-step's descriptor, every partition returns a d-vector, the scheduler reduces
-them.  θ of a step depends on the previous step's noisy gradient, so steps
-cannot be batched; the fixed overhead (a few ms per step on a local cluster,
-measured in ``benchmarks/REPORT.md``) dominates when batches are small.
-DP-GD and the perturbation methods need tens to hundreds of passes, each
+step's row indices, every partition holding some returns a d-vector, the
+scheduler reduces them.  θ of a step depends on the previous step's noisy
+gradient, so steps cannot be batched; the fixed overhead (a few ms per step on a
+local cluster, measured in ``benchmarks/REPORT.md``) dominates when batches are
+small.  DP-GD and the perturbation methods need tens to hundreds of passes, each
 bandwidth-bound on the workers.
 """
 
@@ -53,15 +53,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-import warnings
 
 import numpy as np
 
-from .design import Design, _clip_scale, _row_norms, augmented_bound
-from .exceptions import ClippingWarning, InvalidDataError
-from .sampling import PoissonSampler
+from ..exceptions import InvalidDataError
+from .numpy import Design
+from .rows import clip_scale, clipped_count, safe_row_norms, warn_clipped
 
-__all__ = ["DaskDesign", "PoissonStep", "as_dask_design", "is_dask_collection", "map_labels"]
+__all__ = ["DaskDesign", "is_dask_collection"]
 
 #: fan-in of the tree that adds the per-partition results on the scheduler
 _FAN_IN = 8
@@ -72,43 +71,6 @@ _XNORM, _SCALE, _ICOL, _NORM = range(4)
 def is_dask_collection(obj) -> bool:
     """True for a Dask collection (checked without importing dask)."""
     return type(obj).__module__.split(".")[0] == "dask"
-
-
-# ============================================================================ inputs
-def _as_dask_array(X, name: str = "X"):
-    """A 2-D dask array with known row chunks and one column chunk (lazy; a
-    DataFrame is converted with its partition lengths, a count)."""
-    import dask.array as da
-
-    if _is_dataframe(X):
-        bad = [c for c, t in X.dtypes.items() if t.kind not in "biuf"]
-        if bad:
-            raise InvalidDataError(
-                f"{name} must be numeric: column(s) {bad[:5]} have non-numeric dtypes "
-                "(transform them with a public schema first: dperm.datasets.dask_io)"
-            )
-        X = X.to_dask_array(lengths=True)
-    if not isinstance(X, da.Array):
-        raise InvalidDataError(
-            f"{name} must be a dask.array.Array or dask.dataframe.DataFrame, got {type(X).__name__}"
-        )
-    if X.ndim != 2:
-        raise InvalidDataError(
-            f"{name} must be a 2-D array of shape (n_samples, n_features), got an array "
-            f"with shape {X.shape}"
-        )
-    _check_known(X, name)
-    if X.dtype.kind not in "biuf":
-        raise InvalidDataError(f"{name} must be numeric: got dtype {X.dtype}")
-    if X.dtype not in (np.float32, np.float64):
-        X = X.astype(np.float64)
-    if X.shape[0] < 1:
-        raise InvalidDataError(f"{name} must have at least 1 sample(s), got shape {X.shape}")
-    if X.shape[1] < 1:
-        raise InvalidDataError(f"{name} must have at least 1 feature, got shape {X.shape}")
-    if len(X.chunks[1]) > 1:  # one column chunk: a partition is a block of whole rows
-        X = X.rechunk({1: -1})
-    return X
 
 
 def _is_dataframe(obj) -> bool:
@@ -160,13 +122,13 @@ def _aux_block(xb, data_norm, width, intercept):
     :func:`dperm.design.as_design` and :meth:`Design.row_norms`, row by row.
 
     Raises InvalidDataError on NaN/inf (the finite check of the same pass)."""
-    norms = _row_norms(xb)
+    norms = safe_row_norms(xb)
     out = np.empty((norms.shape[0], 4))
     out[:, _XNORM] = norms
     out[:, _SCALE] = 1.0
     nx = norms
     if data_norm is not None:
-        scale, _ = _clip_scale(norms, data_norm, width)
+        scale, _ = clip_scale(norms, data_norm, width)
         if scale is not None:
             out[:, _SCALE] = scale
             nx = norms * scale
@@ -181,7 +143,7 @@ def _reclip_block(auxb, data_norm, width, has_intercept):
     """Re-clip the whole effective rows of a partition to ``data_norm``
     (:func:`dperm.design._reclip`, row by row)."""
     out = np.array(auxb, dtype=np.float64, copy=True)
-    t, _ = _clip_scale(auxb[:, _NORM], data_norm, width)
+    t, _ = clip_scale(auxb[:, _NORM], data_norm, width)
     if t is not None:
         out[:, _SCALE] *= t
         if has_intercept:
@@ -200,36 +162,8 @@ def _flat(result) -> np.ndarray:
     return np.ravel(np.asarray(result, dtype=np.float64))
 
 
-@dataclasses.dataclass(frozen=True)
-class PoissonStep:
-    """The row descriptor of one Poisson-sampled step: every record of partition
-    p joins with probability q, drawn on the worker from
-    ``SeedSequence(entropy, spawn_key=(*spawn_key, step, p))``."""
-
-    entropy: int
-    spawn_key: tuple
-    step: int
-    sampling_rate: float
-
-    def local_rows(self, p: int, n_rows: int) -> np.ndarray:
-        """The sampled row indices (sorted, 0-based) of partition ``p`` of ``n_rows``
-        rows: the partial sums of iid Geometric(q) gaps that are ≤ n_rows, i.e.
-        independent Bernoulli(q) inclusions."""
-        q = self.sampling_rate
-        ss = np.random.SeedSequence(self.entropy, spawn_key=(*self.spawn_key, self.step, p))
-        rng = np.random.default_rng(ss)
-        m = q * n_rows
-        k = max(1, int(m + 6.0 * math.sqrt(m * (1.0 - q)) + 16))
-        pos = np.cumsum(rng.geometric(q, size=k)) - 1
-        while pos[-1] < n_rows:  # rare: extend the Bernoulli process (law unchanged)
-            pos = np.concatenate([pos, pos[-1] + np.cumsum(rng.geometric(q, size=k))])
-        return pos[: pos.searchsorted(n_rows)]
-
-
 def _partial(op, p, xb, auxb, yb, wb, spec, args, rows):
     """One partition's contribution to a pass (runs on a worker)."""
-    if isinstance(rows, PoissonStep):
-        rows = rows.local_rows(p, xb.shape[0])
     view = _local_design(xb, auxb, spec)
     if rows is not None and len(rows) == 0:
         return np.zeros(args["size"])
@@ -327,11 +261,6 @@ def _sum(*parts):
 
 def _margins_block(xb, auxb, spec, theta):
     return _local_design(xb, auxb, spec).matvec(theta)
-
-
-def _labels_block(yb, check, name):
-    """Run a label check on one partition (errors propagate to the client)."""
-    return np.asarray(check(yb, name), dtype=np.float64)
 
 
 def _target_block(yb):
@@ -451,7 +380,7 @@ class DaskDesign(Design):
     def _blocks_for(self, rows):
         """[(partition index, local rows)] of the partitions a pass must visit."""
         P = self.n_partitions
-        if rows is None or isinstance(rows, PoissonStep):
+        if rows is None:
             return [(p, rows) for p in range(P)]
         n = self.shape[0]
         if isinstance(rows, slice):
@@ -605,8 +534,8 @@ class DaskDesign(Design):
 
     def glm_clipped_sum(self, loss, theta, y, clipping_norm, *, weights=None, rows=None):
         """Σ_{i∈rows} clip_C(wᵢφ'ᵢ x̃ᵢ) (Abadi et al. 2016, Algorithm 1): each partition
-        clips and sums its own rows of the batch (``rows`` = None, global indices, or
-        a :class:`PoissonStep` drawn on the workers); only the d-vector comes back.
+        clips and sums its own rows of the batch (``rows`` = None or the global
+        indices drawn by the sampler on the client); only the d-vector comes back.
         The noise is added by the caller, on the client."""
         return self._clipped("clip", loss, theta, y, clipping_norm, weights, rows)
 
@@ -624,18 +553,6 @@ class DaskDesign(Design):
         """The number of records a row descriptor selects (a reduction; for tests
         and diagnostics — the size of a Poisson batch is private)."""
         return int(self._pass("count", rows=rows, size=1)[0])
-
-    def batches(self, sampler, rng, steps: int):
-        """The row descriptors of ``steps`` steps of ``sampler``, same law as on one
-        machine: Poisson → :class:`PoissonStep` (one Bernoulli(q) per record, drawn
-        on the workers from seeds spawned from ``rng``); full batches → None; every
-        other sampler → its own index arrays, drawn on the client (b integers a
-        step)."""
-        if isinstance(sampler, PoissonSampler) and sampler.sampling_rate < 1.0:
-            root = _spawn_root(rng)
-            q = float(sampler.sampling_rate)
-            return (PoissonStep(root.entropy, tuple(root.spawn_key), t, q) for t in range(steps))
-        return sampler.batches(rng, steps)
 
     # ----- products --------------------------------------------------------------------
     def matvec(self, theta):
@@ -692,9 +609,8 @@ class DaskDesign(Design):
         xb = np.concatenate([g[0] for g in got])
         auxb = np.concatenate([g[1] for g in got])
         view = _local_design(xb, auxb, self._spec)
-        view.n_clipped = (
-            int(np.count_nonzero(auxb[:, _XNORM] > self.data_norm)) if self.data_norm else 0
-        )
+        if self.data_norm is not None:  # the one-machine count (dperm.backends.rows)
+            view.n_clipped = view._count_clipped(auxb[:, _XNORM])
         return view
 
     def _blocks(self, rows=None):
@@ -725,7 +641,7 @@ class DaskDesign(Design):
         aux = self.aux.map_blocks(
             _reclip_block, data_norm, width, self.fit_intercept, dtype=np.float64
         ).persist()
-        n_clipped = _count_above(self.aux, _NORM, data_norm)
+        n_clipped = _count_clipped(self.aux, _NORM, data_norm)
         spec = _Spec(
             data_norm=data_norm if self.data_norm is None else min(self.data_norm, data_norm),
             bound=data_norm,
@@ -734,14 +650,23 @@ class DaskDesign(Design):
             clipped=True,
         )
         if n_clipped and warn:
-            _warn_clipped(n_clipped, data_norm)
+            warn_clipped(n_clipped, data_norm, stacklevel=2)
         return DaskDesign(self.X, aux, spec=spec, n_clipped=n_clipped)
 
 
-def _count_above(aux, col, bound) -> int:
-    """Rows whose column ``col`` of ``aux`` exceeds ``bound``: a scalar reduction on
-    the workers (it also raises any error of the pass that built ``aux``)."""
-    return int((aux[:, col] > bound).sum().compute())
+def _count_block(norms, bound, count_tol):
+    return np.array([clipped_count(norms, bound, count_tol)])
+
+
+def _count_clipped(aux, col, bound, count_tol: float = 0.0) -> int:
+    """The rows counted as clipped by the rule of :func:`dperm.backends.rows.clipped_count`
+    (norms in column ``col`` of ``aux`` above ``bound``·(1 + ``count_tol``)), counted
+    on each partition and added: a scalar reduction on the workers (it also raises
+    any error of the pass that built ``aux``)."""
+    norms = aux[:, col]
+    chunks = ((1,) * len(norms.chunks[0]),)
+    counts = norms.map_blocks(_count_block, bound, count_tol, chunks=chunks, dtype=np.int64)
+    return int(counts.sum().compute())
 
 
 def _one(block):
@@ -753,127 +678,6 @@ def _force(A) -> None:
     by its tasks surface now, on the client."""
     chunks = ((1,) * len(A.chunks[0]),)
     A.map_blocks(_one, chunks=chunks, drop_axis=list(range(1, A.ndim)), dtype=float).sum().compute()
-
-
-def map_labels(check, y, name: str = "y"):
-    """Apply a label check of :mod:`dperm._validation` (``check(y_block, name)`` →
-    float64 labels, raising :class:`~dperm.exceptions.LabelError`) to every
-    partition of a Dask vector on the workers; the checked labels are persisted
-    (chunked like ``y``) and any error is raised here, on the client."""
-    out = y.map_blocks(_labels_block, check, name, dtype=np.float64).persist()
-    _force(out)
-    return out
-
-
-def _spawn_root(rng) -> np.random.SeedSequence:
-    """A child SeedSequence of the generator's own SeedSequence (spawned, so that
-    its streams are independent of every other stream of the fit), or one seeded
-    from the generator's output when it has none."""
-    ss = getattr(rng.bit_generator, "seed_seq", None)
-    if isinstance(ss, np.random.SeedSequence):
-        return ss.spawn(1)[0]
-    return np.random.SeedSequence(rng.integers(0, 2**32, size=8, dtype=np.uint64).tolist())
-
-
-def _warn_clipped(n_clipped: int, data_norm: float) -> None:
-    warnings.warn(
-        f"{n_clipped} row(s) had an ℓ2 norm above data_norm={data_norm:g} and were clipped to it",
-        ClippingWarning,
-        stacklevel=4,
-    )
-
-
-# ============================================================================ building
-def as_dask_design(X, data_norm=None, *, intercept_scaling=None, warn: bool = True) -> DaskDesign:
-    """A :class:`DaskDesign` of a Dask array or DataFrame: rows clipped to ``data_norm``
-    by a per-row scale and an implicit intercept ``intercept_scaling``, computed in one
-    pass on the workers (the row norms, which is also the finite check) and persisted
-    next to X's partitions.  X itself is neither copied nor persisted (persist it
-    first if it fits in the cluster's memory: every pass reads it).
-
-    Parameters
-    ----------
-    X : dask.array.Array or dask.dataframe.DataFrame of shape (n, d)
-        Numeric; known row chunk sizes (a DataFrame's partition lengths are counted).
-    data_norm : float > 0 or None
-    intercept_scaling : float > 0 or None
-    warn : bool, default True
-
-    Returns
-    -------
-    DaskDesign
-
-    Raises
-    ------
-    InvalidDataError
-        Not 2-D, empty, non-numeric, NaN/inf in any partition, unknown chunk sizes.
-    InvalidPrivacyParameter
-        ``data_norm`` or ``intercept_scaling`` not a positive finite number.
-    """
-    from ._validation import check_positive
-
-    if data_norm is not None:
-        data_norm = check_positive(data_norm, "data_norm")
-    s = (
-        None
-        if intercept_scaling is None
-        else check_positive(intercept_scaling, "intercept_scaling")
-    )
-    X = _as_dask_array(X)
-    width = X.shape[1]
-    aux = X.map_blocks(
-        _aux_block,
-        data_norm,
-        width,
-        s,
-        dtype=np.float64,
-        chunks=(X.chunks[0], (4,)),
-        meta=np.empty((0, 4)),
-    ).persist()
-    # one reduction: rows with a NaN/inf (raised by the pass) and rows above the bound
-    n_clipped = 0 if data_norm is None else _count_above(aux, _XNORM, data_norm)
-    if data_norm is None:
-        _force(aux)
-    if n_clipped and warn:
-        _warn_clipped(n_clipped, data_norm)
-    spec = _Spec(
-        data_norm=data_norm,
-        bound=math.inf if data_norm is None else augmented_bound(data_norm, s),
-        intercept=s,
-        per_row_intercept=False,
-        clipped=data_norm is not None,
-    )
-    return DaskDesign(X, aux, spec=spec, n_clipped=n_clipped)
-
-
-# ============================================================================ estimators
-def validate_estimator_input(estimator, X, y=None, *, reset: bool):
-    """The estimators' input validation for a Dask X (and y), lazily: X as a 2-D
-    numeric Dask array with known row chunks (``n_features_in_`` set on fit,
-    checked on predict), y aligned to X's partitions and checked on the workers.
-    Nothing is gathered; NaN/inf in X is found by the row-norm pass of
-    :func:`as_dask_design`.
-
-    Returns
-    -------
-    X or (X, y)
-
-    Raises
-    ------
-    InvalidDataError
-    """
-    X = _as_dask_array(X)
-    d = X.shape[1]
-    if reset:
-        estimator.n_features_in_ = d
-    elif getattr(estimator, "n_features_in_", d) != d:
-        raise InvalidDataError(
-            f"X has {d} features, but {type(estimator).__name__} is expecting "
-            f"{estimator.n_features_in_} features as input"
-        )
-    if y is None:
-        return X
-    return X, _checked_target(X, y)
 
 
 def _row_vector(v, chunks, name: str):
@@ -917,84 +721,3 @@ def _checked_target(X, y, name: str = "y"):
     y = y.persist()
     _force(y)
     return y
-
-
-def encode_class_targets(estimator, y):
-    """The one-vs-rest ±1 targets of a classifier for a Dask y (lazy, on the workers).
-
-    ``classes_`` is the public ``classes`` when given (labels outside it raise
-    :class:`~dperm.exceptions.LabelError`, checked on the workers); otherwise it
-    is read off the data (``dask.array.unique``: a few labels reach the client),
-    exactly as on one machine, and ``fit`` warns that the label set is then not
-    protected.
-
-    Raises
-    ------
-    LabelError
-    """
-    import dask.array as da
-
-    from .exceptions import LabelError
-
-    public = getattr(estimator, "classes", None)
-    if public is None:
-        estimator.classes_ = np.asarray(da.unique(y).compute())
-    else:
-        estimator.classes_ = np.unique(np.asarray(public))
-        n_unknown = int((~da.isin(y, estimator.classes_)).sum().compute())
-        if n_unknown:
-            raise LabelError(
-                f"y has {n_unknown} label(s) outside classes={estimator.classes_.tolist()}"
-            )
-    k = estimator.classes_.shape[0]
-    if k < 2:
-        raise LabelError(
-            f"{type(estimator).__name__} needs samples of at least 2 classes in the data, "
-            f"got 1 class: {estimator.classes_.tolist()}"
-        )
-    estimator._classes_from_data = public is None
-    if getattr(estimator, "multi_class", "ovr") == "multinomial" and k > 2:
-        raise InvalidDataError(
-            "multi_class='multinomial' is not available on the Dask backend yet; use "
-            "multi_class='ovr' or a numpy array"
-        )
-    classes = estimator.classes_[1:] if k == 2 else estimator.classes_
-    return [da.where(y == c, 1.0, -1.0).persist() for c in classes]
-
-
-def _weight_block(wb):
-    wb = np.asarray(wb, dtype=np.float64)
-    bad = ~np.isfinite(wb) | (wb < 0) | (wb > 1)
-    if bad.any():
-        raise InvalidDataError(
-            "sample_weight must be finite and in [0, 1] (a public bound: a weight > 1 "
-            f"would raise one record's sensitivity); {int(bad.sum())} weight(s) in a "
-            "partition are not (their values are not echoed: they are part of the "
-            "private records)"
-        )
-    return wb
-
-
-def check_sample_weight(sample_weight, n: int):
-    """Dask sample weights of length n, checked in [0, 1] on the workers (the rules
-    of the one-machine path; aligned to X's partitions by the design's passes).
-
-    Raises
-    ------
-    InvalidDataError
-    """
-    import dask.array as da
-
-    w = sample_weight
-    if _is_dataframe(w):
-        w = w.to_dask_array(lengths=True)
-    if not isinstance(w, da.Array) or w.ndim != 1:
-        raise InvalidDataError(
-            f"sample_weight must have shape ({n},), got {getattr(w, 'shape', type(w))}"
-        )
-    _check_known(w, "sample_weight")
-    if w.shape != (n,):
-        raise InvalidDataError(f"sample_weight must have shape ({n},), got {w.shape}")
-    w = w.map_blocks(_weight_block, dtype=np.float64).persist()
-    _force(w)
-    return w

@@ -1,7 +1,7 @@
-"""Back end of the ``dperm audit`` command.
+"""``dperm audit``: an empirical lower bound ε_LB on the ε a mechanism really spends.
 
-The typer wiring lives in :mod:`dperm.cli`; :func:`audit_command` does the work
-and returns a plain, JSON-serializable dictionary, :func:`render` formats it.
+:func:`audit_command` does the work (:func:`dperm.audit.audit`) and returns a plain,
+JSON-serializable dictionary, :func:`render` formats it.
 
 Examples (shell)::
 
@@ -15,9 +15,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._validation import check_count
+import typer
 
-__all__ = ["audit_command", "render"]
+from ..exceptions import InvalidPrivacyParameter
+from ._common import JSON, Opt, one_line_errors, with_options
+
+__all__ = ["audit_cmd", "audit_command", "render"]
 
 
 def audit_command(
@@ -72,7 +75,8 @@ def audit_command(
     ------
     UnknownNameError, InvalidPrivacyParameter, DpermError
     """
-    from .audit import audit, available_runners
+    from .._validation import check_count
+    from ..audit import audit, available_runners
 
     if runs is not None:
         runs = check_count(runs, "runs", minimum=10)
@@ -145,3 +149,43 @@ def render(result: dict[str, Any], json_output: bool = False) -> str:
             "VERDICT              not refuted (ε_LB ≤ ε; a lower bound, not a proof of privacy)"
         )
     return "\n".join(lines)
+
+
+#: the options of ``dperm audit``, in the order of ``--help``
+_OPTIONS = {
+    "mechanism": Opt(
+        str | None,
+        None,
+        "Audit runner, e.g. objective, output, dp-gd, dp-sgd, estimator-dp-sgd, amp, "
+        "adassp, tukey, dual-frank-wolfe (`dperm audit --list` prints every one).",
+    ),
+    "epsilon": Opt(float | None, None, "Claimed ε."),
+    "list_runners": Opt(bool, False, "Print the available audit runners and exit.", "--list"),
+    "delta": Opt(float | None, None, "Claimed δ (default: the mechanism's)."),
+    "runs": Opt(int | None, None, "Runs per neighbouring dataset (default: the mechanism's)."),
+    "seed": Opt(int | None, None, "Seed of the runs."),
+    "n_jobs": Opt(int | None, None, "Worker processes (default: all cores)."),
+    "json_output": JSON,
+    "method": Opt(
+        str | None,
+        None,
+        "gdp or clopper-pearson (default: gdp for Gaussian-noise mechanisms).",
+    ),
+}
+
+
+@with_options(_OPTIONS)
+def audit_cmd(**options: Any) -> None:
+    """Empirical lower bound ε_LB on the ε a mechanism really spends (canary audit)."""
+    with one_line_errors():
+        if options.pop("list_runners"):
+            from ..audit import available_runners
+
+            typer.echo("\n".join(available_runners()))
+            return
+        if options["mechanism"] is None or options["epsilon"] is None:
+            raise InvalidPrivacyParameter(
+                "dperm audit needs --mechanism NAME and --epsilon EPS (or --list)"
+            )
+        result = audit_command(**options)
+    typer.echo(render(result, json_output=options["json_output"]))

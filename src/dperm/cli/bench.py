@@ -1,4 +1,4 @@
-"""Back end of ``dperm bench`` (wired into :mod:`dperm.cli`).
+"""``dperm bench``: every DP-ERM algorithm against the published comparison.
 
 ``bench_command`` parses the comma-separated options, runs
 :func:`dperm.bench.run_bench` and returns the markdown summary it wrote.
@@ -9,10 +9,14 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
-from .exceptions import InvalidDataError, InvalidPrivacyParameter
+import typer
 
-__all__ = ["bench_command", "parse_floats", "parse_list"]
+from ..exceptions import InvalidDataError, InvalidPrivacyParameter
+from ._common import Opt, one_line_errors, with_options
+
+__all__ = ["bench_cmd", "bench_command", "parse_floats", "parse_list"]
 
 
 def parse_list(value: str | None) -> list[str] | None:
@@ -100,7 +104,7 @@ def bench_command(
         ``out`` that is not a writable folder).
     """
     _check_out_dir(Path(out))  # before hours of fitting, not after
-    from .bench import run_bench
+    from ..bench import run_bench
 
     command = "dperm bench " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     run_bench(
@@ -116,3 +120,35 @@ def bench_command(
         command=command.strip(),
     )
     return (Path(out) / "results.md").read_text() + f"\nOutputs written to {Path(out)}/\n"
+
+
+#: the options of ``dperm bench``, in the order of ``--help``
+_OPTIONS = {
+    "datasets": Opt(
+        str | None,
+        None,
+        "Comma-separated: adult,kddcup99,mnist,synthetic-l,synthetic-h (default: those present).",
+    ),
+    "epsilons": Opt(str, "0.1,1", "Comma-separated ε values."),
+    "algorithms": Opt(
+        str | None,
+        None,
+        "Comma-separated: non-private, registered mechanisms, tuned variants, peers "
+        "(default: the published comparison plus dperm's other classifiers).",
+    ),
+    "repeats": Opt(int, 3, "Private fits per cell."),
+    "protocol": Opt(str, "honest", "honest (defaults) | paper (non-private tuning)."),
+    "data_home": Opt(Path | None, None, "Folder of the real data."),
+    "out": Opt(Path, Path("bench-out"), "Output folder."),
+    "no_progress": Opt(bool, False, "Hide the progress bar."),
+    "seed": Opt(int, 0, "Base seed of the fits."),
+}
+
+
+@with_options(_OPTIONS)
+def bench_cmd(**options: Any) -> None:
+    """Benchmark every DP-ERM algorithm against the published comparison (Iyengar et al. 2019)."""
+    progress = not options.pop("no_progress")
+    with one_line_errors():
+        text = bench_command(**options, progress=progress)
+    typer.echo(text)

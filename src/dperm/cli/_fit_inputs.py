@@ -1,4 +1,4 @@
-"""Helpers of ``dperm fit``: public schema options, the ledger file and progress.
+"""The inputs of ``dperm fit``: public schema options, the ledger file, the Dask sources.
 
 ``--bounds`` and ``--categories`` take either a schema file (JSON, or YAML when
 PyYAML is installed) or ``col=…`` items; ``--ledger FILE`` spends every fit of
@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .exceptions import BudgetExceededError, InvalidPrivacyParameter
+from ..exceptions import BudgetExceededError, InvalidPrivacyParameter
 
 __all__ = [
     "check_ledger",
@@ -27,7 +24,6 @@ __all__ = [
     "open_ledger",
     "parse_bounds",
     "parse_categories",
-    "step",
 ]
 
 
@@ -135,7 +131,7 @@ def open_ledger(path: Path, epsilon: float | None, delta: float | None):
     InvalidPrivacyParameter
         When the file does not exist and no ``--ledger-epsilon`` is given.
     """
-    from .accounting import Ledger
+    from ..accounting import Ledger
 
     if path.exists():
         return Ledger.load(path)
@@ -149,7 +145,7 @@ def open_ledger(path: Path, epsilon: float | None, delta: float | None):
 
 def check_ledger(ledger, epsilon: float, delta: float) -> None:
     """Refuse, before fitting, a fit of (ε, δ) that the ledger cannot afford."""
-    from .accounting.events import EpsilonDelta
+    from ..accounting.events import EpsilonDelta
 
     if not ledger.can_spend(EpsilonDelta(epsilon, delta)):
         raise BudgetExceededError(
@@ -157,32 +153,6 @@ def check_ledger(ledger, epsilon: float, delta: float) -> None:
             f"(epsilon={ledger.epsilon:g}, delta={ledger.delta:g}; "
             f"remaining epsilon {ledger.remaining_epsilon():.6g})"
         )
-
-
-@contextmanager
-def step(label: str, enabled: bool = True, threshold: float = 1.0) -> Iterator[None]:
-    """Report a step on stderr when it runs for more than ``threshold`` seconds.
-
-    ``dperm: <label> …`` appears once the step has run ``threshold`` seconds
-    (a timer thread), and ``dperm: <label> done (t s)`` at its end; fast steps
-    print nothing.
-    """
-    if not enabled:
-        yield
-        return
-    t0 = time.perf_counter()
-    timer = threading.Timer(
-        threshold, lambda: print(f"dperm: {label} …", file=sys.stderr, flush=True)
-    )
-    timer.daemon = True
-    timer.start()
-    try:
-        yield
-    finally:
-        timer.cancel()
-    dt = time.perf_counter() - t0
-    if dt > threshold:
-        print(f"dperm: {label} done ({dt:.1f} s)", file=sys.stderr, flush=True)
 
 
 # ----------------------------------------------------------------------------- Dask path
@@ -238,7 +208,7 @@ def load_dask_dataset(
 ):
     """``--parquet`` / ``--csv-dir``: :func:`dperm.datasets.dask_io.read_dask` with the
     public schema of the command line (bounds and categories from the user only)."""
-    from .datasets.dask_io import read_dask
+    from ..datasets.dask_io import read_dask
 
     option = "--parquet" if fmt == "parquet" else "--csv-dir"
     if target is None:

@@ -1,7 +1,7 @@
-"""Back ends of the ``dperm account`` and ``dperm calibrate`` commands.
+"""``dperm account``: ε spent by ``steps`` (subsampled) Gaussian releases.
 
-The typer wiring lives in :mod:`dperm.cli`; these functions do the work and
-return plain, JSON-serializable dictionaries (``render`` formats them).
+:func:`account_command` does the work and returns a plain, JSON-serializable dictionary;
+:func:`render` formats it (also for ``dperm calibrate``, :mod:`dperm.cli.calibrate`).
 
 Examples (shell)::
 
@@ -9,7 +9,6 @@ Examples (shell)::
         --delta 1e-5 --accountant rdp --json
     dperm account --noise-multiplier 1.1 --sampling-rate 0.004 --steps 15000 \\
         --delta 1e-5 --accountant pld --json
-    dperm calibrate --epsilon 2 --delta 1e-5 --sampling-rate 0.004 --steps 15000
 """
 
 from __future__ import annotations
@@ -18,28 +17,32 @@ import json
 import math
 import time
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._validation import check_count, check_delta, check_nonnegative, check_probability
-from .accounting import (
-    Gaussian,
-    PoissonSampled,
-    RdpAccountant,
-    SampledWithoutReplacement,
-    SelfComposed,
-    calibrate_gaussian,
-    get_accountant,
-)
-from .accounting.calibrate import SAMPLING_SCHEMES
-from .accounting.events import ADD_REMOVE, REPLACE_ONE, DpEvent
-from .exceptions import UnknownNameError
+import typer
 
-__all__ = ["account_command", "calibrate_command", "render"]
+from ..exceptions import UnknownNameError
+from ._common import JSON, REQUIRED, Opt, one_line_errors, with_options
+
+if TYPE_CHECKING:
+    from ..accounting.events import DpEvent
+
+__all__ = ["account_cmd", "account_command", "render"]
+
+# the releases that dperm account and dperm calibrate describe
+SAMPLING_RATE = Opt(float, 1.0, "q in (0, 1].")
+STEPS = Opt(int, 1, "Number of releases.")
+ACCOUNTANT = Opt(str, "rdp", "rdp | pld | …")
+SAMPLING = Opt(str, "poisson", "poisson | without_replacement")
 
 
 def _step_event(
     noise_multiplier: float, sampling_rate: float, sampling: str, population_size: int | None
 ) -> DpEvent:
+    from .._validation import check_count
+    from ..accounting import Gaussian, PoissonSampled, SampledWithoutReplacement
+    from ..accounting.events import ADD_REMOVE, REPLACE_ONE
+
     # Poisson: add/remove-one (DP-SGD's classical analysis); without replacement: replace-one
     gauss = Gaussian(
         noise_multiplier, neighbouring=ADD_REMOVE if sampling == "poisson" else REPLACE_ONE
@@ -54,7 +57,7 @@ def _step_event(
         m, n = frac.numerator, frac.denominator
     else:
         n = check_count(population_size, "population_size", minimum=1)
-        from .accounting.calibrate import sample_size_from_rate
+        from ..accounting.calibrate import sample_size_from_rate
 
         m = sample_size_from_rate(sampling_rate, n)
     return SampledWithoutReplacement(m, n, gauss)
@@ -110,6 +113,10 @@ def account_command(
     ------
     InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
     """
+    from .._validation import check_count, check_delta, check_nonnegative, check_probability
+    from ..accounting import RdpAccountant, SelfComposed, get_accountant
+    from ..accounting.calibrate import SAMPLING_SCHEMES
+
     sigma = check_nonnegative(noise_multiplier, "noise_multiplier")
     q = check_probability(sampling_rate, "sampling_rate")
     steps = check_count(steps, "steps", minimum=1)
@@ -137,76 +144,10 @@ def account_command(
         out["epsilon"] = acc.get_epsilon(delta)
     out["seconds"] = time.perf_counter() - t0
     if plot is not None:
-        from .privacy_profile import plot_privacy_profile
+        from ..privacy_profile import plot_privacy_profile
 
         out["plot"] = plot_privacy_profile(event, plot, delta=delta)
     return out
-
-
-def calibrate_command(
-    epsilon: float,
-    delta: float = 1e-5,
-    sampling_rate: float = 1.0,
-    steps: int = 1,
-    accountant: str = "rdp",
-    sampling: str = "poisson",
-    population_size: int | None = None,
-) -> dict[str, Any]:
-    """Smallest noise multiplier σ such that ``steps`` releases are (ε, δ)-DP.
-
-    Parameters
-    ----------
-    epsilon : float
-        Target ε > 0.
-    delta : float, default 1e-5
-        Target δ in (0, 1).
-    sampling_rate, steps, accountant, sampling, population_size
-        As in :func:`account_command` (``population_size`` is required for
-        ``"without_replacement"`` with q < 1).
-
-    Returns
-    -------
-    dict
-        ``accountant``, ``epsilon`` (target), ``delta``, ``sampling_rate``,
-        ``steps``, ``sampling``, ``noise_multiplier``, ``achieved_epsilon``
-        (ε certified at the returned σ, ≤ target) and ``seconds``.
-    """
-    t0 = time.perf_counter()
-    if sampling == "without_replacement" and population_size is None and sampling_rate != 1.0:
-        frac = Fraction(check_probability(sampling_rate, "sampling_rate")).limit_denominator(10**12)
-        population_size = frac.denominator
-        sampling_rate = frac.numerator / frac.denominator
-    sigma = calibrate_gaussian(
-        epsilon,
-        delta,
-        steps=steps,
-        sampling_rate=sampling_rate,
-        accountant=accountant,
-        sampling=sampling,
-        population_size=population_size,
-    )
-    achieved_run = account_command(
-        sigma,
-        sampling_rate=sampling_rate,
-        steps=steps,
-        delta=delta,
-        accountant=accountant,
-        sampling=sampling,
-        population_size=population_size,
-    )
-    achieved = achieved_run["epsilon"]
-    return {
-        "accountant": accountant,
-        "neighbouring": achieved_run["neighbouring"],
-        "epsilon": float(epsilon),
-        "delta": float(delta),
-        "sampling_rate": float(sampling_rate),
-        "steps": int(steps),
-        "sampling": sampling,
-        "noise_multiplier": sigma,
-        "achieved_epsilon": achieved,
-        "seconds": time.perf_counter() - t0,
-    }
 
 
 def render(result: dict[str, Any], json_output: bool = False) -> str:
@@ -225,3 +166,24 @@ def render(result: dict[str, Any], json_output: bool = False) -> str:
         shown = f"{v:.6g}" if isinstance(v, float) else str(v)
         lines.append(f"{k:<{width}}  {shown}")
     return "\n".join(lines)
+
+
+#: the options of ``dperm account``, in the order of ``--help``
+_OPTIONS = {
+    "noise_multiplier": Opt(float, REQUIRED, "σ per unit Δ₂."),
+    "sampling_rate": SAMPLING_RATE,
+    "steps": STEPS,
+    "delta": Opt(float, 1e-5, "δ."),
+    "accountant": ACCOUNTANT,
+    "sampling": SAMPLING,
+    "json_output": JSON,
+    "plot": Opt(str | None, None, "Write the privacy profile δ(ε) and the PLD to this PNG."),
+}
+
+
+@with_options(_OPTIONS)
+def account_cmd(**options: Any) -> None:
+    """ε spent by `steps` (subsampled) Gaussian releases."""
+    with one_line_errors():
+        result = account_command(**options)
+    typer.echo(render(result, json_output=options["json_output"]))

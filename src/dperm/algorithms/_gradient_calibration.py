@@ -1,0 +1,280 @@
+"""Noise calibration of the gradient-perturbation algorithms (DP-GD, DP-SGD).
+
+The algorithms never compute ε themselves: the noise multiplier z of a run is the
+smallest one the chosen accountant certifies for the event the sampler describes
+(:meth:`dperm.sampling.Sampler.event`), through
+:func:`dperm.accounting.calibrate.calibrate_noise`, and every certificate is checked
+again before it is used (fail closed).  A given multiplier is checked against a
+target ε the same way (:func:`check_spent`), with the exact ε(δ) of T composed
+Gaussian mechanisms (Dong, Roth & Su 2019, Corollary 3.3; Balle & Wang 2018) as a
+fast lower bound that no sound accountant can beat.
+
+Every name is re-exported by :mod:`dperm.algorithms._gradient_loop`; the loop
+itself (step P3 of ``docs/gradient_perturbation.md`` adds the noise calibrated
+here) lives there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from .._validation import check_delta, check_epsilon, check_nonnegative
+from ..accounting.events import REPLACE_ONE, DpEvent, Gaussian, NonPrivate, SelfComposed
+from ..exceptions import (
+    InvalidPrivacyParameter,
+    PrivacyError,
+    UnknownNameError,
+    UnsupportedEventError,
+)
+from ..sampling import PoissonSampler, Sampler
+
+__all__ = [
+    "ACCOUNTANTS",
+    "calibrate_noise_multiplier",
+    "check_accountant",
+    "check_spent",
+    "epsilon_of",
+    "resolve_accountant",
+    "resolve_noise",
+]
+
+ACCOUNTANTS = ("rdp", "pld")
+
+
+def check_accountant(accountant: str) -> str:
+    """Raises UnknownNameError unless ``accountant`` is "rdp" or "pld"."""
+    if accountant not in ACCOUNTANTS:
+        raise UnknownNameError(
+            f"unknown accountant {accountant!r}; choose one of {list(ACCOUNTANTS)}"
+        )
+    return accountant
+
+
+def resolve_accountant(accountant, sampler: Sampler) -> str:
+    """The accountant of a run: ``accountant`` if given, else the tightest one
+    that supports the sampler's event (``sampler.default_accountant``: the PLD
+    accountant, or RDP for sampling without replacement, which PLD cannot account).
+
+    Raises
+    ------
+    UnknownNameError
+        Unknown name.
+    UnsupportedEventError
+        The RDP accountant asked for replace-one Poisson sampling (no RDP bound
+        exists in dperm; use "pld", or fixed-size sampling without replacement).
+    """
+    if accountant is None:
+        return sampler.default_accountant
+    check_accountant(accountant)
+    if accountant == "rdp" and isinstance(sampler, PoissonSampler):
+        if sampler.neighbouring == REPLACE_ONE:
+            raise UnsupportedEventError(
+                "the RDP accountant cannot account Poisson sampling under replace-one "
+                "neighbours; use accountant='pld' (dp-accounting's REPLACE_ONE PLD) or "
+                "sampling='without_replacement' (RDP of Wang, Balle, Kasiviswanathan 2019)"
+            )
+    return accountant
+
+
+def _factory(accountant: str, neighbouring: str) -> Callable[[], Any]:
+    """A fresh accountant of ``neighbouring`` for each call."""
+    from ..accounting import get_accountant
+
+    return lambda: get_accountant(accountant, neighbouring=neighbouring)
+
+
+# calibration is a deterministic function of the event family and the target: one
+# search serves the k one-vs-rest fits of an estimator and repeated fits
+_CALIBRATION_CACHE: dict[tuple, float] = {}
+
+
+def calibrate_noise_multiplier(
+    make_event: Callable[[float], DpEvent],
+    epsilon: float,
+    delta: float,
+    accountant: str,
+    *,
+    neighbouring: str = REPLACE_ONE,
+    proxy=None,
+) -> float:
+    """Smallest z such that ``make_event(z)`` is certified (ε, δ)-DP by ``accountant``
+    for the relation ``neighbouring``.
+
+    Delegates to :func:`dperm.accounting.calibrate.calibrate_noise` and then
+    re-checks the result with the accountant (fail closed).  For the PLD
+    accountant the search is bracketed by the (fast) RDP answer for
+    ``proxy = (make_proxy_event, lo, hi)`` (see :meth:`Sampler.rdp_proxy`;
+    default: ``make_event`` itself); the bracket only speeds the search, the
+    certificate is the PLD's (and a bracket that misses falls back to the
+    unbracketed search).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        If no noise level meets the target.
+    """
+    from ..accounting.calibrate import calibrate_noise
+
+    factory = _factory(accountant, neighbouring)
+    bounds = {}
+    if accountant == "pld":
+        make_proxy, lo, hi = proxy if proxy is not None else (make_event, 0.5, 1.05)
+        try:
+            z_rdp = float(
+                calibrate_noise(
+                    make_proxy,
+                    epsilon,
+                    delta,
+                    accountant=_factory("rdp", make_proxy(1.0).neighbouring),
+                    rtol=1e-2,
+                )
+            )
+            bounds = {"lower": lo * z_rdp, "upper": hi * z_rdp}
+        except PrivacyError:
+            bounds = {}
+    try:
+        z = float(calibrate_noise(make_event, epsilon, delta, accountant=factory, **bounds))
+    except InvalidPrivacyParameter:
+        if not bounds:
+            raise
+        z = float(calibrate_noise(make_event, epsilon, delta, accountant=factory))
+    check_spent(make_event(z), epsilon, delta, accountant, what=f"calibrated noise z={z:.6g}")
+    return z
+
+
+# ε(δ) of an event is a deterministic function of (event, δ, accountant): one PLD
+# evaluation (~0.1–0.3 s) serves repeated fits with the same public constants
+_EPSILON_CACHE: dict[tuple, float] = {}
+
+
+def epsilon_of(event: DpEvent, delta: float, accountant: str) -> float:
+    """ε spent by ``event`` at ``delta`` according to ``accountant``, for the
+    neighbouring relation the event carries."""
+    if isinstance(event, NonPrivate):
+        return math.inf
+    from ..accounting import epsilon_spent
+
+    key = (event, float(delta), accountant)
+    try:
+        cached = _EPSILON_CACHE.get(key)
+    except TypeError:  # an unhashable event: not cached
+        key, cached = None, None
+    if cached is not None:
+        return cached
+    eps = float(epsilon_spent(event, delta, accountant=_factory(accountant, event.neighbouring)))
+    if key is not None:
+        if len(_EPSILON_CACHE) >= 256:
+            _EPSILON_CACHE.clear()
+        _EPSILON_CACHE[key] = eps
+    return eps
+
+
+def _exact_gaussian_epsilon(event: DpEvent, delta: float) -> float | None:
+    """Exact ε(δ) of T adaptive Gaussian mechanisms with multiplier z (a Gaussian
+    mechanism with multiplier z/√T; Dong, Roth & Su 2019, Corollary 3.3; ε by the
+    analytic formula of Balle & Wang, ICML 2018), or None for other events."""
+    count = 1
+    if isinstance(event, SelfComposed):
+        event, count = event.event, event.count
+    if type(event) is not Gaussian or count == 0 or event.noise_multiplier == 0:
+        return None
+    from ..accounting.gaussian import gaussian_epsilon
+
+    return float(gaussian_epsilon(event.noise_multiplier / math.sqrt(count), delta))
+
+
+def check_spent(event: DpEvent, epsilon: float, delta: float, accountant: str, what: str) -> float:
+    """Return ε(δ) of ``event``; raise when it exceeds the target ``epsilon``.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Naming ``what`` and the values, when ε(δ) > epsilon (1e-9 relative slack
+        for the root finder).
+    """
+    exact = _exact_gaussian_epsilon(event, delta)
+    if exact is not None and not exact <= epsilon * (1 + 1e-9):
+        # no sound accountant certifies less than the exact value: fail fast (the
+        # PLD of a low-noise Gaussian is slow to build)
+        raise InvalidPrivacyParameter(
+            f"{what} spends epsilon={exact:.6g} at delta={delta:g} (exact, Balle & Wang "
+            f"2018), more than the target epsilon={epsilon:g}"
+        )
+    eps = epsilon_of(event, delta, accountant)
+    if not eps <= epsilon * (1 + 1e-9):
+        raise InvalidPrivacyParameter(
+            f"{what} spends epsilon={eps:.6g} at delta={delta:g} ({accountant} accountant, "
+            f"{getattr(event, 'neighbouring', '?')} neighbours), more than the target "
+            f"epsilon={epsilon:g}"
+        )
+    return eps
+
+
+def resolve_noise(
+    sampler: Sampler,
+    steps: int,
+    *,
+    epsilon,
+    delta,
+    noise_multiplier,
+    accountant: str,
+) -> tuple[float, DpEvent, float | None]:
+    """Noise multiplier z, the event of the run, and ε spent at δ.
+
+    Either (``epsilon``, ``delta``) is given and z is the smallest noise the
+    accountant certifies for ``steps`` steps of ``sampler`` under the
+    sampler's neighbouring relation; or ``noise_multiplier`` is given, and
+    then, if ``epsilon`` is also given, the run must meet it.  z = 0 gives the
+    event :class:`NonPrivate` (ε = ∞).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        If neither is given, a value is invalid, or the given noise does not
+        meet the target ε.
+    """
+    check_accountant(accountant)
+    if noise_multiplier is None:
+        if epsilon is None:
+            raise InvalidPrivacyParameter(
+                "give epsilon and delta (the noise is then calibrated) or noise_multiplier, "
+                "got neither"
+            )
+        eps = check_epsilon(epsilon)
+        dlt = check_delta(delta, allow_zero=False)
+        key = (sampler.event(1.0, steps), eps, dlt, accountant)
+        z = _CALIBRATION_CACHE.get(key)
+        if z is None:
+            z = calibrate_noise_multiplier(
+                lambda v: sampler.event(v, steps),
+                eps,
+                dlt,
+                accountant,
+                neighbouring=sampler.neighbouring,
+                proxy=sampler.rdp_proxy(steps),
+            )
+            if len(_CALIBRATION_CACHE) >= 256:
+                _CALIBRATION_CACHE.clear()
+            _CALIBRATION_CACHE[key] = z
+    else:
+        z = check_nonnegative(noise_multiplier, "noise_multiplier")
+        if epsilon is not None:
+            eps = check_epsilon(epsilon)
+            dlt = check_delta(delta, allow_zero=False)
+            check_spent(
+                sampler.event(z, steps),
+                eps,
+                dlt,
+                accountant,
+                what=(
+                    f"noise_multiplier={z:g} with steps={steps}, "
+                    f"sampling_rate={sampler.sampling_rate:g} ({sampler.name} sampling)"
+                ),
+            )
+    event = sampler.event(z, steps)
+    spent = None
+    if delta is not None:
+        spent = epsilon_of(event, check_delta(delta, allow_zero=False), accountant)
+    return z, event, spent

@@ -1,0 +1,187 @@
+"""What ``dperm fit`` measures and prints: utility, privacy spent, diagnostics.
+
+:func:`measure` computes the keys of ``dperm fit --json`` from a fitted estimator (with a
+non-private reference fit of the same regularized objective, unless skipped);
+:func:`print_fit_table` prints them as the table of ``dperm fit``.  The rows computed from
+the private training data without noise (:data:`NON_PRIVATE_KEYS`) are labelled
+"(not private)".
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+from ._common import step
+
+__all__ = ["NON_PRIVATE_KEYS", "measure", "print_fit_table"]
+
+#: keys of ``dperm fit --json`` computed from the private training data without
+#: noise (diagnostics for the data owner, outside the privacy guarantee); the
+#: table labels their rows "(not private)"
+NON_PRIVATE_KEYS = (
+    "train_accuracy",
+    "excess_empirical_risk",
+    "nonprivate_test_accuracy",
+    "n_clipped",
+    "fit_seconds",
+)
+
+
+def measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose) -> dict:
+    """The measured keys of :func:`run_fit`: utility, privacy spent, diagnostics."""
+    import numpy as np
+
+    from ..utility import excess_empirical_risk, nonprivate_fit
+
+    ref = None
+    if reference and getattr(est, "multi_class", "ovr") == "multinomial":
+        # dperm.utility.nonprivate_fit solves the binary / one-vs-rest problems only
+        warnings.warn(
+            "no non-private reference for --multi-class multinomial (not implemented); "
+            "its rows are left empty",
+            UserWarning,
+            stacklevel=2,
+        )
+        reference = False
+    if reference:
+        # the private fit's own regularized objective (l2_, regularizer_,
+        # constraint_), its tol and its iteration cap.  A gradient-perturbation
+        # fit has no tol (it runs `steps` noisy steps at sampling rate q, i.e.
+        # steps·q passes): its reference gets as many full-gradient iterations as
+        # the fit made passes (at least 100) and a gradient residual of 1e-4, far
+        # below the fit's own noise.  Without regularization (DP-SGD's default
+        # alpha = 0) the minimum may not exist and the solver would otherwise run
+        # to max_iter (issue #12 §3: 21 min on KDD Cup 99)
+        tol = float(getattr(est, "tol", 1e-10))
+        max_iter = int(getattr(est, "max_iter", 10_000))
+        diag = est.diagnostics_ if isinstance(est.diagnostics_, dict) else est.diagnostics_[0]
+        if diag.get("steps") is not None:
+            passes = float(diag["steps"]) * float(diag.get("sampling_rate") or 1.0)
+            max_iter = min(max_iter, max(100, math.ceil(passes)))
+            tol = max(tol, 1e-4)
+        with step("non-private reference fit (skip with --no-reference)", verbose):
+            ref = nonprivate_fit(est, ds.X_train, ds.y_train, tol=tol, max_iter=max_iter)
+    has_test = ds.X_test is not None and ds.n_test > 0
+    regression = ds.task == "regression"
+    metric = "r2" if regression else "accuracy"
+    out: dict[str, Any] = {
+        "dataset": ds.name,
+        "n_train": ds.n_train,
+        "n_test": ds.n_test,
+        "n_features": ds.n_features,
+        "model": model,
+        "mechanism": mechanism,
+        "epsilon": float(est.epsilon_),
+        "delta": float(est.delta_),
+        f"test_{metric}": float(est.score(ds.X_test, ds.y_test)) if has_test else None,
+    }
+    if regression:
+        out["test_rmse"] = (
+            float(np.sqrt(np.mean((est.predict(ds.X_test) - ds.y_test) ** 2))) if has_test else None
+        )
+    out[f"train_{metric}"] = float(est.score(ds.X_train, ds.y_train))
+    out["excess_empirical_risk"] = (
+        None if ref is None else excess_empirical_risk(est, ds.X_train, ds.y_train, reference=ref)
+    )
+    out[f"nonprivate_test_{metric}"] = (
+        float(ref.score(ds.X_test, ds.y_test)) if (has_test and ref is not None) else None
+    )
+    out.update(
+        {
+            "n_clipped": int(est.n_clipped_),
+            "fit_seconds": fit_seconds,
+            "metric": metric,
+            "delta_default": delta is None,
+            "alpha": float(est.alpha_),
+            "dp_event": est.dp_event_.to_dict(),
+            # the relation ε and δ are stated for (docs/neighbouring.md)
+            "neighbouring": est.neighbouring_,
+            # computed from the private training data without noise: for the data
+            # owner, outside the (ε, δ) guarantee (don't publish them)
+            "outside_guarantee": [k.replace("accuracy", metric) for k in NON_PRIVATE_KEYS],
+        }
+    )
+    # what a gradient-perturbation fit ran with (issue #4): from the first
+    # class's diagnostics (one-vs-rest fits share the schedule and the noise)
+    diag = est.diagnostics_ if isinstance(est.diagnostics_, dict) else est.diagnostics_[0]
+    for key in ("noise_multiplier", "steps", "sampling_rate", "accountant"):
+        val = diag.get(key)
+        out[key] = val if val is None or isinstance(val, str) else float(val)
+    # the theory next to the measurement (issue #5): dperm.theory.bound_for_estimator
+    from ..theory import bound_for_estimator
+
+    bound = bound_for_estimator(est, ds.n_train)
+    out["theoretical_bound"] = None if bound is None else float(bound.value)
+    out["theoretical_bound_detail"] = None if bound is None else bound.to_dict()
+    return out
+
+
+def print_fit_table(result: dict[str, Any]) -> None:
+    """Print the result of ``dperm fit`` (the dict of :func:`run_fit`) as a table; the
+    keys computed from the training data without noise are marked "(not private)"."""
+    from rich.console import Console
+    from rich.table import Table
+
+    key = result["metric"]  # "accuracy" or "r2": the suffix of the utility keys
+    metric = "R²" if key == "r2" else "accuracy"
+
+    def fmt(v, spec=".4f"):
+        return "—" if v is None else format(v, spec)
+
+    delta_note = " (default 1/n²)" if result["delta_default"] else ""
+    np_note = " (not private)"  # rows computed from the training data without noise
+    table = Table(title="dperm fit", show_header=True, header_style="bold")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    rows = [
+        ("dataset", result["dataset"]),
+        ("n_train", str(result["n_train"])),
+        ("n_test", str(result["n_test"])),
+        ("d (features)", str(result["n_features"])),
+        ("model", result["model"]),
+        ("mechanism", result["mechanism"]),
+        ("ε spent", fmt(result["epsilon"], ".6g")),
+        ("δ spent", fmt(result["delta"], ".3g") + delta_note),
+        ("neighbouring", result.get("neighbouring", "replace-one")),
+        *(
+            (("ledger ε spent (all fits)", fmt(result["ledger_spent_epsilon"], ".6g")),)
+            if "ledger" in result
+            else ()
+        ),
+        *(
+            (("WARNING", "bounds read from the data: NO end-to-end DP guarantee"),)
+            if result.get("bounds_from_data")
+            else ()
+        ),
+        (f"test {metric}", fmt(result[f"test_{key}"])),
+        *((("test RMSE", fmt(result.get("test_rmse"), ".4g")),) if key == "r2" else ()),
+        (f"train {metric}{np_note}", fmt(result[f"train_{key}"])),
+        (f"excess empirical risk{np_note}", fmt(result["excess_empirical_risk"], ".4g")),
+        (
+            "theoretical bound"
+            + (
+                ""
+                if (result.get("theoretical_bound_detail") or {}).get("constant_known", True)
+                else " (rate, constant 1)"
+            ),
+            fmt(result.get("theoretical_bound"), ".4g"),
+        ),
+        (f"non-private test {metric}{np_note}", fmt(result[f"nonprivate_test_{key}"])),
+        *(
+            (label, fmt(result.get(key), ".4g") if key != "accountant" else result[key])
+            for key, label in (
+                ("noise_multiplier", "noise multiplier"),
+                ("steps", "steps"),
+                ("sampling_rate", "sampling rate"),
+                ("accountant", "accountant"),
+            )
+            if result.get(key) is not None
+        ),
+        (f"rows clipped{np_note}", str(result["n_clipped"])),
+        (f"fit seconds{np_note}", fmt(result["fit_seconds"], ".3f")),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    Console().print(table)

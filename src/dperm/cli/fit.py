@@ -1,0 +1,409 @@
+"""``dperm fit``: load data, fit a private model, measure it, optionally save it.
+
+Examples (shell)::
+
+    dperm fit                                   # breast-cancer, logistic, objective, ε = 1
+    dperm fit --dataset adult --data-home ../shared/data --epsilon 1 --json
+    dperm fit --csv data.csv --target label --model svm --mechanism output --delta 0 \\
+        --bounds age=17:90 --bounds hours=1:99 --categories colour=red,green,blue
+    dperm fit --csv data.csv --target y --task regression --bounds schema.json \\
+        --label-bound 5 --ledger spent.json --ledger-epsilon 3 --ledger-delta 1e-5
+
+:func:`run_fit` does the work and returns the keys of ``--json``; the inputs (data
+sources, public schema, ledger) are read by :mod:`dperm.cli._fit_inputs`, the
+measurements and the table made by :mod:`dperm.cli._fit_report`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..exceptions import (
+    DpermError,
+    InvalidPrivacyParameter,
+    PrivacyLeakWarning,
+    UnknownNameError,
+)
+from ._common import (
+    JSON,
+    Opt,
+    json_safe,
+    one_line_errors,
+    show_warning_one_line,
+    step,
+    with_options,
+)
+from ._fit_inputs import (
+    check_ledger,
+    dask_scheduler,
+    load_dask_dataset,
+    open_ledger,
+    parse_bounds,
+    parse_categories,
+)
+from ._fit_report import NON_PRIVATE_KEYS, measure, print_fit_table
+
+__all__ = ["FIT_KEYS", "NON_PRIVATE_KEYS", "fit_command", "run_fit"]
+
+_MODELS = ("logistic", "svm", "linear")
+#: the keys of ``dperm fit --json`` for a classification task: the release (ε, δ spent
+#: and the test accuracy of the private model) and the diagnostics of
+#: :data:`NON_PRIVATE_KEYS`
+FIT_KEYS = (
+    "dataset",
+    "n_train",
+    "n_test",
+    "n_features",
+    "model",
+    "mechanism",
+    "epsilon",
+    "delta",
+    "test_accuracy",
+    *NON_PRIVATE_KEYS,
+)
+
+
+def _make_model(model: str, task: str, params: dict[str, Any], label_bound, constraint_radius):
+    from ..estimators import DPLinearRegression, DPLinearSVC, DPLogisticRegression
+
+    if model not in _MODELS:
+        raise UnknownNameError(f"unknown model {model!r}; choose one of {list(_MODELS)}")
+    if task == "regression":
+        if model != "linear":
+            raise InvalidPrivacyParameter(
+                f"the dataset is a regression task; use --model linear, got --model {model}"
+            )
+        if label_bound is None or not math.isfinite(label_bound):
+            raise InvalidPrivacyParameter(
+                "regression needs a public label bound; the dataset has none"
+            )
+        # the estimator's own defaults (AdaSSP; default_constraint_radius when a
+        # mechanism needs a radius) apply unless --constraint-radius is given
+        extra = {} if constraint_radius is None else {"constraint_radius": constraint_radius}
+        params = {k: v for k, v in params.items() if k not in ("classes", "multi_class")}
+        return DPLinearRegression(label_bound=label_bound, **extra, **params)
+    if model == "linear":
+        raise InvalidPrivacyParameter(
+            f"the dataset is a {task} classification task; use --model logistic or svm"
+        )
+    cls = DPLogisticRegression if model == "logistic" else DPLinearSVC
+    if constraint_radius is not None and params.get("constraint") is None:
+        params = {**params, "constraint": "l2"}  # a radius alone means the ℓ2 ball
+    return cls(constraint_radius=constraint_radius, **params)
+
+
+def run_fit(
+    *,
+    dataset: str | None = None,
+    data_home: str | Path | None = None,
+    csv: str | Path | None = None,
+    target: str | None = None,
+    allow_data_bounds: bool = False,
+    parquet: str | Path | None = None,
+    csv_dir: str | Path | None = None,
+    positive_label: str | None = None,
+    model: str | None = None,
+    mechanism: str | None = None,
+    epsilon: float = 1.0,
+    delta: float | None = None,
+    data_norm: float | None = None,
+    constraint_radius: float | None = None,
+    constraint: str | None = None,
+    penalty: str | None = None,
+    alpha: float | None = None,
+    seed: int | None = None,
+    progress: bool = False,
+    save: str | Path | None = None,
+    tune: bool = False,
+    bounds: list[str] | dict | None = None,
+    categories: list[str] | dict | None = None,
+    label_bound: float | None = None,
+    task: str | None = None,
+    multi_class: str | None = None,
+    batch_size: int | None = None,
+    epochs: int | None = None,
+    learning_rate: float | None = None,
+    ledger: str | Path | None = None,
+    ledger_epsilon: float | None = None,
+    ledger_delta: float | None = None,
+    reference: bool = True,
+    notes: bool = False,
+) -> dict[str, Any]:
+    """Load data, fit a private model and measure it; the work behind ``dperm fit``.
+
+    ``tune`` selects Λ privately (:func:`dperm.model_selection.tuning_search`):
+    ε and δ are then the budget of the whole search, and the result gains a
+    ``tuned`` key (the selected parameters, released by the search).
+
+    ``progress`` shows a progress bar (on stderr) during the iterations of the
+    gradient-perturbation mechanisms, and a note on stderr for every step
+    slower than a second.  ``save`` writes the fitted model with
+    :func:`dperm.io.save` and its privacy statement to ``<save>.privacy.txt``.
+
+    ``bounds`` / ``categories`` (``col=lo:hi`` / ``col=a,b,c`` items or schema
+    files, or dicts), ``label_bound`` and ``task`` are the public schema of a
+    ``csv`` file (CSV, or Parquet by suffix ``.parquet``).  ``ledger`` names a
+    JSON :class:`~dperm.accounting.Ledger` spent across invocations (created
+    with budget ``ledger_epsilon``, ``ledger_delta``): a fit the ledger cannot
+    afford is refused before fitting (``BudgetExceededError``), the ledger is
+    saved after a successful fit.  ``reference=False`` skips the non-private
+    reference fit (its keys are then None); otherwise it minimizes the private
+    fit's own regularized objective with the estimator's ``tol``/``max_iter``.
+
+    Returns
+    -------
+    dict
+        The keys of ``dperm fit --json`` (see :data:`FIT_KEYS`) plus
+        ``metric`` ("accuracy" or "r2" for regression: the keys ``test_r2``,
+        ``test_rmse``, ``train_r2``, ``nonprivate_test_r2`` then replace the
+        ``*_accuracy`` ones), ``bounds_from_data`` (True when a bound or
+        category list was read from the data: no end-to-end guarantee),
+        ``delta_default``,
+        ``dp_event``, ``alpha``, ``neighbouring`` (the relation ε and δ are
+        stated for: "replace-one") and ``outside_guarantee`` (the keys of
+        :data:`NON_PRIVATE_KEYS`: diagnostics computed from the training data
+        without noise, not covered by the privacy guarantee).
+
+    Raises
+    ------
+    DpermError
+        Any validation error (unknown dataset or model, missing file, bad ε, …).
+    """
+    from .. import datasets
+
+    # step timings are for a person at a terminal; piped/captured stderr keeps one line per error
+    verbose_steps = (progress or notes) and sys.stderr.isatty()
+    from .._validation import check_delta, check_epsilon
+
+    check_epsilon(epsilon)  # fail fast, before loading any data
+    if delta is not None:
+        check_delta(delta, allow_zero=True)
+    if save is not None and not Path(save).parent.is_dir():  # fail before fitting
+        from ..io import ModelFileError
+
+        raise ModelFileError(f"--save: folder {str(Path(save).parent)!r} does not exist")
+    ledger_path = None if ledger is None else Path(ledger)
+    book = None if ledger_path is None else open_ledger(ledger_path, ledger_epsilon, ledger_delta)
+    bounds_from_data = False
+    if parquet is not None or csv_dir is not None:  # Dask (docs/cluster.md): never gathered
+        if dataset is not None or csv is not None or (parquet and csv_dir) or allow_data_bounds:
+            raise InvalidPrivacyParameter(
+                "give one of --dataset, --csv, --parquet, --csv-dir; --allow-data-bounds is "
+                "not available with --parquet/--csv-dir (bounds must be public)"
+            )
+        fmt = "parquet" if parquet is not None else "csv"
+        ds = load_dask_dataset(
+            parquet or csv_dir, fmt, target, bounds, categories, task, label_bound, positive_label
+        )
+    elif csv is not None:
+        if dataset is not None:
+            raise InvalidPrivacyParameter("give either --dataset or --csv, not both")
+        if target is None:
+            raise InvalidPrivacyParameter("--csv needs --target COLUMN (the label column)")
+        bounds_map = bounds if isinstance(bounds, dict) else parse_bounds(bounds)
+        cats_map = categories if isinstance(categories, dict) else parse_categories(categories)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ds = datasets.load_csv(
+                csv,
+                target,
+                bounds=bounds_map,
+                categories=cats_map,
+                categorical=list(cats_map) or None,
+                task=task,
+                label_bound=label_bound,
+                allow_data_bounds=allow_data_bounds,
+            )
+        for w in caught:  # re-emit; a leak warning at load time means data bounds
+            bounds_from_data |= issubclass(w.category, PrivacyLeakWarning)
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    else:
+        if target is not None or bounds or categories or task is not None:
+            raise InvalidPrivacyParameter(
+                "--target, --bounds, --categories and --task are only used with --csv"
+            )
+        with step(f"loading {dataset or datasets.DEFAULT_DATASET}", verbose_steps):
+            ds = datasets.load(dataset or datasets.DEFAULT_DATASET, data_home)
+        if label_bound is not None:
+            raise InvalidPrivacyParameter("--label-bound is only used with --csv")
+    if data_norm is None:
+        data_norm = ds.row_norm_bound
+        if not math.isfinite(data_norm):
+            raise InvalidPrivacyParameter(
+                f"dataset {ds.name!r} has no public row-norm bound; pass --data-norm"
+            )
+    n = ds.n_train
+    if book is not None:  # refuse an overspend before any work on the data
+        check_ledger(book, epsilon, 1.0 / n**2 if delta is None else delta)
+    params = {
+        "epsilon": epsilon,
+        "delta": delta,  # None → 1/n² inside the estimator
+        "data_norm": data_norm,
+        "random_state": seed,
+        "verbose": progress,
+    }
+    # optional estimator parameters: only passed when given, so the estimator's
+    # own defaults (alpha="auto", penalty="l2", no constraint) stay in one place
+    if ds.task != "regression" and ds.classes is not None:
+        # the public label set of the schema: {−1, +1} for binary data (the loaders'
+        # encoding), 0..9 for MNIST; never read off y (a CSV's multi-class label set
+        # is, and the estimator then warns that it is not protected)
+        params["classes"] = list(ds.classes)
+    for key, val in (
+        ("mechanism", mechanism),  # None: the estimator's default (AdaSSP for regression)
+        ("constraint", constraint),
+        ("penalty", penalty),
+        ("alpha", alpha),
+        ("multi_class", multi_class),
+        ("batch_size", batch_size),
+        ("epochs", epochs),
+        ("learning_rate", learning_rate),
+    ):
+        if val is not None:
+            params[key] = val
+    if multi_class is not None and ds.task == "regression":
+        raise InvalidPrivacyParameter("--multi-class is only used by classifiers")
+    if model is None:  # the task's natural model
+        model = "linear" if ds.task == "regression" else "logistic"
+    est = _make_model(model, ds.task, params, ds.label_bound, constraint_radius)
+    mechanism = est.mechanism
+    t0 = time.perf_counter()
+    tuned = None
+    with step(f"private fit ({mechanism})", verbose_steps):
+        if tune:  # private search; its dp_event_ covers every run (docs/model_selection.md)
+            from ..model_selection import tuning_search
+
+            search = tuning_search(est).fit(ds.X_train, ds.y_train)
+            est, tuned = search.best_estimator_, search.best_params_
+        else:
+            try:
+                est.fit(ds.X_train, ds.y_train)
+            except DpermError:
+                raise
+            except (ValueError, ArithmeticError) as exc:  # e.g. ε = 1e-300: noise overflows
+                raise InvalidPrivacyParameter(
+                    f"the {mechanism} fit failed numerically at epsilon={epsilon:g}, "
+                    f"delta={delta}: {exc}"
+                ) from None
+    fit_seconds = time.perf_counter() - t0
+    if book is not None:  # record the spend (refused → BudgetExceededError, exit 2)
+        book.spend(est.dp_event_, label=f"dperm fit {ds.name} {model} {mechanism}")
+    out = measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose_steps)
+    out["bounds_from_data"] = bounds_from_data
+    if tuned is not None:
+        out["tuned"] = tuned
+    if save is not None:
+        out.update(_save_model(est, Path(save), bool(out.get("bounds_from_data"))))
+    if book is not None:
+        book.save(ledger_path)
+        out["ledger"] = str(ledger_path)
+        out["ledger_spent_epsilon"] = float(book.spent()[0])
+    return out
+
+
+def _save_model(est, path: Path, bounds_from_data: bool = False) -> dict[str, str]:
+    """``dperm fit --save``: the model file and its privacy statement next to it."""
+    from ..io import ModelFileError, save
+
+    if bounds_from_data:  # the statement must not claim public bounds
+        est.privacy_caveats_ = (
+            "bounds or category lists were read from the private data (--allow-data-bounds): "
+            "the preprocessing is data-dependent, so the (ε, δ) guarantee below does NOT hold "
+            "end to end",
+        )
+    statement_path = path.with_name(path.name + ".privacy.txt")
+    try:
+        save(est, path)
+        statement_path.write_text(est.privacy_statement(), encoding="utf-8")
+    except OSError as exc:
+        raise ModelFileError(f"--save: cannot write {str(path)!r}: {exc}") from None
+    return {"saved_model": str(path), "privacy_statement": str(statement_path)}
+
+
+#: the options of ``dperm fit``, in the order of ``--help``
+_OPTIONS = {
+    "dataset": Opt(
+        str | None, None, "Built-in dataset (default breast-cancer); see dperm.datasets."
+    ),
+    "data_home": Opt(Path | None, None, "Folder with the data files (default $DPERM_DATA_HOME)."),
+    "csv": Opt(Path | None, None, "Fit on a CSV (or .parquet) file instead."),
+    "target": Opt(str | None, None, "Label column of --csv."),
+    "allow_data_bounds": Opt(bool, False, "CSV: read missing bounds from the data (LEAKS)."),
+    "parquet": Opt(Path | None, None, "Fit with Dask on a Parquet directory (docs/cluster.md)."),
+    "csv_dir": Opt(Path | None, None, "Fit with Dask on a directory (or glob) of CSV files."),
+    "positive_label": Opt(str | None, None, "--parquet/--csv-dir: target value mapped to +1."),
+    "scheduler": Opt(
+        str | None, None, "Dask scheduler: local (a LocalCluster) or ADDRESS (tcp://…)."
+    ),
+    "model": Opt(str | None, None, "logistic | svm | linear (default: linear for regression)"),
+    "mechanism": Opt(
+        str | None,
+        None,
+        "objective | output | dp-sgd | any registered mechanism "
+        "(default: the estimator's: objective; adassp for regression)",
+    ),
+    "epsilon": Opt(float, 1.0, "Privacy budget ε."),
+    "delta": Opt(float | None, None, "δ (default 1/n², n = training rows; 0 = pure ε-DP)."),
+    "data_norm": Opt(float | None, None, "Row ℓ2 bound (default: the dataset's public bound)."),
+    "constraint_radius": Opt(
+        float | None, None, "Radius of the constraint set (default: the estimator's public rule)."
+    ),
+    "constraint": Opt(str | None, None, "l2 | l1 | box | none: fit θ inside this set."),
+    "penalty": Opt(str | None, None, "l2 (default) | l1 | elasticnet | none"),
+    "alpha": Opt(float | None, None, "Regularization strength Λ (default: the public rule)."),
+    "seed": Opt(int | None, None, "Seed of the privacy noise."),
+    "save": Opt(Path | None, None, "Write the model (dperm.load) and PATH.privacy.txt."),
+    "json_output": JSON,
+    "tune": Opt(bool, False, "Select Λ privately; ε, δ cover the whole search."),
+    "bounds": Opt(
+        list[str] | None,
+        None,
+        "Public bounds: a JSON file {col: [lo, hi]} or col=lo:hi (repeat).",
+    ),
+    "categories": Opt(
+        list[str] | None, None, "Public categories: a JSON file {col: [...]} or col=a,b,c."
+    ),
+    "label_bound": Opt(float | None, None, "CSV regression: public bound B on |y|."),
+    "task": Opt(str | None, None, "CSV: binary | multiclass | regression (default: inferred)."),
+    "multi_class": Opt(str | None, None, "ovr | multinomial (dp-sgd)."),
+    "batch_size": Opt(int | None, None, "DP-SGD expected batch size."),
+    "epochs": Opt(int | None, None, "DP-SGD/DP-GD epochs."),
+    "learning_rate": Opt(float | None, None, "DP-SGD/DP-GD step size."),
+    "ledger": Opt(Path | None, None, "JSON ledger spent across runs; refuses overspend."),
+    "ledger_epsilon": Opt(float | None, None, "Budget ε of a new --ledger."),
+    "ledger_delta": Opt(float | None, None, "Budget δ of a new --ledger (1e-5)."),
+    "no_reference": Opt(bool, False, "Skip the non-private reference fit."),
+}
+
+
+@with_options(_OPTIONS)
+def fit_command(**options: Any) -> None:
+    """Fit a private model and report privacy spent and utility."""
+    json_output, save = options.pop("json_output"), options["save"]
+    reference = not options.pop("no_reference")
+    with (
+        one_line_errors(),
+        warnings.catch_warnings(record=True) as caught,
+        dask_scheduler(options.pop("scheduler")),
+    ):
+        # warnings (e.g. rows clipped) become one stderr line each, never stdout,
+        # printed after a successful fit only: a failed one prints its error alone
+        warnings.simplefilter("always")
+        result = run_fit(**options, progress=not json_output, reference=reference, notes=True)
+    for w in caught:
+        show_warning_one_line(w.message, w.category, w.filename, w.lineno)
+    if json_output:
+        typer.echo(json.dumps({k: json_safe(v) for k, v in result.items()}))
+    else:
+        print_fit_table(result)
+        if save is not None:
+            typer.echo(Path(result["privacy_statement"]).read_text(encoding="utf-8"))
+            typer.echo(f"model saved to {result['saved_model']}")

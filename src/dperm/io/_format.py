@@ -1,0 +1,233 @@
+"""The model-file layout of :mod:`dperm.io`: member names, allow-lists, plain-data encoding.
+
+What a file may contain is decided here, once, for writing and reading alike: the fitted
+attributes an estimator or a :mod:`dperm.preprocessing` transformer carries
+(``_SAVED_ATTRIBUTES``, ``_TRANSFORMER_ATTRIBUTES``: allow-lists, so a new data-dependent
+diagnostic is never written by accident), the classes that may be built on load, and
+the encoding of one object as a JSON record plus ``.npy`` arrays (a ``penalty=`` norm of
+:mod:`dperm.norms` as plain data).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from ..exceptions import DpermError, ModelFileError
+from ..statement import json_value as _json_value
+
+#: version of the file layout written by :func:`save` (2: pipelines and norm penalties;
+#: version-1 files, a single estimator, still load)
+FORMAT_VERSION = 2
+_FORMAT_NAME = "dperm-model"
+_META = "dperm.json"
+_STATEMENT = "privacy_statement.txt"
+#: key of a serialized dperm.norms norm in a parameter
+_NORM_KEY = "__dperm_norm__"
+
+#: the fitted attributes a file carries (an allow-list: a new data-dependent
+#: diagnostic is never written by accident); the events and caveats go to "privacy"
+_SAVED_ATTRIBUTES = (
+    "coef_",
+    "intercept_",
+    "classes_",
+    "n_features_in_",
+    "feature_names_in_",
+    "alpha_",
+    "l2_",
+    "data_norm_",
+    "epsilon_",
+    "delta_",
+    "neighbouring_",
+)
+#: the fitted attributes saved per dperm.preprocessing transformer (n_clipped_ and
+#: n_unknown_ describe the data and are never written)
+_TRANSFORMER_ATTRIBUTES = {
+    "PublicMinMaxScaler": (
+        "lower_",
+        "upper_",
+        "scale_",
+        "min_",
+        "n_features_in_",
+        "feature_names_in_",
+    ),
+    "RowNormalizer": ("n_features_in_", "feature_names_in_"),
+    "PublicOneHotEncoder": ("categories_", "n_features_in_", "feature_names_in_"),
+    "DPStandardScaler": (
+        "mean_",
+        "var_",
+        "scale_",
+        "lower_",
+        "upper_",
+        "row_norm_bound_",
+        "epsilon_",
+        "delta_",
+        "n_features_in_",
+        "feature_names_in_",
+    ),
+}
+#: fitted objects rebuilt on load from the (public) parameters
+_REBUILT = ("loss_", "regularizer_", "constraint_")
+_PRIVACY_ATTRIBUTES = ("dp_event_", "run_dp_event_", "privacy_caveats_")
+#: parameters never written to a file
+_NEVER_SAVED_PARAMS = ("random_state",)
+
+
+def _allowed_classes() -> dict[str, type]:
+    """The allow-list: estimator classes exported by :mod:`dperm.estimators`."""
+    from .. import estimators
+    from ..estimators._base import DPLinearModelBase
+
+    out = {}
+    for name in getattr(estimators, "__all__", ()):
+        obj = getattr(estimators, name, None)
+        if isinstance(obj, type) and issubclass(obj, DPLinearModelBase):
+            out[name] = obj
+    return out
+
+
+def _allowed_transformers() -> dict[str, type]:
+    """The allow-list of pipeline steps: the :mod:`dperm.preprocessing` transformers."""
+    from . import preprocessing
+
+    return {name: getattr(preprocessing, name) for name in _TRANSFORMER_ATTRIBUTES}
+
+
+def _allowed_transformers() -> dict[str, type]:
+    """The allow-list of pipeline steps: the :mod:`dperm.preprocessing` transformers."""
+    from .. import preprocessing
+
+    return {name: getattr(preprocessing, name) for name in _TRANSFORMER_ATTRIBUTES}
+
+
+def _array_for_file(value: np.ndarray, name: str) -> tuple[np.ndarray, bool]:
+    """(array without object dtype, whether it was an object array of str)."""
+    if value.dtype != object:
+        return value, False
+    if all(isinstance(v, str) for v in value.ravel()):
+        return value.astype(str), True
+    raise ModelFileError(
+        f"fitted attribute {name} holds Python objects ({value.dtype}) and cannot be saved "
+        "without pickle; use numeric or string labels"
+    )
+
+
+def _fitted_model(model: Any) -> None:
+    allowed = _allowed_classes()
+    if allowed.get(type(model).__name__) is not type(model):
+        raise ModelFileError(
+            f"only dperm estimators can be saved ({sorted(allowed)}), got "
+            f"{type(model).__name__} (for a private search, save search.best_estimator_)"
+        )
+    check_is_fitted(model, "coef_")
+
+
+def _is_pipeline(model: Any) -> bool:
+    from sklearn.pipeline import Pipeline
+
+    return isinstance(model, Pipeline)
+
+
+def _encode_param(value: Any, name: str) -> Any:
+    """A parameter as plain JSON: a value, or an allow-listed :mod:`dperm.norms` norm."""
+    from ..norms import Norm
+
+    if isinstance(value, Norm):
+        return _encode_norm(value, name)
+    return _json_value(value, name)
+
+
+def _norm_classes() -> dict[str, type]:
+    from ..norms import ChainTVNorm, GroupLinfNorm, L1Norm, LinfNorm
+
+    return {c.__name__: c for c in (L1Norm, LinfNorm, GroupLinfNorm, ChainTVNorm)}
+
+
+def _encode_norm(norm, name: str) -> dict[str, Any]:
+    cls = type(norm).__name__
+    if _norm_classes().get(cls) is not type(norm):
+        raise ModelFileError(
+            f"{name} = {norm!r} ({cls}) cannot be saved without pickle: only the norms "
+            f"{sorted(_norm_classes())} are described by plain data (a SubmodularNorm holds "
+            "a Python function F)"
+        )
+    out: dict[str, Any] = {_NORM_KEY: cls, "d": int(norm.d), "alpha": float(norm.alpha)}
+    if cls == "GroupLinfNorm":
+        out["groups"] = [np.flatnonzero(row).tolist() for row in norm.membership]
+    if cls == "ChainTVNorm":
+        out["mu"] = float(norm.mu)
+    return out
+
+
+def _decode_param(value: Any, name: str) -> Any:
+    """Inverse of :func:`_encode_param`; a dict must describe an allow-listed norm."""
+    if not isinstance(value, dict):
+        return value
+    cls = _norm_classes().get(value.get(_NORM_KEY))
+    extra = set(value) - {_NORM_KEY, "d", "alpha", "groups", "mu"}
+    if cls is None or extra:
+        raise ModelFileError(f"parameter {name!r} is not plain data or an allowed norm: {value!r}")
+    kw = {k: v for k, v in value.items() if k != _NORM_KEY}
+    try:
+        if "groups" in kw:
+            return cls(kw.pop("groups"), **kw)
+        return cls(**kw)
+    except (DpermError, TypeError, ValueError) as exc:
+        raise ModelFileError(f"parameter {name!r}: invalid norm {value!r}: {exc}") from None
+
+
+def _record(obj: Any, saved: tuple[str, ...], prefix: str) -> tuple[dict, dict[str, np.ndarray]]:
+    """(JSON record, arrays keyed by member name) of one fitted estimator or transformer:
+    its class, parameters (``random_state`` never), the allow-listed fitted attributes
+    ``saved`` (scalars in the record, arrays as .npy members, a list of arrays as
+    ``key.0``, ``key.1``, …) and the names of the attributes left out."""
+    params = {
+        key: _encode_param(value, key)
+        for key, value in obj.get_params(deep=False).items()
+        if key not in _NEVER_SAVED_PARAMS
+    }
+    rec: dict[str, Any] = {
+        "class": type(obj).__name__,
+        "params": params,
+        "attributes": {},
+        "arrays": [],
+        "array_lists": {},
+        "object_str_arrays": [],
+        "not_saved": [],
+    }
+    arrays: dict[str, np.ndarray] = {}
+
+    def put(key: str, value: np.ndarray) -> None:
+        arr, was_obj = _array_for_file(value, key)
+        arrays[f"{prefix}{key}.npy"] = arr
+        rec["arrays"].append(key)
+        if was_obj:
+            rec["object_str_arrays"].append(key)
+
+    for key, value in vars(obj).items():
+        if not key.endswith("_") or key.startswith("_") or key in _PRIVACY_ATTRIBUTES:
+            continue
+        if key not in saved:
+            if key not in _REBUILT:
+                rec["not_saved"].append(key)
+            continue
+        if isinstance(value, np.ndarray):
+            put(key, value)
+        elif isinstance(value, list) and all(isinstance(v, np.ndarray) for v in value):
+            rec["array_lists"][key] = len(value)
+            for n_, v in enumerate(value):
+                put(f"{key}.{n_}", v)
+        else:
+            rec["attributes"][key] = _json_value(value, key)
+    rec["arrays"].sort()
+    rec["object_str_arrays"].sort()
+    rec["not_saved"].sort()
+    return rec, arrays
+
+
+def _version() -> str:
+    from .._version import __version__
+
+    return __version__
