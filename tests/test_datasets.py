@@ -399,8 +399,12 @@ def test_csv_data_bounds_warn(tmp_path):
     # min-max of the data: the extremes land exactly on 0 and 1
     assert X[:, j].min() == 0.0 and X[:, j].max() == 1.0
     assert frame["income"].max() > 0
+    # a category list is a bound: refused without the opt-in, like a numeric bound
+    with pytest.raises(InvalidPrivacyParameter, match=r"categorical column\(s\) \['city'\]"):
+        D.load_csv(p, "label", bounds=BOUNDS)
     with pytest.warns(PrivacyLeakWarning, match="city"):
-        ds = D.load_csv(p, "label", bounds=BOUNDS)
+        ds = D.load_csv(p, "label", bounds=BOUNDS, allow_data_bounds=True)
+    assert ds.encoder.dp_event_.to_dict()["kind"] == "NonPrivate"
     assert [f for f in ds.feature_names if f.startswith("city=")] == [
         "city=oslo",
         "city=paris",

@@ -206,7 +206,7 @@ def test_centered_columns_map_the_public_midpoint_to_zero():
 
 
 def test_centered_unit_rows_subtract_the_public_midpoints():
-    from dperm.datasets._prepare import _center_unit_rows
+    from dperm.schema import _center_unit_rows
 
     X = np.array([[0.5, 1.0], [0.3, 0.0], [-0.5, 0.9], [0.0, 0.5]])
     mid = np.array([0.0, 0.5])

@@ -414,6 +414,7 @@ def test_statement_follows_the_relation_of_the_event(binary, tmp_path):
     clf = DPLogisticRegression(classes=[0, 1], random_state=0).fit(X, y)
     assert "replace-one" in clf.privacy_statement()
     clf.dp_event_ = EpsilonDelta(1.0, 1e-6, neighbouring=ADD_REMOVE)
+    clf.neighbouring_ = ADD_REMOVE  # as fit sets it: read off the event
     text = clf.privacy_statement()
     assert "add/remove-one" in text and "replace-one" not in text
     loaded = dperm.load(dperm.save(clf, tmp_path / "ar.dperm"))

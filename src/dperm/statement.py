@@ -159,6 +159,8 @@ def json_value(value: Any, name: str) -> Any:
         return v
     if isinstance(value, list | tuple | np.ndarray):
         return [json_value(v, f"{name}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: json_value(v, f"{name}[{k!r}]") for k, v in value.items()}
     raise ModelFileError(
         f"{name} = {value!r} ({type(value).__name__}) is not plain data and cannot be saved "
         "safely; pass it by name (e.g. constraint='l2', accountant='rdp')"

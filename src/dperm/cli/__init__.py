@@ -1,8 +1,9 @@
-"""The ``dperm`` command line: ``dperm fit | account | calibrate | bench | audit``.
+"""The ``dperm`` command line: ``dperm fit | predict | account | calibrate | bench | audit``.
 
 Examples (shell)::
 
     dperm fit --dataset adult --data-home ../shared/data --epsilon 1 --json
+    dperm predict --model m.dperm --csv new.csv --out preds.csv
     dperm account --noise-multiplier 1.1 --sampling-rate 0.004 --steps 15000 --delta 1e-5
     dperm calibrate --epsilon 2 --delta 1e-5 --sampling-rate 0.004 --steps 15000
     dperm audit --mechanism dp-sgd --epsilon 1
@@ -11,7 +12,7 @@ Examples (shell)::
 Errors raised by dperm (bad ε, unknown dataset, missing file, …) and usage
 errors print one line on stderr and exit with status 2, without a traceback.
 
-One module per command (:mod:`dperm.cli.fit`, :mod:`~dperm.cli.account`,
+One module per command (:mod:`dperm.cli.fit`, :mod:`~dperm.cli.predict`, :mod:`~dperm.cli.account`,
 :mod:`~dperm.cli.calibrate`, :mod:`~dperm.cli.bench`, :mod:`~dperm.cli.audit`), each with
 its typer function and the back end that does the work; ``dperm.cli._common`` holds the
 error handling, options and output helpers they share.  Importing a command module loads
@@ -32,6 +33,7 @@ from .audit import audit_cmd
 from .bench import bench_cmd
 from .calibrate import calibrate_cmd
 from .fit import FIT_KEYS, NON_PRIVATE_KEYS, fit_command, run_fit
+from .predict import predict_cmd
 
 __all__ = [
     "FIT_KEYS",
@@ -43,6 +45,7 @@ __all__ = [
     "calibrate_cmd",
     "fit_command",
     "main",
+    "predict_cmd",
     "run_fit",
 ]
 
@@ -51,6 +54,8 @@ app = typer.Typer(
     help="Differentially private empirical risk minimization.",
     add_completion=False,
     pretty_exceptions_enable=False,
+    # plain help: rich markup would eat "[lo, hi]" and show flags as "--json <bool>"
+    rich_markup_mode=None,
 )
 
 
@@ -73,6 +78,7 @@ def _root(
 
 # the commands, in the order `dperm --help` lists them
 app.command("fit")(fit_command)
+app.command("predict")(predict_cmd)
 app.command("account")(account_cmd)
 app.command("calibrate")(calibrate_cmd)
 app.command("bench")(bench_cmd)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+import re
 import sys
 import threading
 import time
@@ -27,8 +28,10 @@ from ..exceptions import DpermError
 
 __all__ = [
     "JSON",
+    "QUIET",
     "REQUIRED",
     "Opt",
+    "cli_message",
     "fail",
     "json_safe",
     "one_line_errors",
@@ -43,9 +46,58 @@ F = TypeVar("F", bound=Callable[..., Any])
 REQUIRED = inspect.Parameter.empty
 
 
+#: the library's Python spellings and what a command-line user types instead: the
+#: messages of :mod:`dperm` name keyword arguments; the CLI names its flags
+_CLI_SPELLING = (
+    (re.compile(r"bounds=\{column: \(lo, hi\)\}"), "--bounds COL=LO:HI (or a JSON file)"),
+    (re.compile(r"categories=\{column: \[values\]\}"), "--categories COL=A,B,C (or a JSON file)"),
+    (re.compile(r"allow_data_bounds=True"), "--allow-data-bounds"),
+    (re.compile(r"\bcategorical="), "--categories"),
+    (re.compile(r"\bcategories="), "--categories"),
+    (re.compile(r"\bbounds="), "--bounds"),
+    (re.compile(r"\bpositive_label="), "--positive-label"),
+    (re.compile(r"\btask='(\w+)'"), r"--task \1"),
+    (re.compile(r"\blabel_bound=([\d.eE+-]+)"), r"--label-bound \1"),
+    (re.compile(r"\blabel_bound=?\b"), "--label-bound"),
+    (re.compile(r"\bdata_norm=([\d.eE+-]+)"), r"--data-norm \1"),
+    (re.compile(r"\bclasses=(\[[^\]]*\]|range\(\d+\))"), "the public label set"),
+    (re.compile(r"\bmulti_class='(\w+)'"), r"--multi-class \1"),
+    (re.compile(r"\bmechanism='([\w-]+)'"), r"--mechanism \1"),
+    (re.compile(r"\bmechanism=([\w-]+)\b"), r"--mechanism \1"),
+)
+#: parameter names that are also flags: "name must …" becomes "--name must …"
+_FLAG_NAMES = (
+    "epsilon",
+    "delta",
+    "data_norm",
+    "label_bound",
+    "constraint_radius",
+    "alpha",
+    "batch_size",
+    "epochs",
+    "learning_rate",
+    "noise_multiplier",
+    "sampling_rate",
+    "steps",
+    "runs",
+    "test_size",
+    "repeats",
+)
+_FLAG_RULE = re.compile(r"(?<![\w-])(" + "|".join(_FLAG_NAMES) + r")(?= must\b| is not\b)")
+
+
+def cli_message(msg: str) -> str:
+    """``msg`` with the library's keyword-argument spellings replaced by the flags a
+    command-line user types (``allow_data_bounds=True`` → ``--allow-data-bounds``)."""
+    for pattern, repl in _CLI_SPELLING:
+        msg = pattern.sub(repl, msg)
+    return _FLAG_RULE.sub(lambda m: "--" + m.group(1).replace("_", "-"), msg)
+
+
 def fail(exc: BaseException) -> typer.Exit:
-    """Print ``exc`` as one line on stderr; the caller raises the returned Exit(2)."""
-    msg = " ".join(str(exc).split()) or type(exc).__name__
+    """Print ``exc`` as one line on stderr (in command-line terms: flags, not keyword
+    arguments); the caller raises the returned Exit(2)."""
+    msg = cli_message(" ".join(str(exc).split()) or type(exc).__name__)
     typer.echo(f"dperm: error: {msg}", err=True)
     return typer.Exit(code=2)
 
@@ -71,6 +123,7 @@ class Opt:
     default: Any
     help: str
     flag: str | None = None
+    metavar: str | None = None
 
 
 def with_options(table: dict[str, Opt]) -> Callable[[F], F]:
@@ -86,7 +139,11 @@ def with_options(table: dict[str, Opt]) -> Callable[[F], F]:
                     default=opt.default,
                     annotation=Annotated[
                         opt.kind,
-                        typer.Option(opt.flag or "--" + name.replace("_", "-"), help=opt.help),
+                        typer.Option(
+                            opt.flag or "--" + name.replace("_", "-"),
+                            help=opt.help,
+                            metavar=opt.metavar or _metavar(opt.kind),
+                        ),
                     ],
                 )
                 for name, opt in table.items()
@@ -95,6 +152,17 @@ def with_options(table: dict[str, Opt]) -> Callable[[F], F]:
         return command
 
     return decorate
+
+
+def _metavar(kind: Any) -> str | None:
+    """The placeholder ``--help`` shows for an option's value (None for a flag)."""
+    text = str(kind)
+    if kind is bool:
+        return None
+    for key, name in (("Path", "PATH"), ("float", "NUMBER"), ("int", "INTEGER"), ("str", "TEXT")):
+        if key in text:
+            return name
+    return None
 
 
 #: ``--json``, an option of every command but bench
@@ -113,27 +181,47 @@ def show_warning_one_line(message, category, filename, lineno, file=None, line=N
     typer.echo(f"dperm: warning: {category.__name__}: {message}", err=True)
 
 
+#: seconds between two "still running" lines of a long step
+HEARTBEAT = 30.0
+
+
 @contextlib.contextmanager
-def step(label: str, enabled: bool = True, threshold: float = 1.0) -> Iterator[None]:
+def step(
+    label: str, enabled: bool = True, threshold: float = 1.0, heartbeat: float = HEARTBEAT
+) -> Iterator[None]:
     """Report a step on stderr when it runs for more than ``threshold`` seconds.
 
-    ``dperm: <label> …`` appears once the step has run ``threshold`` seconds
-    (a timer thread), and ``dperm: <label> done (t s)`` at its end; fast steps
-    print nothing.
+    Plain lines, on a terminal or not (a pipe, a log file, ``--json``):
+    ``dperm: <label> …`` once the step has run ``threshold`` seconds, ``dperm: <label>
+    … (t s)`` every ``heartbeat`` seconds after that, and ``dperm: <label> done (t s)``
+    at its end; fast steps print nothing.  ``enabled=False`` (``--quiet``) prints
+    nothing at all.
     """
     if not enabled:
         yield
         return
     t0 = time.perf_counter()
-    timer = threading.Timer(
-        threshold, lambda: print(f"dperm: {label} …", file=sys.stderr, flush=True)
-    )
-    timer.daemon = True
-    timer.start()
+    stop = threading.Event()
+
+    def report() -> None:
+        if stop.wait(threshold):
+            return
+        print(f"dperm: {label} …", file=sys.stderr, flush=True)
+        while not stop.wait(heartbeat):
+            dt = time.perf_counter() - t0
+            print(f"dperm: {label} … ({dt:.0f} s)", file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=report, daemon=True)
+    thread.start()
     try:
         yield
     finally:
-        timer.cancel()
+        stop.set()
+        thread.join()
     dt = time.perf_counter() - t0
     if dt > threshold:
         print(f"dperm: {label} done ({dt:.1f} s)", file=sys.stderr, flush=True)
+
+
+#: ``--quiet``, an option of every command that runs long work
+QUIET = Opt(bool, False, "No progress lines on stderr (errors and warnings still appear).")

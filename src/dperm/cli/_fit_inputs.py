@@ -129,12 +129,25 @@ def open_ledger(path: Path, epsilon: float | None, delta: float | None):
     Raises
     ------
     InvalidPrivacyParameter
-        When the file does not exist and no ``--ledger-epsilon`` is given.
+        When the file does not exist and no ``--ledger-epsilon`` is given, or when it
+        exists and ``--ledger-epsilon``/``--ledger-delta`` differ from its budget.
     """
     from ..accounting import Ledger
 
     if path.exists():
-        return Ledger.load(path)
+        book = Ledger.load(path)
+        # an option that would do nothing is an error: the budget of a saved ledger is fixed
+        for flag, given, kept in (
+            ("--ledger-epsilon", epsilon, book.epsilon),
+            ("--ledger-delta", delta, book.delta),
+        ):
+            if given is not None and not math.isclose(float(given), float(kept), rel_tol=1e-12):
+                raise InvalidPrivacyParameter(
+                    f"{flag} {given:g} differs from the budget {kept:g} of the existing ledger "
+                    f"{str(path)!r}; a ledger's budget is fixed when it is created (drop {flag}, "
+                    "or start a new --ledger file)"
+                )
+        return book
     if epsilon is None:
         raise InvalidPrivacyParameter(
             f"--ledger {str(path)!r} does not exist: pass --ledger-epsilon (and --ledger-delta) "

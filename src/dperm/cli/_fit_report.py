@@ -118,6 +118,23 @@ def measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose) -
     return out
 
 
+def _ledger_rows(result: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The ledger rows: what the ledger totals, and why it may differ from this fit's ε."""
+    acc = result.get("ledger_accountant") or "its accountants"
+    return (
+        (
+            f"ledger: ε of all {result.get('ledger_fits', '?')} fit(s) in {result['ledger']}",
+            f"{result['ledger_spent_epsilon']:.6g} of {result.get('ledger_epsilon', math.nan):.6g}"
+            f" at δ = {result.get('ledger_delta', math.nan):.3g}",
+        ),
+        (
+            "  (composed by)",
+            f"{acc}: the events composed tightly at the ledger's δ, so one fit's share "
+            "can be below its own ε",
+        ),
+    )
+
+
 def print_fit_table(result: dict[str, Any]) -> None:
     """Print the result of ``dperm fit`` (the dict of :func:`run_fit`) as a table; the
     keys computed from the training data without noise are marked "(not private)"."""
@@ -145,11 +162,7 @@ def print_fit_table(result: dict[str, Any]) -> None:
         ("ε spent", fmt(result["epsilon"], ".6g")),
         ("δ spent", fmt(result["delta"], ".3g") + delta_note),
         ("neighbouring", result.get("neighbouring", "replace-one")),
-        *(
-            (("ledger ε spent (all fits)", fmt(result["ledger_spent_epsilon"], ".6g")),)
-            if "ledger" in result
-            else ()
-        ),
+        *(_ledger_rows(result) if "ledger" in result else ()),
         *(
             (("WARNING", "bounds read from the data: NO end-to-end DP guarantee"),)
             if result.get("bounds_from_data")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -34,6 +33,7 @@ from ..exceptions import (
 )
 from ._common import (
     JSON,
+    QUIET,
     Opt,
     json_safe,
     one_line_errors,
@@ -179,8 +179,8 @@ def run_fit(
     """
     from .. import datasets
 
-    # step timings are for a person at a terminal; piped/captured stderr keeps one line per error
-    verbose_steps = (progress or notes) and sys.stderr.isatty()
+    # plain progress lines on stderr (a terminal, a pipe or a log alike); --quiet: none
+    verbose_steps = progress or notes
     from .._validation import check_delta, check_epsilon
 
     check_epsilon(epsilon)  # fail fast, before loading any data
@@ -191,6 +191,11 @@ def run_fit(
 
         raise ModelFileError(f"--save: folder {str(Path(save).parent)!r} does not exist")
     ledger_path = None if ledger is None else Path(ledger)
+    if ledger_path is None and (ledger_epsilon is not None or ledger_delta is not None):
+        raise InvalidPrivacyParameter(
+            "--ledger-epsilon and --ledger-delta set the budget of a --ledger FILE; "
+            "give --ledger FILE too (or drop them)"
+        )
     book = None if ledger_path is None else open_ledger(ledger_path, ledger_epsilon, ledger_delta)
     bounds_from_data = False
     if parquet is not None or csv_dir is not None:  # Dask (docs/cluster.md): never gathered
@@ -277,7 +282,7 @@ def run_fit(
     mechanism = est.mechanism
     t0 = time.perf_counter()
     tuned = None
-    with step(f"private fit ({mechanism})", verbose_steps):
+    with step(f"private fit ({mechanism}, {ds.n_train} rows)", verbose_steps):
         if tune:  # private search; its dp_event_ covers every run (docs/model_selection.md)
             from ..model_selection import tuning_search
 
@@ -301,17 +306,27 @@ def run_fit(
     if tuned is not None:
         out["tuned"] = tuned
     if save is not None:
-        out.update(_save_model(est, Path(save), bool(out.get("bounds_from_data"))))
+        # a file's public schema goes with the model: the saved pipeline scores raw rows
+        encoder = ds.encoder if (csv or parquet or csv_dir) is not None else None
+        out.update(_save_model(est, Path(save), bool(out.get("bounds_from_data")), encoder))
     if book is not None:
         book.save(ledger_path)
+        spent_eps, spent_delta = book.spent()
         out["ledger"] = str(ledger_path)
-        out["ledger_spent_epsilon"] = float(book.spent()[0])
+        out["ledger_spent_epsilon"] = float(spent_eps)
+        out["ledger_spent_delta"] = float(spent_delta)
+        out["ledger_epsilon"] = float(book.epsilon)
+        out["ledger_delta"] = float(book.delta)
+        out["ledger_fits"] = len(book.entries)
+        out["ledger_accountant"] = book.certified_by
     return out
 
 
-def _save_model(est, path: Path, bounds_from_data: bool = False) -> dict[str, str]:
-    """``dperm fit --save``: the model file and its privacy statement next to it."""
-    from ..io import ModelFileError, save
+def _save_model(est, path: Path, bounds_from_data: bool = False, encoder=None) -> dict[str, str]:
+    """``dperm fit --save``: the model file and its privacy statement next to it.  With
+    the ``encoder`` of a file's public schema, the file holds the pipeline (schema
+    encoder, model): ``dperm.load(path).predict(raw_frame)`` and ``dperm predict``."""
+    from ..io import privacy_statement, save
 
     if bounds_from_data:  # the statement must not claim public bounds
         est.privacy_caveats_ = (
@@ -319,12 +334,21 @@ def _save_model(est, path: Path, bounds_from_data: bool = False) -> dict[str, st
             "the preprocessing is data-dependent, so the (ε, δ) guarantee below does NOT hold "
             "end to end",
         )
+    model = est
+    if encoder is not None:
+        from sklearn.pipeline import Pipeline
+
+        model = Pipeline([("schema", encoder), ("model", est)])
     statement_path = path.with_name(path.name + ".privacy.txt")
+    save(model, path)  # ModelFileError (one line, exit 2) when it cannot be written
     try:
-        save(est, path)
-        statement_path.write_text(est.privacy_statement(), encoding="utf-8")
+        statement_path.write_text(privacy_statement(model), encoding="utf-8")
     except OSError as exc:
-        raise ModelFileError(f"--save: cannot write {str(path)!r}: {exc}") from None
+        from ..io import ModelFileError
+
+        raise ModelFileError(
+            f"--save: cannot write {str(statement_path)!r}: {exc.strerror or exc}"
+        ) from None
     return {"saved_model": str(path), "privacy_statement": str(statement_path)}
 
 
@@ -336,7 +360,9 @@ _OPTIONS = {
     "data_home": Opt(Path | None, None, "Folder with the data files (default $DPERM_DATA_HOME)."),
     "csv": Opt(Path | None, None, "Fit on a CSV (or .parquet) file instead."),
     "target": Opt(str | None, None, "Label column of --csv."),
-    "allow_data_bounds": Opt(bool, False, "CSV: read missing bounds from the data (LEAKS)."),
+    "allow_data_bounds": Opt(
+        bool, False, "CSV: read missing bounds and category lists from the data (LEAKS)."
+    ),
     "parquet": Opt(Path | None, None, "Fit with Dask on a Parquet directory (docs/cluster.md)."),
     "csv_dir": Opt(Path | None, None, "Fit with Dask on a directory (or glob) of CSV files."),
     "positive_label": Opt(str | None, None, "--parquet/--csv-dir: target value mapped to +1."),
@@ -367,9 +393,14 @@ _OPTIONS = {
         list[str] | None,
         None,
         "Public bounds: a JSON file {col: [lo, hi]} or col=lo:hi (repeat).",
+        metavar="COL=LO:HI|FILE",
     ),
     "categories": Opt(
-        list[str] | None, None, "Public categories: a JSON file {col: [...]} or col=a,b,c."
+        list[str] | None,
+        None,
+        "Public category list of a categorical column: a JSON file {col: [a, b]} or "
+        "col=a,b,c (repeat); required for every categorical column, like --bounds.",
+        metavar="COL=A,B,C|FILE",
     ),
     "label_bound": Opt(float | None, None, "CSV regression: public bound B on |y|."),
     "task": Opt(str | None, None, "CSV: binary | multiclass | regression (default: inferred)."),
@@ -381,6 +412,7 @@ _OPTIONS = {
     "ledger_epsilon": Opt(float | None, None, "Budget ε of a new --ledger."),
     "ledger_delta": Opt(float | None, None, "Budget δ of a new --ledger (1e-5)."),
     "no_reference": Opt(bool, False, "Skip the non-private reference fit."),
+    "quiet": QUIET,
 }
 
 
@@ -389,6 +421,7 @@ def fit_command(**options: Any) -> None:
     """Fit a private model and report privacy spent and utility."""
     json_output, save = options.pop("json_output"), options["save"]
     reference = not options.pop("no_reference")
+    quiet = options.pop("quiet")
     with (
         one_line_errors(),
         warnings.catch_warnings(record=True) as caught,
@@ -397,7 +430,7 @@ def fit_command(**options: Any) -> None:
         # warnings (e.g. rows clipped) become one stderr line each, never stdout,
         # printed after a successful fit only: a failed one prints its error alone
         warnings.simplefilter("always")
-        result = run_fit(**options, progress=not json_output, reference=reference, notes=True)
+        result = run_fit(**options, progress=not quiet, reference=reference, notes=not quiet)
     for w in caught:
         show_warning_one_line(w.message, w.category, w.filename, w.lineno)
     if json_output:

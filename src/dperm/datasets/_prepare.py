@@ -7,8 +7,8 @@ import numpy as np
 from .._rng import check_random_state
 from .._validation import check_positive, check_probability
 from ..exceptions import InvalidPrivacyParameter, LabelError, UnknownNameError
+from ..schema import Schema, SchemaEncoder
 from .dataset import Dataset
-from .schema import Schema
 
 _TASKS = ("binary", "multiclass", "regression")
 
@@ -56,7 +56,7 @@ def _encode_labels(y_train, y_test, task, positive_label, label_bound):
         else:
             k = np.unique(y_all).size
             if k < 2:
-                raise LabelError(f"the target has a single value {y_all[:1].tolist()}")
+                raise LabelError("the target has a single value: nothing to learn")
             task = "binary" if k == 2 else "multiclass"
 
     def apply(fn):
@@ -66,9 +66,10 @@ def _encode_labels(y_train, y_test, task, positive_label, label_bound):
         if positive_label is None:
             vals = np.unique(y_all)
             if vals.size != 2:
+                # the values themselves are private (e.g. regression targets): not shown
                 raise LabelError(
                     f"task='binary' needs exactly two label values or positive_label=, "
-                    f"got {vals.size} values: {vals[:5].tolist()}"
+                    f"got {vals.size} distinct values"
                 )
             positive_label = vals[1]
         if y_all.dtype.kind in "OUST" or isinstance(positive_label, str):
@@ -113,24 +114,19 @@ def _finish_schema(
     normalize_rows,
     label_bound,
     description,
+    data_dependent=(),
 ) -> Dataset:
-    """Transform with the schema, then optionally divide by the public worst-case
-    norm (``normalize_rows=True``) or, with ``normalize_rows="unit"``, center every
-    feature at the midpoint 1/2 of its public range and scale each row to unit
-    norm (both per-record maps: no record's features depend on another record)."""
-    X_train, u_train = schema.transform(frame_train)
-    X_test, u_test = (None, 0) if frame_test is None else schema.transform(frame_test)
-    bound = schema.worst_case_norm
-    if normalize_rows == "unit":
-        mid = schema.feature_midpoints
-        X_train = _center_unit_rows(X_train, mid)
-        X_test = None if X_test is None else _center_unit_rows(X_test, mid)
-        bound = 1.0
-    elif normalize_rows:
-        X_train /= bound
-        if X_test is not None:
-            X_test /= bound
-        bound = 1.0
+    """Transform with the schema's :class:`~dperm.schema.SchemaEncoder`: the schema map,
+    then optionally a division by the public worst-case norm (``normalize_rows=True``)
+    or, with ``normalize_rows="unit"``, every feature centered at the midpoint of its
+    public range and each row scaled to unit norm (per-record maps: no record's features
+    depend on another record).  The encoder goes with the Dataset (``encoder``), so a
+    saved model can encode new raw rows the same way; ``data_dependent`` names the
+    columns whose bounds or categories were read off the data (a leak it carries)."""
+    encoder = SchemaEncoder.from_schema(schema, normalize_rows, data_dependent)
+    X_train, u_train = encoder.encode(frame_train)
+    X_test, u_test = (None, 0) if frame_test is None else encoder.encode(frame_test)
+    bound = encoder.row_norm_bound_
     return Dataset(
         name=name,
         X_train=X_train,
@@ -143,11 +139,12 @@ def _finish_schema(
         label_bound=label_bound,
         description=description,
         n_unknown_categories=u_train + u_test,
+        encoder=encoder,
     )
 
 
 def _finish_split(
-    name, schema, frame, y, tr, te, task, normalize_rows, label_bound, description
+    name, schema, frame, y, tr, te, task, normalize_rows, label_bound, description, dependent=()
 ) -> Dataset:
     """:func:`_finish_schema` of the rows ``tr`` (training) and ``te`` (test; none
     when empty) of ``frame`` and of the encoded targets ``y``."""
@@ -162,6 +159,7 @@ def _finish_split(
         normalize_rows,
         label_bound,
         description,
+        dependent,
     )
 
 
@@ -181,18 +179,6 @@ def _random_split_binary(name, X, y, test_size, rng, feature_names, bound, descr
         label_bound=None,
         description=description,
     )
-
-
-def _center_unit_rows(X: np.ndarray, midpoints: np.ndarray) -> np.ndarray:
-    """x ↦ (x − m)/‖x − m‖ row by row, m the public feature midpoints (zero rows stay
-    zero); norms end ≤ 1.  X is overwritten (it is the loader's own fresh array)."""
-    Z = X
-    Z -= midpoints
-    norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
-    Z /= np.where(norms > 0, norms, 1.0)[:, None]
-    over = np.sqrt(np.einsum("ij,ij->i", Z, Z)) > 1.0  # rounding: pull back inside
-    Z[over] *= np.nextafter(1.0, 0.0)
-    return Z
 
 
 def _norm_text(schema: Schema, normalize_rows) -> str:

@@ -43,15 +43,15 @@ def load_csv(
     A path ending in ``.parquet`` or ``.pq`` is read as Parquet (needs a pandas
     Parquet engine, e.g. pyarrow) under the same schema rules.
 
-    Numeric columns are scaled with **user-passed public bounds** only; a numeric
-    column without a bound is an error unless ``allow_data_bounds=True``, which
-    takes the bound from the data's min/max and emits
+    Numeric columns are scaled with **user-passed public bounds** only, and
+    categorical columns one-hot encoded with **user-passed public category lists**
+    only; a column without its bound or list is an error unless
+    ``allow_data_bounds=True``, which takes the bound from the data's min/max (the
+    list from the values present) and emits
     :class:`~dperm.exceptions.PrivacyLeakWarning` (the resulting model then has
-    **no** end-to-end DP guarantee: the bounds themselves reveal the extreme
-    records).  Categorical columns are one-hot encoded with the lists in
-    ``categories``; a column without a list gets the sorted set of values found
-    in the file, with a :class:`~dperm.exceptions.PrivacyLeakWarning` (the
-    category set is itself data-dependent; pass the public list).
+    **no** end-to-end DP guarantee: the bounds reveal the extreme records, a category
+    list reveals that some record holds each value; the Dataset's encoder then has a
+    ``NonPrivate`` event).  A value outside its public list is encoded as all-zero.
 
     Rows with a missing value in any column are dropped (a per-record filter).
 
@@ -81,7 +81,7 @@ def load_csv(
     label_bound : float, optional
         Regression: public bound on ``|y|``; targets are clipped to it.
     allow_data_bounds : bool, default False
-        Allow bounds read from the data (privacy leak, warned).
+        Allow bounds and category lists read from the data (privacy leak, warned).
     normalize_rows : bool, default True
         Divide rows by the public worst-case norm √(#numeric + #categorical).
     center : bool or None, default None
@@ -103,8 +103,8 @@ def load_csv(
         If ``target`` or a column named in ``categorical``/``bounds``/``categories``/
         ``log_columns`` is not in the file, or ``task`` is unknown.
     InvalidPrivacyParameter
-        If a numeric column has no bound and ``allow_data_bounds`` is False, or
-        a bound is not a finite pair with ``lo < hi``.
+        If a numeric column has no bound or a categorical column no category list and
+        ``allow_data_bounds`` is False, or a bound is not a finite pair with ``lo < hi``.
     InvalidDataError, LabelError
         Empty data, a non-numeric column treated as numeric, bad labels.
 
@@ -165,32 +165,38 @@ def load_csv(
                 f"column {c!r} is not numeric; list it in categorical= to one-hot encode it"
             )
     no_bound = [c for c in numeric if c not in bounds]
-    if no_bound and not allow_data_bounds:
-        raise InvalidPrivacyParameter(
-            f"numeric column(s) {no_bound} have no public bound: pass bounds={{column: (lo, hi)}} "
-            "from public knowledge (documentation, domain ranges). allow_data_bounds=True reads "
-            "them from the data instead, which leaks privacy."
-        )
-    if no_bound:
-        warnings.warn(
-            f"bounds of numeric column(s) {no_bound} are taken from the data (min/max); this "
-            "leaks privacy, so the result has no end-to-end DP guarantee. Pass bounds= for one.",
-            PrivacyLeakWarning,
-            stacklevel=2,
-        )
-        for c in no_bound:
-            lo, hi = float(frame[c].min()), float(frame[c].max())
-            bounds[c] = (lo, hi if hi > lo else lo + 1.0)
     no_cats = [c for c in categorical if c not in categories]
-    if no_cats:
+    if (no_bound or no_cats) and not allow_data_bounds:
+        # a category list is a bound on a categorical column: the same rule, the same opt-in
+        missing = []
+        if no_bound:
+            missing.append(
+                f"numeric column(s) {no_bound} have no public bound: pass "
+                "bounds={column: (lo, hi)}"
+            )
+        if no_cats:
+            missing.append(
+                f"categorical column(s) {no_cats} have no public category list: pass "
+                "categories={column: [values]}"
+            )
+        raise InvalidPrivacyParameter(
+            "; ".join(missing) + " from public knowledge (documentation, domain ranges, code "
+            "books). allow_data_bounds=True reads them from the data instead, which leaks "
+            "privacy."
+        )
+    if no_bound or no_cats:
         warnings.warn(
-            f"category lists of column(s) {no_cats} are taken from the values present in the "
-            "data; the category set is data-dependent. Pass categories= with public lists.",
+            f"the bounds of column(s) {no_bound} (min/max) and the category lists of column(s) "
+            f"{no_cats} (the values present) are read from the data (allow_data_bounds=True); "
+            "this leaks privacy, so the result has no end-to-end DP guarantee",
             PrivacyLeakWarning,
             stacklevel=2,
         )
-        for c in no_cats:
-            categories[c] = sorted(frame[c].astype(str).unique().tolist())
+    for c in no_bound:
+        lo, hi = float(frame[c].min()), float(frame[c].max())
+        bounds[c] = (lo, hi if hi > lo else lo + 1.0)
+    for c in no_cats:
+        categories[c] = sorted(frame[c].astype(str).unique().tolist())
     y_raw = frame[target].to_numpy()
     y_enc, _, task, label_text = _encode_labels(y_raw, None, task, positive_label, label_bound)
     center = task == "regression" if center is None else bool(center)
@@ -206,4 +212,7 @@ def load_csv(
     if no_bound or no_cats:
         desc += " WARNING: bounds or categories were read from the data (privacy leak)."
     bound = float(label_bound) if (task == "regression" and label_bound is not None) else None
-    return _finish_split(path.stem, schema, frame, y_enc, tr, te, task, normalize_rows, bound, desc)
+    dependent = tuple(c for c in features if c in no_bound or c in no_cats)
+    return _finish_split(
+        path.stem, schema, frame, y_enc, tr, te, task, normalize_rows, bound, desc, dependent
+    )

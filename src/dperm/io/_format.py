@@ -67,9 +67,13 @@ _TRANSFORMER_ATTRIBUTES = {
         "n_features_in_",
         "feature_names_in_",
     ),
+    # the public schema of the raw columns: its parameters are its whole state (the
+    # column specifications as plain data); schema_ and row_norm_bound_ are rebuilt on
+    # load and must agree with the saved column names
+    "SchemaEncoder": ("n_features_in_", "feature_names_in_"),
 }
 #: fitted objects rebuilt on load from the (public) parameters
-_REBUILT = ("loss_", "regularizer_", "constraint_")
+_REBUILT = ("loss_", "regularizer_", "constraint_", "schema_", "row_norm_bound_")
 _PRIVACY_ATTRIBUTES = ("dp_event_", "run_dp_event_", "privacy_caveats_")
 #: parameters never written to a file
 _NEVER_SAVED_PARAMS = ("random_state",)
@@ -89,17 +93,14 @@ def _allowed_classes() -> dict[str, type]:
 
 
 def _allowed_transformers() -> dict[str, type]:
-    """The allow-list of pipeline steps: the :mod:`dperm.preprocessing` transformers."""
-    from . import preprocessing
+    """The allow-list of pipeline steps: the :mod:`dperm.preprocessing` transformers and
+    :class:`dperm.schema.SchemaEncoder`."""
+    from .. import preprocessing, schema
 
-    return {name: getattr(preprocessing, name) for name in _TRANSFORMER_ATTRIBUTES}
-
-
-def _allowed_transformers() -> dict[str, type]:
-    """The allow-list of pipeline steps: the :mod:`dperm.preprocessing` transformers."""
-    from .. import preprocessing
-
-    return {name: getattr(preprocessing, name) for name in _TRANSFORMER_ATTRIBUTES}
+    return {
+        name: getattr(schema if name == "SchemaEncoder" else preprocessing, name)
+        for name in _TRANSFORMER_ATTRIBUTES
+    }
 
 
 def _array_for_file(value: np.ndarray, name: str) -> tuple[np.ndarray, bool]:
@@ -162,8 +163,10 @@ def _encode_norm(norm, name: str) -> dict[str, Any]:
 
 
 def _decode_param(value: Any, name: str) -> Any:
-    """Inverse of :func:`_encode_param`; a dict must describe an allow-listed norm."""
-    if not isinstance(value, dict):
+    """Inverse of :func:`_encode_param`: a dict with the norm key must describe an
+    allow-listed norm; any other value (JSON data: numbers, strings, lists, dicts) is
+    returned as it is, for the object's own validation."""
+    if not isinstance(value, dict) or _NORM_KEY not in value:
         return value
     cls = _norm_classes().get(value.get(_NORM_KEY))
     extra = set(value) - {_NORM_KEY, "d", "alpha", "groups", "mu"}

@@ -31,6 +31,7 @@ from ._format import (
     _allowed_transformers,
     _decode_param,
 )
+from ._validate import check_estimator, check_pipeline
 
 
 def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
@@ -194,6 +195,7 @@ def _load_estimator(zf, meta: dict, prefix: str):
     except (KeyError, TypeError, DpermError) as exc:
         raise ModelFileError(f"the privacy event of the model file is invalid: {exc}") from None
     _rebuild(est, meta)
+    check_estimator(est, meta)
     return est
 
 
@@ -229,11 +231,36 @@ def _load_pipeline(zf, meta: dict):
             step.dp_event_ = event_from_dict(rec["event"])
         except (KeyError, TypeError, DpermError) as exc:
             raise ModelFileError(f"the privacy event of step {i} is invalid: {exc}") from None
+        if cls_name == "SchemaEncoder":
+            _rebuild_encoder(step, i)
         steps.append((rec["name"], step))
     if not isinstance(final.get("name"), str):
         raise ModelFileError(f"the final step of the pipeline has no name in {_META}")
     steps.append((final["name"], _load_estimator(zf, final, f"step{n}__")))
-    return Pipeline(steps)
+    pipe = Pipeline(steps)
+    check_pipeline(pipe, meta)
+    return pipe
+
+
+def _rebuild_encoder(step, i: int) -> None:
+    """A SchemaEncoder's state from its parameters: it must validate, and agree with the
+    saved column names and event."""
+    saved_names = getattr(step, "feature_names_in_", None)
+    saved_event = step.dp_event_
+    try:
+        step._setup()
+    except DpermError as exc:
+        raise ModelFileError(f"pipeline step {i}: invalid schema: {exc}") from None
+    names = np.asarray(step.feature_names_in_).astype(str)
+    if not isinstance(saved_names, np.ndarray) or not np.array_equal(
+        names, np.asarray(saved_names).astype(str)
+    ):
+        raise ModelFileError(f"pipeline step {i}: the saved column names disagree with its schema")
+    if saved_event != step.dp_event_:
+        raise ModelFileError(
+            f"pipeline step {i}: the saved event {saved_event!r} disagrees with its schema's "
+            f"{step.dp_event_!r}"
+        )
 
 
 def _check_attr_name(key: Any, saved: tuple[str, ...] = _SAVED_ATTRIBUTES) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io as _io
 import json
+import math
 import os
 import uuid
 import zipfile
@@ -102,7 +103,9 @@ def _pipeline_meta(pipe) -> tuple[dict, dict[str, np.ndarray], str]:
         "steps": records,
         "final": est_meta,
         "privacy": {
-            "epsilon": eps,
+            # None: no finite ε (a step read the data without privacy, e.g. bounds read
+            # off the data); strict JSON has no ∞
+            "epsilon": eps if math.isfinite(eps) else None,
             "delta": delta,
             "neighbouring": getattr(event, "neighbouring", REPLACE_ONE),
             "event": event.to_dict(),
@@ -139,11 +142,10 @@ def save(model, path: str | os.PathLike) -> Path:
     ModelFileError
         If ``model`` is not a dperm estimator or such a pipeline, or holds a parameter
         or fitted array that is not plain data (e.g. a Constraint object, a
-        SubmodularNorm with a Python function).
+        SubmodularNorm with a Python function); if ``path`` is not a str/PathLike, is
+        a folder, lies in a folder that does not exist, or cannot be written.
     sklearn.exceptions.NotFittedError
         If ``model`` is not fitted.
-    OSError
-        If the file cannot be written.
 
     Examples
     --------
@@ -156,6 +158,7 @@ def save(model, path: str | os.PathLike) -> Path:
     >>> bool(np.all(loaded.predict(X) == clf.predict(X)))
     True
     """
+    path = _check_path(path)  # before any work: a bad path fails first
     if _is_pipeline(model):
         body, arrays, statement = _pipeline_meta(model)
     else:
@@ -168,7 +171,6 @@ def save(model, path: str | os.PathLike) -> Path:
         "dperm_version": _version(),
         **body,
     }
-    path = Path(path)
     # write next to the target, then rename: a crash never leaves half a model file
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
@@ -180,7 +182,30 @@ def save(model, path: str | os.PathLike) -> Path:
                 np.lib.format.write_array(buf, arr, allow_pickle=False)
                 zf.writestr(member, buf.getvalue())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise ModelFileError(
+            f"cannot write the model file {str(path)!r}: {exc.strerror or type(exc).__name__}"
+        ) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return path
+
+
+def _check_path(path) -> Path:
+    """``path`` as a Path to a file that can be created (ModelFileError otherwise)."""
+    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+        raise ModelFileError(
+            f"path must be a file name (str or os.PathLike), got {type(path).__name__}"
+        )
+    path = Path(path)
+    if not str(path) or path.name in ("", ".", ".."):
+        raise ModelFileError(f"path must name a file, got {str(path)!r}")
+    if path.is_dir():
+        raise ModelFileError(f"path {str(path)!r} is a folder; give a file name inside it")
+    if not path.parent.is_dir():
+        raise ModelFileError(
+            f"cannot save to {str(path)!r}: the folder {str(path.parent)!r} does not exist"
+        )
     return path
