@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -69,6 +70,10 @@ class Dataset(TrainTestSizes):
         loaders encode the positive class as +1), (0, …, 9) for MNIST.  None for
         regression and for a multi-class CSV/svmlight file, whose label set was
         read off the file (then the estimators warn that it is not protected).
+    encoder : dperm.schema.SchemaEncoder or None
+        The public map from the raw records to ``X_train``/``X_test`` (fitted; it learns
+        nothing), when the loader has one: ``dperm fit --csv … --save`` saves it in front
+        of the model, so that the saved pipeline scores raw rows.  None for array data.
     """
 
     name: str
@@ -83,6 +88,7 @@ class Dataset(TrainTestSizes):
     description: str = field(repr=False)
     n_unknown_categories: int = 0
     classes: tuple | None = field(default=None, repr=False)
+    encoder: Any = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.classes is None and self.task == "binary":
