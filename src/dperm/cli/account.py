@@ -27,26 +27,55 @@ from ._common import JSON, REQUIRED, Opt, one_line_errors, with_options
 if TYPE_CHECKING:
     from ..accounting.events import DpEvent
 
-__all__ = ["account_cmd", "account_command", "render"]
+__all__ = ["account_cmd", "account_command", "default_accountant", "render"]
 
 # the releases that dperm account and dperm calibrate describe
 SAMPLING_RATE = Opt(float, 1.0, "q in (0, 1].")
 STEPS = Opt(int, 1, "Number of releases.")
-ACCOUNTANT = Opt(str, "rdp", "rdp | pld | …")
+ACCOUNTANT = Opt(
+    str | None,
+    None,
+    "rdp | pld | … (default: pld for a replace-one Poisson-subsampled Gaussian, which RDP "
+    "cannot account exactly; rdp otherwise).",
+)
+
+
+def default_accountant(
+    accountant: str | None, neighbouring: str, sampling: str, sampling_rate: float
+) -> str:
+    """``accountant``, or the default: "pld" for a replace-one Poisson-subsampled Gaussian
+    (no exact RDP exists for it), "rdp" otherwise."""
+    if accountant is not None:
+        return accountant
+    subsampled = sampling == "poisson" and sampling_rate < 1.0
+    return "pld" if (neighbouring == "replace-one" and subsampled) else "rdp"
 SAMPLING = Opt(str, "poisson", "poisson | without_replacement")
+NEIGHBOURING = Opt(
+    str,
+    "replace-one",
+    "replace-one (what dperm's estimators and dperm fit guarantee) | add-remove "
+    "(DP-SGD's classical analysis); the output says which.",
+)
 
 
 def _step_event(
-    noise_multiplier: float, sampling_rate: float, sampling: str, population_size: int | None
+    noise_multiplier: float,
+    sampling_rate: float,
+    sampling: str,
+    population_size: int | None,
+    neighbouring: str = "replace-one",
 ) -> DpEvent:
     from .._validation import check_count
     from ..accounting import Gaussian, PoissonSampled, SampledWithoutReplacement
-    from ..accounting.events import ADD_REMOVE, REPLACE_ONE
+    from ..accounting.events import REPLACE_ONE, check_neighbouring
 
-    # Poisson: add/remove-one (DP-SGD's classical analysis); without replacement: replace-one
-    gauss = Gaussian(
-        noise_multiplier, neighbouring=ADD_REMOVE if sampling == "poisson" else REPLACE_ONE
-    )
+    relation = check_neighbouring(neighbouring)
+    if sampling != "poisson" and relation != REPLACE_ONE:
+        raise UnknownNameError(
+            "--sampling without_replacement is accounted under replace-one only (Wang, Balle, "
+            f"Kasiviswanathan 2019), got --neighbouring {neighbouring}"
+        )
+    gauss = Gaussian(noise_multiplier, neighbouring=relation)
     if sampling_rate == 1.0:
         return gauss
     if sampling == "poisson":
@@ -68,11 +97,12 @@ def account_command(
     sampling_rate: float = 1.0,
     steps: int = 1,
     delta: float = 1e-5,
-    accountant: str = "rdp",
+    accountant: str | None = None,
     sampling: str = "poisson",
     json_output: bool = False,
     population_size: int | None = None,
     plot: str | None = None,
+    neighbouring: str = "replace-one",
 ) -> dict[str, Any]:
     """ε spent by ``steps`` (subsampled) Gaussian releases.
 
@@ -86,9 +116,9 @@ def account_command(
         ≥ 1.
     delta : float, default 1e-5
         In [0, 1).
-    accountant : str, default "rdp"
+    accountant : str, optional
         Any name of :func:`dperm.accounting.get_accountant` (only "rdp" and
-        "pld" support Gaussian events).
+        "pld" support Gaussian events); default :func:`default_accountant`.
     sampling : {"poisson", "without_replacement"}, default "poisson"
     json_output : bool, default False
         Accepted for the CLI flag; the returned dict is the same (see
@@ -100,12 +130,16 @@ def account_command(
         Write the privacy profile δ(ε) and the privacy-loss distribution of the
         composed event to this PNG file (:func:`dperm.privacy_profile.plot_privacy_profile`,
         PLD accountant); the path is returned as ``plot``.
+    neighbouring : {"replace-one", "add-remove"}, default "replace-one"
+        The relation ε is stated for — replace-one by default, the relation every dperm
+        estimator (and ``dperm fit``) guarantees; "add-remove" is DP-SGD's classical
+        analysis (Abadi et al. 2016).  σ is relative to the step's ℓ2 sensitivity under
+        that relation (a sum clipped to C: C under add/remove, 2C under replace-one).
 
     Returns
     -------
     dict
-        ``accountant``, ``neighbouring`` (the relation ε is for: add/remove for
-        Poisson sampling, replace-one without replacement), ``noise_multiplier``,
+        ``accountant``, ``neighbouring`` (the relation ε is for), ``noise_multiplier``,
         ``sampling_rate``, ``steps``, ``delta``, ``sampling``, ``epsilon``,
         ``seconds``, and for "rdp" the optimal ``order``.
 
@@ -123,8 +157,9 @@ def account_command(
     delta = check_delta(delta)
     if sampling not in SAMPLING_SCHEMES:
         raise UnknownNameError(f"sampling must be one of {SAMPLING_SCHEMES}, got {sampling!r}")
+    accountant = default_accountant(accountant, neighbouring, sampling, q)
     t0 = time.perf_counter()
-    event = SelfComposed(_step_event(sigma, q, sampling, population_size), steps)
+    event = SelfComposed(_step_event(sigma, q, sampling, population_size, neighbouring), steps)
     acc = get_accountant(accountant, neighbouring=event.neighbouring)
     acc.compose(event)
     out: dict[str, Any] = {
@@ -170,12 +205,18 @@ def render(result: dict[str, Any], json_output: bool = False) -> str:
 
 #: the options of ``dperm account``, in the order of ``--help``
 _OPTIONS = {
-    "noise_multiplier": Opt(float, REQUIRED, "σ per unit Δ₂."),
+    "noise_multiplier": Opt(
+        float,
+        REQUIRED,
+        "σ per unit ℓ2 sensitivity Δ₂ of a step (a sum clipped to C: Δ₂ = 2C under "
+        "replace-one, C under add-remove).",
+    ),
     "sampling_rate": SAMPLING_RATE,
     "steps": STEPS,
     "delta": Opt(float, 1e-5, "δ."),
     "accountant": ACCOUNTANT,
     "sampling": SAMPLING,
+    "neighbouring": NEIGHBOURING,
     "json_output": JSON,
     "plot": Opt(str | None, None, "Write the privacy profile δ(ε) and the PLD to this PNG."),
 }

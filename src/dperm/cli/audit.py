@@ -18,9 +18,9 @@ from typing import Any
 import typer
 
 from ..exceptions import InvalidPrivacyParameter
-from ._common import JSON, Opt, one_line_errors, with_options
+from ._common import JSON, QUIET, Opt, one_line_errors, step, with_options
 
-__all__ = ["audit_cmd", "audit_command", "render"]
+__all__ = ["audit_cmd", "audit_command", "list_runners", "render", "render_list"]
 
 
 def audit_command(
@@ -160,7 +160,12 @@ _OPTIONS = {
         "adassp, tukey, dual-frank-wolfe (`dperm audit --list` prints every one).",
     ),
     "epsilon": Opt(float | None, None, "Claimed ε."),
-    "list_runners": Opt(bool, False, "Print the available audit runners and exit.", "--list"),
+    "list_runners": Opt(
+        bool,
+        False,
+        "Print the installed runners (apart from the audit-only targets and mutants) and exit.",
+        "--list",
+    ),
     "delta": Opt(float | None, None, "Claimed δ (default: the mechanism's)."),
     "runs": Opt(int | None, None, "Runs per neighbouring dataset (default: the mechanism's)."),
     "seed": Opt(int | None, None, "Seed of the runs."),
@@ -171,21 +176,71 @@ _OPTIONS = {
         None,
         "gdp or clopper-pearson (default: gdp for Gaussian-noise mechanisms).",
     ),
+    "quiet": QUIET,
 }
+
+
+#: suffixes of the honest runners that are audit targets, not paths a user runs
+_TARGET_SUFFIXES = ("-raw", "-unsafe")
+
+
+def list_runners() -> dict[str, list[tuple[str, str]]]:
+    """The installed runners in three groups, each a list of (name, description):
+    ``runners`` (the algorithms as shipped, on their default paths), ``targets``
+    (audit-only targets: a release before its public denoising step, or an adversarial
+    pair chosen for power — honest, but not what a fit returns) and ``mutants``
+    (deliberately broken variants an audit must refute; registered by the tests)."""
+    from ..audit import available_runners, get_runner
+
+    groups: dict[str, list[tuple[str, str]]] = {"runners": [], "targets": [], "mutants": []}
+    for name in available_runners():
+        runner = get_runner(name)
+        if runner.kind == "mutant":
+            group = "mutants"
+        elif name.endswith(_TARGET_SUFFIXES):
+            group = "targets"
+        else:
+            group = "runners"
+        groups[group].append((name, " ".join(runner.description.split())))
+    return groups
+
+
+_GROUP_TITLES = {
+    "runners": "Runners: the algorithms as shipped, on their default paths (an audit must "
+    "not refute them)",
+    "targets": "Audit-only targets: honest, but not what a fit returns (the release before "
+    "its public denoising step, or an adversarial pair chosen for power)",
+    "mutants": "Mutants: deliberately broken variants (an audit must refute them)",
+}
+
+
+def render_list(groups: dict[str, list[tuple[str, str]]], json_output: bool = False) -> str:
+    """``dperm audit --list``: the three groups of :func:`list_runners`."""
+    if json_output:
+        return json.dumps({k: [n for n, _ in v] for k, v in groups.items()}, sort_keys=True)
+    width = max((len(n) for v in groups.values() for n, _ in v), default=0)
+    lines = []
+    for key, title in _GROUP_TITLES.items():
+        lines.append(title + ":")
+        for name, desc in groups[key]:
+            lines.append(f"  {name:<{width}}  {desc}")
+        if not groups[key]:
+            lines.append("  (none registered)")
+    return "\n".join(lines)
 
 
 @with_options(_OPTIONS)
 def audit_cmd(**options: Any) -> None:
     """Empirical lower bound ε_LB on the ε a mechanism really spends (canary audit)."""
+    quiet = options.pop("quiet")
     with one_line_errors():
         if options.pop("list_runners"):
-            from ..audit import available_runners
-
-            typer.echo("\n".join(available_runners()))
+            typer.echo(render_list(list_runners(), options["json_output"]))
             return
         if options["mechanism"] is None or options["epsilon"] is None:
             raise InvalidPrivacyParameter(
                 "dperm audit needs --mechanism NAME and --epsilon EPS (or --list)"
             )
-        result = audit_command(**options)
+        with step(f"audit of {options['mechanism']}", not quiet):
+            result = audit_command(**options)
     typer.echo(render(result, json_output=options["json_output"]))

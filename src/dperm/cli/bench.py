@@ -13,8 +13,8 @@ from typing import Any
 
 import typer
 
-from ..exceptions import InvalidDataError, InvalidPrivacyParameter
-from ._common import Opt, one_line_errors, with_options
+from ..exceptions import DataFileNotFoundError, InvalidDataError, InvalidPrivacyParameter
+from ._common import QUIET, Opt, one_line_errors, with_options
 
 __all__ = ["bench_cmd", "bench_command", "parse_floats", "parse_list"]
 
@@ -46,6 +46,10 @@ def parse_floats(value: str, name: str = "epsilons") -> list[float]:
     if not out:
         raise InvalidPrivacyParameter(f"{name} must not be empty, got {value!r}")
     return out
+
+
+#: the file each result is appended to as soon as it is finished (removed at the end)
+PARTIAL = "results.partial.csv"
 
 
 def _check_out_dir(out: Path) -> None:
@@ -94,20 +98,47 @@ def bench_command(
     protocol : {"honest", "paper"}, default "honest"
     data_home : path, optional
     out : path, default "bench-out"
+        Output folder; each result is appended to ``results.partial.csv`` there as soon
+        as it is finished (the complete outputs replace it at the end).
     progress : bool, default True
+        A progress bar on a terminal; plain lines on stderr (one per result) otherwise.
     seed : int, default 0
 
     Raises
     ------
     DpermError
         Bad options (unknown dataset/algorithm/protocol, bad ε or repeats, an
-        ``out`` that is not a writable folder).
+        ``out`` that is not a writable folder, a ``data_home`` that is not a folder), or
+        no fit ran (every dataset's files absent).
     """
+    if data_home is not None and not Path(data_home).is_dir():  # before anything else
+        raise DataFileNotFoundError(f"--data-home {str(data_home)!r} is not a folder")
     _check_out_dir(Path(out))  # before hours of fitting, not after
     from ..bench import run_bench
 
     command = "dperm bench " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-    run_bench(
+    partial = Path(out) / PARTIAL
+    partial.unlink(missing_ok=True)
+    done = [0]
+
+    def on_row(row: dict) -> None:
+        """Save each result as it finishes (a crash or Ctrl-C keeps what ran), and say so."""
+        import pandas as pd
+
+        pd.DataFrame([row]).to_csv(partial, mode="a", header=not partial.exists(), index=False)
+        done[0] += 1
+        if progress:
+            acc = row.get("accuracy_mean")
+            print(
+                f"dperm bench: {row['dataset']} {row['algorithm']} ε={row['epsilon']:g}: "
+                f"accuracy {acc:.4f} ({row['repeats']} fit(s)) — {done[0]} result(s) in "
+                f"{partial}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    # the rich bar only on a terminal; elsewhere (a pipe, a log) the plain lines above
+    df = run_bench(
         datasets=parse_list(datasets),
         epsilons=parse_floats(epsilons),
         algorithms=parse_list(algorithms),
@@ -115,10 +146,15 @@ def bench_command(
         protocol=protocol,
         data_home=data_home,
         out_dir=out,
-        progress=progress,
+        progress=progress and sys.stderr.isatty(),
         random_state=seed,
         command=command.strip(),
+        on_row=on_row,
     )
+    if df.empty:
+        notes = "; ".join(df.attrs.get("meta", {}).get("notes", [])) or "nothing to run"
+        raise DataFileNotFoundError(f"dperm bench ran no fit: {notes}")
+    partial.unlink(missing_ok=True)  # the complete results are in results.csv
     return (Path(out) / "results.md").read_text() + f"\nOutputs written to {Path(out)}/\n"
 
 
@@ -140,7 +176,8 @@ _OPTIONS = {
     "protocol": Opt(str, "honest", "honest (defaults) | paper (non-private tuning)."),
     "data_home": Opt(Path | None, None, "Folder of the real data."),
     "out": Opt(Path, Path("bench-out"), "Output folder."),
-    "no_progress": Opt(bool, False, "Hide the progress bar."),
+    "no_progress": Opt(bool, False, "No progress bar or lines (same as --quiet)."),
+    "quiet": QUIET,
     "seed": Opt(int, 0, "Base seed of the fits."),
 }
 
@@ -148,7 +185,7 @@ _OPTIONS = {
 @with_options(_OPTIONS)
 def bench_cmd(**options: Any) -> None:
     """Benchmark every DP-ERM algorithm against the published comparison (Iyengar et al. 2019)."""
-    progress = not options.pop("no_progress")
+    progress = not (options.pop("no_progress") or options.pop("quiet"))
     with one_line_errors():
         text = bench_command(**options, progress=progress)
     typer.echo(text)

@@ -15,7 +15,16 @@ from typing import Any
 import typer
 
 from ._common import JSON, REQUIRED, Opt, one_line_errors, with_options
-from .account import ACCOUNTANT, SAMPLING, SAMPLING_RATE, STEPS, account_command, render
+from .account import (
+    ACCOUNTANT,
+    NEIGHBOURING,
+    SAMPLING,
+    SAMPLING_RATE,
+    STEPS,
+    account_command,
+    default_accountant,
+    render,
+)
 
 __all__ = ["calibrate_cmd", "calibrate_command"]
 
@@ -25,9 +34,10 @@ def calibrate_command(
     delta: float = 1e-5,
     sampling_rate: float = 1.0,
     steps: int = 1,
-    accountant: str = "rdp",
+    accountant: str | None = None,
     sampling: str = "poisson",
     population_size: int | None = None,
+    neighbouring: str = "replace-one",
 ) -> dict[str, Any]:
     """Smallest noise multiplier σ such that ``steps`` releases are (ε, δ)-DP.
 
@@ -37,9 +47,10 @@ def calibrate_command(
         Target ε > 0.
     delta : float, default 1e-5
         Target δ in (0, 1).
-    sampling_rate, steps, accountant, sampling, population_size
+    sampling_rate, steps, accountant, sampling, population_size, neighbouring
         As in :func:`account_command` (``population_size`` is required for
-        ``"without_replacement"`` with q < 1).
+        ``"without_replacement"`` with q < 1; ``neighbouring`` defaults to replace-one,
+        the relation of every dperm fit).
 
     Returns
     -------
@@ -51,6 +62,9 @@ def calibrate_command(
     from .._validation import check_probability
     from ..accounting import calibrate_gaussian
 
+    accountant = default_accountant(
+        accountant, neighbouring, sampling, check_probability(sampling_rate, "sampling_rate")
+    )
     t0 = time.perf_counter()
     if sampling == "without_replacement" and population_size is None and sampling_rate != 1.0:
         frac = Fraction(check_probability(sampling_rate, "sampling_rate")).limit_denominator(10**12)
@@ -64,6 +78,7 @@ def calibrate_command(
         accountant=accountant,
         sampling=sampling,
         population_size=population_size,
+        neighbouring=neighbouring,
     )
     achieved_run = account_command(
         sigma,
@@ -73,6 +88,7 @@ def calibrate_command(
         accountant=accountant,
         sampling=sampling,
         population_size=population_size,
+        neighbouring=neighbouring,
     )
     achieved = achieved_run["epsilon"]
     return {
@@ -97,6 +113,7 @@ _OPTIONS = {
     "steps": STEPS,
     "accountant": ACCOUNTANT,
     "sampling": SAMPLING,
+    "neighbouring": NEIGHBOURING,
     "json_output": JSON,
 }
 
