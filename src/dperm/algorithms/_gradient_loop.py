@@ -445,10 +445,12 @@ class rich_progress:
         from rich.console import Console
         from rich.progress import Progress
 
+        console = Console(stderr=True)
+        if not console.is_terminal and not self.disable:
+            # a pipe or a log (rich draws nothing there): plain lines
+            return self._plain_lines()
         # on stderr, so that stdout stays clean for --json and pipes
-        self._progress = Progress(
-            console=Console(stderr=True), disable=self.disable, transient=True
-        )
+        self._progress = Progress(console=console, disable=self.disable, transient=True)
         self._progress.__enter__()
         self._task = self._progress.add_task(self.description, total=self.total)
 
@@ -458,7 +460,28 @@ class rich_progress:
 
         return callback
 
+    def _plain_lines(self):
+        import sys
+        import time
+
+        self._progress = None
+        t0, tenth = time.perf_counter(), max(1, self.total // 10)
+
+        def callback(t, steps, theta):
+            # every 10 % of the steps, once the loop has run 2 s (a short loop is silent)
+            if (t % tenth == 0 or t == steps) and time.perf_counter() - t0 > 2.0:
+                print(
+                    f"dperm: {self.description}: step {t}/{steps} "
+                    f"({100 * t // max(steps, 1)} %, {time.perf_counter() - t0:.0f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+        return callback
+
     def __exit__(self, *exc):
+        if self._progress is None:
+            return None
         return self._progress.__exit__(*exc)
 
 
