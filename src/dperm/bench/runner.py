@@ -26,7 +26,7 @@ import os
 import platform
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -520,6 +520,7 @@ def run_bench(
     excess_risk: bool = True,
     theory: bool = True,
     command: str | None = None,
+    on_row: Callable[[dict], None] | None = None,
 ) -> pd.DataFrame:
     """Run the benchmark and write its outputs.
 
@@ -552,6 +553,10 @@ def run_bench(
         Compute the excess empirical risk / the theoretical bound.
     command : str, optional
         The command line to record in the outputs.
+    on_row : callable, optional
+        Called with each result row (a dict with the columns of
+        :data:`~dperm.bench.report.RESULT_COLUMNS`) as soon as it is finished, e.g. to
+        save results as they come (``dperm bench`` does) or report progress.
 
     Returns
     -------
@@ -640,6 +645,8 @@ def run_bench(
                              [], math.nan, [secs], {"C": 1.0, "model": "LogisticRegression"},
                              neighbouring=NONPRIVATE_NEIGHBOURING)
                     )  # fmt: skip
+                    if on_row is not None:
+                        on_row(rows[-1])
                 bar.advance(task)
             for ai, alg in enumerate(private + peer_algs):
                 for ei, eps in enumerate(epsilons):
@@ -703,6 +710,8 @@ def run_bench(
                              delta, len(accs), accs, risks, bound, secs, hp, note,
                              neighbouring=relation)
                     )  # fmt: skip
+                    if on_row is not None:
+                        on_row(rows[-1])
 
     df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     meta = {
