@@ -27,6 +27,7 @@ from ..exceptions import (
     InvalidPrivacyParameter,
     UnknownNameError,
 )
+from ..schema import SchemaEncoder
 from .dataset import Dataset
 from .schema import Schema, _column_check, _user_schema
 
@@ -263,6 +264,7 @@ def _to_arrays(frame, schema, target, positive_label, label_bound, task, dtype, 
         row_norm_bound=1.0,
         label_bound=label_bound if task == "regression" else None,
         description=desc,
+        encoder=SchemaEncoder.from_schema(schema, normalize_rows=True),  # the same map
     )
 
 
