@@ -20,6 +20,7 @@ float32 and float64 arrays and CSR matrices are never copied.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -113,7 +114,31 @@ def sklearn_validate(estimator, X, y="no_validation", *, reset: bool, **kw):
     except InvalidDataError:
         raise
     except ValueError as exc:
-        raise InvalidDataError(str(exc)) from None
+        raise InvalidDataError(redact_message(str(exc))) from None
+
+
+#: values that scikit-learn's and numpy's messages echo from the data
+_ECHOED = (
+    (re.compile(r"\s*array=.*?\]\.?(?=\s*Reshape|\s*$)", re.S), ""),
+    (
+        re.compile(r"could not convert string to float: .*", re.S),
+        "X holds values that are not numbers (e.g. text); encode them first "
+        "(dperm.preprocessing.PublicOneHotEncoder or dperm.schema.SchemaEncoder)",
+    ),
+)
+
+
+def redact_message(msg: str) -> str:
+    """``msg`` of a scikit-learn/numpy validation error without the data values it
+    echoes (the repr of a 1-D X, the text that failed to parse): a record's values are
+    private, and an error message is often logged or shown.
+
+    >>> redact_message("Expected 2D array, got 1D array instead:\\narray=[0.1 0.2].\\nReshape …")
+    'Expected 2D array, got 1D array instead: Reshape …'
+    """
+    for pattern, repl in _ECHOED:
+        msg = pattern.sub(repl, msg)
+    return " ".join(msg.split())
 
 
 def validate_estimator_input(
