@@ -51,6 +51,7 @@ from .accounting.events import (
 )
 from .accounting.gaussian import analytic_gaussian_noise_multiplier
 from .accounting.ledger import charge
+from .backends.numpy_inputs import redact_message
 from .exceptions import (
     ClippingWarning,
     InvalidDataError,
@@ -91,7 +92,7 @@ def _validate(estimator, X, *, reset: bool, **kw):
     except InvalidDataError:
         raise
     except ValueError as exc:
-        raise InvalidDataError(str(exc)) from None
+        raise InvalidDataError(redact_message(str(exc))) from None
 
 
 def _check_bounds(bounds, n_features: int) -> tuple[np.ndarray, np.ndarray]:
@@ -471,9 +472,10 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
 
     def _raise_unknown(self, X, known) -> None:
         if self.handle_unknown == "error" and not known.all():
-            i, j = np.argwhere(~known)[0]
+            j = int(np.argwhere(~known)[0][1])
+            # the value itself is a record's (private): name the column, not the value
             raise InvalidDataError(
-                f"column {j} has value {X[i, j]!r} outside categories[{j}]="
+                f"column {j} has a value outside categories[{j}]="
                 f"{self.categories_[j].tolist()} (pass handle_unknown='ignore' to encode "
                 "unknown values as all-zero)"
             )
