@@ -30,6 +30,7 @@ from .accounting.events import (
     DpEvent,
     EpsilonDelta,
     Laplace,
+    NonPrivate,
     NoOp,
     PureEpsilon,
 )
@@ -370,12 +371,20 @@ def pipeline_statement(
     lines = [
         f"Privacy statement for a Pipeline of {len(pipe.steps)} steps (dperm {__version__})",
         "",
-        "Guarantee. Everything the fitted pipeline releases (the private steps' statistics "
-        "and the final model, hence its predictions) is (ε, δ)-differentially private with "
-        f"ε = {_fmt(epsilon)} and δ = {_fmt(delta)} together, protecting one training record "
-        f"under the neighbouring relation {relation_text(relation)}: the composition of "
-        "the steps' events, certified by the smallest valid bound of dperm's accountants "
-        "(the 'auto' accountant).",
+        (
+            "Guarantee. Everything the fitted pipeline releases (the private steps' statistics "
+            "and the final model, hence its predictions) is (ε, δ)-differentially private with "
+            f"ε = {_fmt(epsilon)} and δ = {_fmt(delta)} together, protecting one training "
+            f"record under the neighbouring relation {relation_text(relation)}: the "
+            "composition of the steps' events, certified by the smallest valid bound of "
+            "dperm's accountants (the 'auto' accountant)."
+        )
+        if math.isfinite(epsilon)
+        else (
+            "Guarantee: NONE. A step below read the training data without privacy, so the "
+            "fitted pipeline is not differentially private (ε = ∞), whatever the final "
+            "model's own statement says."
+        ),
         "",
         "Steps:",
     ]
@@ -386,6 +395,11 @@ def pipeline_statement(
         ev = step.dp_event_
         if isinstance(ev, NoOp):
             what = "a public per-record map (public parameters only): spends nothing"
+        elif isinstance(ev, NonPrivate):
+            what = (
+                "read from the training data WITHOUT privacy (e.g. bounds or category lists "
+                "taken from the data): ε = ∞, so the pipeline has NO guarantee"
+            )
         else:
             what = (
                 f"private statistics with ε = {_fmt(float(step.epsilon_))}, "

@@ -49,6 +49,8 @@ def default_accountant(
         return accountant
     subsampled = sampling == "poisson" and sampling_rate < 1.0
     return "pld" if (neighbouring == "replace-one" and subsampled) else "rdp"
+
+
 SAMPLING = Opt(str, "poisson", "poisson | without_replacement")
 NEIGHBOURING = Opt(
     str,
