@@ -228,8 +228,13 @@ def test_csv_regression_with_schema_file_saves_a_model(regression_csv, tmp_path)
         task="regression",
         label_bound=5.0,
     )
-    loaded = dperm.load(model_path)
-    pred = loaded.predict(ds.X_test)
+    import pandas as pd
+
+    loaded = dperm.load(model_path)  # the pipeline (public schema, model)
+    pred = loaded[-1].predict(ds.X_test)
+    assert np.array_equal(
+        ds.encoder.transform(pd.read_csv(path)), loaded[0].transform(pd.read_csv(path))
+    )
     rmse = float(np.sqrt(np.mean((pred - ds.y_test) ** 2)))
     assert out["test_rmse"] == pytest.approx(rmse, rel=1e-9)
     r2 = 1.0 - rmse**2 / float(np.var(ds.y_test))
@@ -255,9 +260,11 @@ def test_the_issues_done_when_command_works_literally(regression_csv, tmp_path, 
     out = _json(CliRunner().invoke(app, argv.split()))
     assert out["saved_model"] == "m.skops" and out["bounds_from_data"] is False
     assert out["test_r2"] > 0.3 and out["neighbouring"] == "replace-one"
-    model = dperm.load(tmp_path / "m.skops")
-    assert model.privacy_statement() == (tmp_path / "m.skops.privacy.txt").read_text()
-    assert model.epsilon_ == out["epsilon"]
+    model = dperm.load(tmp_path / "m.skops")  # the pipeline (public schema, model)
+    assert dperm.privacy_statement(model) == (tmp_path / "m.skops.privacy.txt").read_text()
+    assert model[-1].epsilon_ == out["epsilon"]
+    raw = pd.read_csv(tmp_path / "FILE.csv")
+    assert len(model.predict(raw)) == len(raw)
 
 
 def test_bounds_items_equal_the_schema_file(regression_csv):

@@ -16,7 +16,7 @@ before (or after) all its shell blocks, which breaks a page where a command writ
 file the next Python block reads.
 
 Markers — an HTML comment on the line(s) just above a fence, invisible on GitHub and on the
-mkdocs site (``docs/README.md``... see CONTRIBUTING.md, "Documentation examples")::
+mkdocs site (CONTRIBUTING.md, "Documentation examples")::
 
     <!-- docs-test: needs-data -->      needs the real data (../shared/data or
                                         $DPERM_DATA_HOME); skipped when absent
@@ -189,7 +189,7 @@ def _chdir(path: Path):
 def _skip_reason(marker) -> str | None:
     if marker is None:
         return None
-    kind, reason = marker
+    kind = marker[0]
     if kind == "needs-data" and shared_data_dir() is None:
         return "needs the real data (../shared/data)"
     if kind == "needs-cluster" and not os.environ.get("DPERM_DOCS_CLUSTER"):

@@ -334,6 +334,8 @@ def _save_model(est, path: Path, bounds_from_data: bool = False, encoder=None) -
             "the preprocessing is data-dependent, so the (ε, δ) guarantee below does NOT hold "
             "end to end",
         )
+    if "verbose" in est.get_params(deep=False):
+        est.set_params(verbose=False)  # the command's progress display, not the model's
     model = est
     if encoder is not None:
         from sklearn.pipeline import Pipeline
