@@ -53,9 +53,9 @@ markdown_it = pytest.importorskip("markdown_it")
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-PYTHON = {"python", "py", "python3", "pycon"}
+PYTHON = {"python", "py", "python3"}
 SHELL = {"bash", "sh", "shell", "console"}
-NOT_CODE = {"text", "output", "json", "toml", "yaml", "csv", "mermaid", "md", "markdown"}
+NOT_CODE = {"text", "pycon", "output", "json", "toml", "yaml", "csv", "mermaid", "md", "markdown"}
 _MARKER = re.compile(r"<!--\s*docs-test:\s*(needs-data|needs-cluster|skip)\b(.*?)-->", re.S)
 _EXIT = re.compile(r"#.*\bexit (\d+)\b[^\n]*$")
 
