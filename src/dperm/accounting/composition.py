@@ -45,8 +45,8 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from ..exceptions import UnknownNameError, UnsupportedEventError
-from .amplification import amplified_event
 from . import events as ev
+from .amplification import amplified_event
 from .base import Accountant, register_multiset_rules
 
 __all__ = [

@@ -60,8 +60,8 @@ from typing import Any
 
 from .._validation import check_positive
 from ..exceptions import InvalidPrivacyParameter, UnsupportedEventError
-from .amplification import amplified_event
 from . import events as ev
+from .amplification import amplified_event
 from .base import Accountant, register_multiset_rules
 from .rdp import effective_noise_multiplier
 

@@ -30,11 +30,12 @@ Per-event RDP (one ``functools.singledispatch`` rule per event type in
   replacement, whose WBK bound is replace-one).
 * ``SampledWithoutReplacement(m, n, Gaussian(σ))``: the upper bound of Wang,
   Balle & Kasiviswanathan 2019 ("Subsampled Rényi Differential Privacy and
-  Analytical Moments Accountant"), Theorem 27 (their Gaussian form of Theorem 9), at integer orders; fractional
-  orders interpolate the cumulant generating function (α−1)ρ(α) linearly
-  between neighbouring integers, which is an upper bound because that
-  function is convex (van Erven & Harremoës 2014, Corollary 2; this is WBK19's
-  Corollary 10 interpolation).  Replace-one neighbouring relation.
+  Analytical Moments Accountant"), Theorem 27 (their Gaussian form of
+  Theorem 9), at integer orders; fractional orders interpolate the cumulant
+  generating function (α−1)ρ(α) linearly between neighbouring integers,
+  which is an upper bound because that function is convex (van Erven &
+  Harremoës 2014, Corollary 2; this is WBK19's Corollary 10 interpolation).
+  Replace-one neighbouring relation.
 * ``PoissonSampled``/``SampledWithoutReplacement`` of a ``PureEpsilon`` (or
   ``EpsilonDelta`` with δ = 0): the amplified ε′ of Lecture 15, Lemma 15.4
   (:func:`dperm.accounting.amplification.amplified_event`), then as above.
@@ -76,8 +77,8 @@ import numpy as np
 
 from .._validation import check_delta, check_nonnegative
 from ..exceptions import UnknownNameError, UnsupportedEventError
-from .amplification import amplified_event
 from . import events as ev
+from .amplification import amplified_event
 from .base import Accountant, register_structural_rules
 from .rdp_closed_forms import (
     DEFAULT_ORDERS,

@@ -13,7 +13,7 @@ import functools
 import math
 
 import numpy as np
-from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
+from scipy.special import gammaln, gammasgn, log_ndtr
 
 from .._validation import check_nonnegative, check_probability
 from .amplification import wor_gaussian_log_terms
