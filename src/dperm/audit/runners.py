@@ -333,6 +333,14 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         f"Λ = {_DFW['alpha']}, λ = {_DFW['lam']}, T = {_DFW['n_steps']}",
         raw_note=", before denoising",
     ),
+    *_denoised_pair(
+        "dual-frank-wolfe-laplace", "dual_frank_wolfe", {**_DFW, "selection": "laplace"},
+        neighbouring="replace-one", n=30, d=3, default_runs=300,
+        description="private dual Frank-Wolfe with the published Laplace report-noisy-max "
+        f"selection (K–D Algorithm 2), Huber SVM, ℓ1 norm, Λ = {_DFW['alpha']}, "
+        f"λ = {_DFW['lam']}, T = {_DFW['n_steps']}",
+        raw_note=", before denoising",
+    ),
     # ---------------------------------------------------------------- Tukey-depth regression
     # "tukey": the default fit path (m = n/2 models of 2 rows, the public restriction
     # depth, the test, the sample) on the canary pair plus 798 public rows (x = 1,
