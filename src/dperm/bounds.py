@@ -14,7 +14,7 @@ import math
 from ._validation import check_count, check_epsilon, check_positive
 from .exceptions import InvalidPrivacyParameter
 
-__all__ = ["exponential_sampling_bound"]
+__all__ = ["expmech_erm_bound", "exponential_sampling_bound"]
 
 
 def _check_problem(n, d, epsilon) -> tuple[int, int, float]:
@@ -88,3 +88,49 @@ def exponential_sampling_bound(
     G = 2.0 * n * lip * R
     t0 = (d * math.log(max(1.0, a * G)) + math.log(1.0 / beta)) / a
     return 2.0 * min(t0, G / 2.0) / n
+
+
+def expmech_erm_bound(
+    *,
+    n: int,
+    d: int,
+    epsilon: float,
+    lipschitz: float,
+    radius: float,
+    sensitivity: float | None = None,
+) -> float:
+    """Smith & Ullman, Lecture 11, Theorem 2.5 — *in expectation*, with its proof's
+    constants, at the sampler's actual sensitivity Δ.
+
+    ExpMech-ERM draws θ̂ with density ∝ exp(−(εn/(2Δ))L(θ)) on the ℓ2 ball C of
+    radius R, L the mean of G-Lipschitz losses.  The proof's two sets
+    (GOOD ⊇ a ball of radius r/2 inside C, BAD the level set above L* + rG + t)
+    give P(L(θ̂) − L* ≥ rG + t) ≤ (2R/r)^d e^{−ant}, a = ε/(2Δ); integrating
+    (E Z = ∫ P(Z ≥ z) dz, the proof's last line):
+
+        E[L(θ̂)] − L* ≤ rG + (d ln(2R/r) + 1)/(an),
+
+    and r = d/(anG) (≤ 2R, else the trivial bound 2GR) gives
+    (2Δ/(εn))·(d(1 + ln(εnGR/(Δd))) + 1).  With the lecture's Δ = GR this is
+    (2GR/(εn))(d(1 + ln(εn/d)) + 1), the theorem's O(dGR log(εn/d)/(εn)).
+
+    Statement vs proof: Theorem 2.5 runs the mechanism with Δ = GR, but a
+    G-Lipschitz loss on the ball of radius R (diameter 2R) ranges over up to
+    2GR (Exercise 2.1 with the diameter), so the privacy of Lemma 2.4 needs
+    Δ = 2GR in general; dperm's sampler uses Δ = min(loss range, 2GR)
+    (:func:`dperm.algorithms.exponential_sampling.sensitivity`) and this bound
+    is evaluated at that Δ (default 2GR).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+    """
+    n, d, epsilon = _check_problem(n, d, epsilon)
+    lip = check_positive(lipschitz, "lipschitz")
+    R = check_positive(radius, "radius")
+    sens = 2.0 * lip * R if sensitivity is None else check_positive(sensitivity, "sensitivity")
+    an = epsilon * n / (2.0 * sens)
+    r = d / (an * lip)
+    if r > 2.0 * R:
+        return 2.0 * lip * R
+    return min(2.0 * lip * R, (d * (1.0 + math.log(2.0 * R / r)) + 1.0) / an)

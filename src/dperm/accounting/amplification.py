@@ -103,7 +103,7 @@ def subsampled_epsilon_delta(epsilon: float, delta: float, rate: float) -> tuple
     --------
     >>> eps, delta = subsampled_epsilon_delta(1.0, 1e-6, 0.01)
     >>> round(eps, 6), delta
-    (0.017036, 1e-08)
+    (0.017037, 1e-08)
     """
     gamma = check_probability(rate, "rate", allow_zero=True)
     delta = 1.0 if delta == 1.0 else check_delta(delta)
