@@ -226,6 +226,12 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         description="bolt-on output perturbation of one pass of permutation SGD (Wu et al. "
         "2017, convex variant), Huber SVM loss",
     ),
+    _algorithm(
+        "mirror-descent", "mirror_descent", _fit_huber, options={"radius": 2.0, "steps": 20},
+        **_GAUSSIAN_ONE_FEATURE,
+        description="private entropic mirror descent over the ℓ1 ball (Talwar, Thakurta, "
+        "Zhang 2014), Huber SVM, R = 2, T = 20, Gaussian composition calibrated exactly",
+    ),
     # ---------------------------------------------------------------- gradient methods
     _algorithm(
         "dp-gd", "dp_gd", functools.partial(_fit_default, "dp-gd"),
