@@ -28,6 +28,16 @@ def _check_problem(n, d, epsilon) -> tuple[int, int, float]:
     return check_count(n, "n"), check_count(d, "d"), check_epsilon(epsilon)
 
 
+def _ball_problem(n, d, epsilon, lipschitz, radius, sensitivity):
+    """(n, d, ε, L, R, Δ) of an exponential-mechanism bound over an ℓ2 ball, checked;
+    Δ defaults to 2LR (the Lipschitz range over the ball's diameter)."""
+    n, d, epsilon = _check_problem(n, d, epsilon)
+    lip = check_positive(lipschitz, "lipschitz")
+    R = check_positive(radius, "radius")
+    sens = 2.0 * lip * R if sensitivity is None else check_positive(sensitivity, "sensitivity")
+    return n, d, epsilon, lip, R, sens
+
+
 def exponential_sampling_bound(
     *,
     n: int,
@@ -77,13 +87,10 @@ def exponential_sampling_bound(
     ------
     InvalidPrivacyParameter
     """
-    n, d, epsilon = _check_problem(n, d, epsilon)
-    lip = check_positive(lipschitz, "lipschitz")
-    R = check_positive(radius, "radius")
+    n, d, epsilon, lip, R, sens = _ball_problem(n, d, epsilon, lipschitz, radius, sensitivity)
     beta = float(beta)
     if not (0.0 < beta <= math.exp(-1.0)):
         raise InvalidPrivacyParameter(f"beta must be in (0, 1/e], got {beta!r}")
-    sens = 2.0 * lip * R if sensitivity is None else check_positive(sensitivity, "sensitivity")
     a = epsilon / (2.0 * sens)
     G = 2.0 * n * lip * R
     t0 = (d * math.log(max(1.0, a * G)) + math.log(1.0 / beta)) / a
@@ -125,10 +132,7 @@ def expmech_erm_bound(
     ------
     InvalidPrivacyParameter
     """
-    n, d, epsilon = _check_problem(n, d, epsilon)
-    lip = check_positive(lipschitz, "lipschitz")
-    R = check_positive(radius, "radius")
-    sens = 2.0 * lip * R if sensitivity is None else check_positive(sensitivity, "sensitivity")
+    n, d, epsilon, lip, R, sens = _ball_problem(n, d, epsilon, lipschitz, radius, sensitivity)
     an = epsilon * n / (2.0 * sens)
     r = d / (an * lip)
     if r > 2.0 * R:

@@ -144,11 +144,10 @@ def fit(
     --------
     >>> import numpy as np
     >>> from dperm.losses import Logistic
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(-1, 1, (500, 5)) / np.sqrt(5)
-    >>> y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    >>> res = fit(Logistic(), X, y, epsilon=1.0, delta=1e-6, radius=5.0, random_state=0)
-    >>> bool(np.abs(res.theta).sum() <= 5.0 + 1e-9), res.event.count
+    >>> X = np.random.default_rng(1).normal(size=(400, 8)) / 4
+    >>> y = np.sign(X[:, 0] - X[:, 1] + 1e-9)
+    >>> res = fit(Logistic(), X, y, epsilon=2.0, delta=1e-6, radius=3.0, random_state=0)
+    >>> bool(np.abs(res.theta).sum() <= 3.0 + 1e-9), res.event.count
     (True, 500)
     """
     if not isinstance(loss, GLMLoss):
