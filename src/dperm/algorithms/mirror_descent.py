@@ -144,7 +144,7 @@ def fit(
     --------
     >>> import numpy as np
     >>> from dperm.losses import Logistic
-    >>> X = np.random.default_rng(1).normal(size=(400, 8)) / 4
+    >>> X = np.random.default_rng(1).normal(size=(400, 8)) / 8
     >>> y = np.sign(X[:, 0] - X[:, 1] + 1e-9)
     >>> res = fit(Logistic(), X, y, epsilon=2.0, delta=1e-6, radius=3.0, random_state=0)
     >>> bool(np.abs(res.theta).sum() <= 3.0 + 1e-9), res.event.count
