@@ -51,7 +51,7 @@ def test_basic_nonprivate_and_gaussian():
     with pytest.raises(UnsupportedEventError, match="rdp"):
         BasicCompositionAccountant().compose(Gaussian(1.0))
     with pytest.raises(UnsupportedEventError):
-        BasicCompositionAccountant().compose(PoissonSampled(0.1, PureEpsilon(1.0)))
+        BasicCompositionAccountant().compose(PoissonSampled(0.1, Gaussian(1.0)))
     # trivial sampling rates are exact identities
     acc = BasicCompositionAccountant().compose(PoissonSampled(1.0, PureEpsilon(0.3)))
     acc.compose(PoissonSampled(0.0, PureEpsilon(5.0)))

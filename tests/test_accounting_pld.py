@@ -54,7 +54,7 @@ def test_pld_supports_and_refusals_leave_state_unchanged():
     eps = acc.get_epsilon(1e-6)
     for event in (
         ev.SampledWithoutReplacement(10, 100, ev.Gaussian(1.0)),
-        ev.PoissonSampled(0.1, ev.PureEpsilon(1.0)),
+        ev.PoissonSampled(0.1, ev.SelfComposed(ev.PureEpsilon(1.0), 2)),
         ev.PoissonSampled(0.1, ev.Laplace(1.0)),  # no replace-one PLD of a sampled Laplace
         ev.Composed((ev.Gaussian(1.0), ev.SampledWithoutReplacement(10, 100, ev.Gaussian(1.0)))),
     ):

@@ -263,21 +263,31 @@ def test_default_grid_epsilon_at_most_dp_accounting(dpa_rdp):
     assert e_ours == pytest.approx(e_theirs, rel=1e-2)
 
 
-def test_without_replacement_integer_orders_match_wbk_theorem9_by_hand():
+def test_without_replacement_integer_orders_match_wbk_theorem27_by_hand():
+    # WBK19 Theorem 27 (Gaussian form of Theorem 9): the j-th term is
+    # γ^j C(α,j) min{4 B_j, 2 e^{(j−1)ε(j)}}, B_j = E_Q[(P/Q − 1)^j] (even j; odd j:
+    # √(B_{j−1}B_{j+1})), here by exact finite differences (no cancellation at α = 4)
     gamma, sigma, alpha = 0.05, 1.5, 4
 
     def eps(j):
         return j / (2 * sigma**2)
 
+    def moment(j):
+        return math.fsum(
+            (-1) ** (j - k) * math.comb(j, k) * math.exp(k * (k - 1) / (2 * sigma**2))
+            for k in range(j + 1)
+        )
+
     total = 1 + gamma**2 * math.comb(alpha, 2) * min(4 * math.expm1(eps(2)), math.exp(eps(2)) * 2)
     for j in range(3, alpha + 1):
-        total += gamma**j * math.comb(alpha, j) * math.exp((j - 1) * eps(j)) * 2
+        b = moment(j) if j % 2 == 0 else math.sqrt(moment(j - 1) * moment(j + 1))
+        total += gamma**j * math.comb(alpha, j) * min(4 * b, 2 * math.exp((j - 1) * eps(j)))
     expected = math.log(total) / (alpha - 1)
     got = rdp_sampled_without_replacement_gaussian(gamma, sigma, [float(alpha)])[0]
-    assert got == pytest.approx(expected, rel=1e-12)
+    assert got == pytest.approx(expected, rel=1e-8)
     # the event goes through the same formula with γ = m/n
     event = ev.SampledWithoutReplacement(5, 100, ev.Gaussian(sigma))
-    assert compute_rdp(event, [4.0])[0] == pytest.approx(expected, rel=1e-12)
+    assert compute_rdp(event, [4.0])[0] == pytest.approx(expected, rel=1e-8)
 
 
 def test_without_replacement_fractional_orders_interpolate_cgf():
@@ -335,7 +345,7 @@ def test_rdp_refuses_what_it_cannot_account():
     for event in (
         ev.EpsilonDelta(1.0, 1e-6),
         ev.PoissonSampled(0.1, ev.Laplace(1.0)),
-        ev.PoissonSampled(0.1, ev.PureEpsilon(1.0)),
+        ev.PoissonSampled(0.1, ev.SelfComposed(ev.PureEpsilon(1.0), 2)),  # Lemma 15.4: leaves only
         ev.Composed((ev.Gaussian(1.0), ev.EpsilonDelta(1.0, 1e-6))),
         ev.SelfComposed(ev.EpsilonDelta(0.5, 1e-9), 0),
     ):

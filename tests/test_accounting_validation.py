@@ -172,15 +172,15 @@ def test_composition_accountants_ordered_and_valid(eps0, k, delta):
 # ------------------------------------------------ refusals leave state intact
 UNSUPPORTED = {
     "basic": [ev.Gaussian(1.0), ev.PoissonSampled(0.1, ev.Laplace(1.0))],
-    "advanced": [ev.Gaussian(1.0), ev.SampledWithoutReplacement(1, 10, ev.PureEpsilon(1.0))],
+    "advanced": [ev.Gaussian(1.0), ev.SampledWithoutReplacement(1, 10, ev.Laplace(1.0))],
     "optimal": [ev.Gaussian(1.0), ev.Composed((ev.PureEpsilon(1.0), ev.PureEpsilon(2.0)))],
     "rdp": [ev.EpsilonDelta(1.0, 1e-6), ev.PoissonSampled(0.1, ev.Laplace(1.0))],
     "pld": [
-        ev.PoissonSampled(0.1, ev.PureEpsilon(1.0)),
+        ev.PoissonSampled(0.1, ev.SelfComposed(ev.PureEpsilon(1.0), 2)),
         ev.SampledWithoutReplacement(1, 10, ev.Gaussian(1.0)),
     ],
     "auto": [
-        ev.PoissonSampled(0.1, ev.PureEpsilon(1.0)),
+        ev.PoissonSampled(0.1, ev.SelfComposed(ev.PureEpsilon(1.0), 2)),
         ev.SampledWithoutReplacement(1, 10, ev.Laplace(1.0)),
     ],
 }

@@ -13,7 +13,7 @@ from dperm.duality import primal_from_dual
 from dperm.exceptions import InvalidDataError, InvalidPrivacyParameter
 from dperm.losses import HuberSVM, Logistic, Squared
 from dperm.mechanisms.exponential import exponential_mechanism_log_probabilities
-from dperm.norms import GroupLinfNorm, L1Norm, LinfNorm, SubmodularNorm
+from dperm.norms import GroupLinfNorm, L1Norm, LatentGroupL2Norm, LinfNorm, SubmodularNorm
 from dperm.solvers import minimize
 
 D = 6
@@ -99,7 +99,7 @@ def test_score_sensitivity_per_norm():
     g = GroupLinfNorm([[0, 1], [2, 3], [4, 5]], D)
     assert dfw.score_sensitivity(n, L, a, g, lam) == pytest.approx(base * lam * math.sqrt(3))
     with pytest.raises(InvalidDataError, match="vertex set"):
-        dfw.dual_vertex_blocks(GroupLinfNorm([[0, 1, 2, 3], [3, 4, 5, 6, 7]], 8))
+        dfw.dual_vertex_blocks(LatentGroupL2Norm([[0, 1, 2, 3], [3, 4, 5, 6, 7]], 8))
 
 
 def test_generic_norm_vertex_enumeration():

@@ -218,7 +218,7 @@ def test_latent_group_l2_norm_as_penalty(group_data):
         c = np.abs(est.coef_.ravel())
         assert c[:3].min() > 1.0 and c[7:].max() < 0.05 * c[:3].min()
         assert (est.predict(X) == y).mean() > 0.9
-    with pytest.raises(InvalidPrivacyParameter, match="SubmodularNorm"):
+    with pytest.raises(InvalidDataError, match="not a polytope"):
         DPLogisticRegression(
             penalty=norm, alpha=0.02, mechanism="dual-frank-wolfe", classes=[0, 1]
         ).fit(X, y)

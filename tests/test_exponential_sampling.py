@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dperm.accounting.events import PureEpsilon
+from dperm.accounting.events import EpsilonDelta, PureEpsilon
 from dperm.algorithms import exponential_sampling as es
 from dperm.exceptions import InvalidPrivacyParameter, UnsupportedOperationError
 from dperm.losses import Hinge, Logistic
@@ -280,3 +280,58 @@ def test_regularized_sampler_refusals():
     assert es.default_alpha(100, 2, 1.0, 1.0) == 0.0
     lam = es.default_alpha(100, 10, 1.0, 1.0)
     assert es.expected_proposals(10, 0.25, lam) == pytest.approx(es.TARGET_PROPOSALS)
+
+
+# ------------------------------------------------- any d without a ridge (issue #23 item 4)
+def test_proximal_sampler_law_matches_the_target_in_one_dimension():
+    """The proximal sampler (exact restricted Gaussian oracle) after its public number of
+    steps has the exponential mechanism's law: KS test against the exact CDF by
+    quadrature (an independent computation)."""
+    from dperm.algorithms import _proximal_sampler as prox
+    from dperm.algorithms.exponential_erm import sum_losses
+
+    rng = np.random.default_rng(0)
+    X1 = rng.uniform(-1, 1, (20, 1))
+    y1 = np.where(X1[:, 0] + 0.3 * rng.normal(size=20) > 0, 1.0, -1.0)
+    loss, a, R = Logistic(), 0.25, 1.0
+
+    def F(T):
+        return sum_losses(loss, X1, y1, T, -np.inf, np.inf)
+
+    def grad(T):
+        return np.asarray(X1.T @ loss.derivative(T @ X1.T, y1[None, :]).T).T
+
+    eta = 1.0 / (a * 20 * 0.25)
+    steps = prox.proximal_steps(n=20, epsilon=1.0, radius=R, eta=eta, tv=1e-3)
+    gen = np.random.default_rng(1)
+    draws = np.array([
+        prox.sample_proximal(
+            F, grad, scale=a, smoothness=20 * 0.25, radius=R, d=1, steps=steps, eta=eta,
+            rng=gen, oracle=es.sample_strongly_log_concave,
+        )[0]
+        for _ in range(300)
+    ])  # fmt: skip
+
+    def dens(t):
+        return math.exp(-a * float(F(np.array([[t]]))[0]))
+
+    Z = integrate.quad(dens, -R, R)[0]
+
+    def cdf(v):
+        return np.array([integrate.quad(dens, -R, x)[0] / Z for x in np.atleast_1d(v)])
+
+    assert np.all(np.abs(draws) <= R)
+    assert stats.kstest(draws, cdf).pvalue > 1e-3
+
+
+def test_any_dimension_without_ridge_is_epsilon_delta_with_tv_charged():
+    rng = np.random.default_rng(0)
+    X3 = rng.normal(size=(60, 3)) / 3
+    X3 /= np.maximum(1.0, np.linalg.norm(X3, axis=1))[:, None]
+    y3 = np.where(X3[:, 0] > 0, 1.0, -1.0)
+    res = es.fit(Logistic(), X3, y3, epsilon=1.0, delta=1e-6, random_state=0)
+    assert res.event == EpsilonDelta(1.0, 1e-6)
+    assert "proximal sampler" in res.diagnostics["sampler"]
+    assert np.linalg.norm(res.theta) <= 1.0 + 1e-12
+    with pytest.raises(UnsupportedOperationError, match="alpha"):  # δ = 0: still refused
+        es.fit(Logistic(), X3, y3, epsilon=1.0, random_state=0)

@@ -388,7 +388,8 @@ def test_auto_is_never_below_the_exact_gaussian_and_drops_refusing_methods():
     assert auto.alive == ("pld", "split") and auto.best_method(1e-5)[0] == "pld"
     before = auto.get_epsilon(1e-5)
     with pytest.raises(UnsupportedEventError, match="no accountant"):
-        auto.compose(SampledWithoutReplacement(2, 10, PureEpsilon(1.0)))
+        # (a generic inner event is amplified by Lemma 15.4 everywhere; a composed one is not)
+        auto.compose(SampledWithoutReplacement(2, 10, SelfComposed(PureEpsilon(1.0), 2)))
     assert auto.get_epsilon(1e-5) == before and auto.alive == ("pld", "split")
     # sampling without replacement: only RDP has it → the split fallback
     auto.compose(SampledWithoutReplacement(10, 1000, Gaussian(3.0)), count=50)

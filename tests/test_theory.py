@@ -101,7 +101,11 @@ def test_frank_wolfe_and_exponential_by_hand():
     assert b.value == pytest.approx(2 * (math.log(100) + 1) / 100)
     assert b.constant_known
     b = theoretical_bound("exponential", n=100, d=4, epsilon=2.0, lipschitz=1.0, radius=3.0)
-    assert b.value == pytest.approx(4 * 3 / 200) and not b.constant_known
+    # Smith & Ullman Thm 2.5 in expectation (proof's constants) at Δ = 2GR = 6:
+    # an = εn/(2Δ), r = d/(anG), value rG + (d ln(2R/r) + 1)/(an)
+    an = 2.0 * 100 / 12.0
+    r = 4 / an
+    assert b.value == pytest.approx(r + (4 * math.log(6 / r) + 1) / an) and b.constant_known
 
 
 # ----------------------------------------------------------------------------- monotonicity

@@ -14,8 +14,10 @@ event                        atoms
 ``Laplace(b)``               (1/b, 0)  (Dwork, McSherry, Nissim, Smith 2006)
 ``SelfComposed(e, k)``       atoms of ``e``, each k times
 ``Composed(e₁, …)``          union of the atoms
-``PoissonSampled(q, e)``     q = 0: none; q = 1: atoms of ``e``; else refused
-``SampledWithoutReplacement``  m = 0: none; m = n: atoms of ``e``; else refused
+``PoissonSampled(q, e)``     ``e`` ε/(ε, δ): Lemma 15.4 (amplification module);
+                             else q = 0: none; q = 1: atoms of ``e``; else refused
+``SampledWithoutReplacement``  ``e`` ε/(ε, δ): Lemma 15.4; else m = 0: none;
+                             m = n: atoms of ``e``; else refused
 ``Gaussian``                 refused: not an (ε, δ) event by itself
 ===========================  ===============================================
 
@@ -44,6 +46,7 @@ from scipy.special import gammaln, logsumexp
 
 from ..exceptions import UnknownNameError, UnsupportedEventError
 from . import events as ev
+from .amplification import amplified_event
 from .base import Accountant, register_multiset_rules
 
 __all__ = [
@@ -121,7 +124,12 @@ def _unamplified(
 ) -> Counter[Atom]:
     """A subsampled event without amplification: nothing when no record can be
     sampled, the inner atoms when every record is, refused otherwise (``others``:
-    the accountants that do amplify)."""
+    the accountants that do amplify).  A generic inner event (``PureEpsilon``,
+    ``EpsilonDelta``) is amplified by Lecture 15, Lemma 15.4 first
+    (:func:`dperm.accounting.amplification.amplified_event`)."""
+    generic = amplified_event(event)
+    if generic is not None:
+        return approx_dp_atoms(generic)
     inner = approx_dp_atoms(event.event)
     if empty:
         return Counter()

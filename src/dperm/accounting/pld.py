@@ -37,12 +37,16 @@ dperm event                         PLD
                                     (equal to ``Gaussian(σ)`` at q = 1)
 ``PoissonSampled(q, Laplace(b))``   add/remove only: ``from_laplace_
                                     mechanism(b, sampling_prob=q)``
+``PoissonSampled`` /                 of a ``PureEpsilon``/``EpsilonDelta``:
+``SampledWithoutReplacement``       the amplified (ε′, δ′) of Lecture 15,
+                                    Lemma 15.4 (``amplification.amplified_
+                                    event``), then as above
 ``SelfComposed`` / ``Composed``     repeated / collected terms
 ``NoOp`` / ``NonPrivate``           nothing / ε = ∞
 ==================================  =========================================
 
 Refused with :class:`~dperm.exceptions.UnsupportedEventError` (before any
-state change): ``SampledWithoutReplacement`` (use the ``"rdp"`` accountant),
+state change): ``SampledWithoutReplacement`` of a Gaussian (use the ``"rdp"`` accountant),
 replace-one Poisson-subsampled Laplace, and subsampling of other events.
 ``dp_accounting`` is imported lazily (it is slow to import).
 """
@@ -57,6 +61,7 @@ from typing import Any
 from .._validation import check_positive
 from ..exceptions import InvalidPrivacyParameter, UnsupportedEventError
 from . import events as ev
+from .amplification import amplified_event
 from .base import Accountant, register_multiset_rules
 from .rdp import effective_noise_multiplier
 
@@ -117,6 +122,9 @@ register_multiset_rules(pld_terms, non_private=_NON_PRIVATE, eps_delta=_eps_delt
 
 @pld_terms.register
 def _(event: ev.PoissonSampled) -> Counter[Term]:
+    generic = amplified_event(event)  # Lecture 15, Lemma 15.4 (dperm.accounting.amplification)
+    if generic is not None:
+        return pld_terms(generic)
     q = event.sampling_rate
     if isinstance(event.event, ev.Laplace):
         b = event.event.noise_multiplier
@@ -143,6 +151,17 @@ def _(event: ev.PoissonSampled) -> Counter[Term]:
     if q == 1.0:
         return Counter({("gaussian", sigma): 1})
     return Counter({("sampled_gaussian", q, sigma, event.neighbouring): 1})
+
+
+@pld_terms.register
+def _(event: ev.SampledWithoutReplacement) -> Counter[Term]:
+    generic = amplified_event(event)  # Lecture 15, Lemma 15.4
+    if generic is None:
+        raise UnsupportedEventError(
+            f"the PLD accountant cannot account {event!r} (no PLD of a Gaussian sampled "
+            "without replacement here): use the 'rdp' accountant"
+        )
+    return pld_terms(generic)
 
 
 def _relation(name: str) -> Any:

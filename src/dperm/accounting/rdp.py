@@ -30,11 +30,15 @@ Per-event RDP (one ``functools.singledispatch`` rule per event type in
   replacement, whose WBK bound is replace-one).
 * ``SampledWithoutReplacement(m, n, Gaussian(σ))``: the upper bound of Wang,
   Balle & Kasiviswanathan 2019 ("Subsampled Rényi Differential Privacy and
-  Analytical Moments Accountant"), Theorem 9, at integer orders; fractional
-  orders interpolate the cumulant generating function (α−1)ρ(α) linearly
-  between neighbouring integers, which is an upper bound because that
-  function is convex (van Erven & Harremoës 2014, Corollary 2; this is WBK19's
-  Corollary 10 interpolation).  Replace-one neighbouring relation.
+  Analytical Moments Accountant"), Theorem 27 (their Gaussian form of
+  Theorem 9), at integer orders; fractional orders interpolate the cumulant
+  generating function (α−1)ρ(α) linearly between neighbouring integers,
+  which is an upper bound because that function is convex (van Erven &
+  Harremoës 2014, Corollary 2; this is WBK19's Corollary 10 interpolation).
+  Replace-one neighbouring relation.
+* ``PoissonSampled``/``SampledWithoutReplacement`` of a ``PureEpsilon`` (or
+  ``EpsilonDelta`` with δ = 0): the amplified ε′ of Lecture 15, Lemma 15.4
+  (:func:`dperm.accounting.amplification.amplified_event`), then as above.
 * ``SelfComposed``: count × RDP; ``Composed``: sum; ``NoOp``: 0;
   ``NonPrivate``: ∞.
 * Subsampling of a ``Composed``/``SelfComposed`` of Gaussians is the
@@ -74,6 +78,7 @@ import numpy as np
 from .._validation import check_delta, check_nonnegative
 from ..exceptions import UnknownNameError, UnsupportedEventError
 from . import events as ev
+from .amplification import amplified_event
 from .base import Accountant, register_structural_rules
 from .rdp_closed_forms import (
     DEFAULT_ORDERS,
@@ -235,6 +240,9 @@ def _subsampled_sigma(event: ev.PoissonSampled | ev.SampledWithoutReplacement) -
 
 @rdp_of.register
 def _(event: ev.PoissonSampled, orders: np.ndarray) -> np.ndarray:
+    generic = amplified_event(event)  # Lecture 15, Lemma 15.4 (dperm.accounting.amplification)
+    if generic is not None:
+        return rdp_of(generic, orders)
     sigma = _subsampled_sigma(event)
     if math.isinf(sigma) or event.sampling_rate == 0.0:
         return np.zeros(orders.shape)
@@ -253,6 +261,9 @@ def _(event: ev.PoissonSampled, orders: np.ndarray) -> np.ndarray:
 
 @rdp_of.register
 def _(event: ev.SampledWithoutReplacement, orders: np.ndarray) -> np.ndarray:
+    generic = amplified_event(event)  # Lecture 15, Lemma 15.4
+    if generic is not None:
+        return rdp_of(generic, orders)
     sigma = _subsampled_sigma(event)
     if math.isinf(sigma) or event.sample_size == 0:
         return np.zeros(orders.shape)

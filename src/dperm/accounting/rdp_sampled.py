@@ -2,7 +2,8 @@
 Talwar & Zhang 2019, "Rényi Differential Privacy of the Sampled Gaussian
 Mechanism", Section 3), and sampling without replacement, an upper bound (Wang,
 Balle & Kasiviswanathan 2019, "Subsampled Rényi Differential Privacy and
-Analytical Moments Accountant", Theorem 9).  See :mod:`dperm.accounting.rdp`
+Analytical Moments Accountant", Theorem 27, the subsampled-Gaussian form of
+their Theorem 9; :mod:`dperm.accounting.amplification`).  See :mod:`dperm.accounting.rdp`
 for how the accountant uses them.
 """
 
@@ -12,9 +13,10 @@ import functools
 import math
 
 import numpy as np
-from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
+from scipy.special import gammaln, gammasgn, log_ndtr
 
 from .._validation import check_nonnegative, check_probability
+from .amplification import wor_gaussian_log_terms
 from .rdp_closed_forms import _TINY_SIGMA, _check_orders, _readonly, rdp_gaussian
 
 __all__ = ["rdp_poisson_subsampled_gaussian", "rdp_sampled_without_replacement_gaussian"]
@@ -330,25 +332,10 @@ def _subsampled_gaussian_rdp(sampling_rate, noise_multiplier, orders, bound) -> 
 
 # ------------------------------------------- sampling without replacement (WBK19)
 def _wor_int_cgf(gamma: float, sigma: float, alphas: np.ndarray) -> np.ndarray:
-    """(α − 1)·ρ(α) bound of Wang, Balle & Kasiviswanathan (2019), Theorem 9, for
-    integer α ≥ 2 and the Gaussian mechanism (ε(j) = j/(2σ²), ε(∞) = ∞):
-
-        log(1 + γ² C(α,2) min{4(e^{ε(2)} − 1), 2e^{ε(2)}}
-              + Σ_{j=3}^{α} 2 γʲ C(α,j) e^{(j−1)ε(j)}).
-    """
-    amax = int(alphas.max())
-    lg = math.log(gamma)
-    e2 = 1.0 / (sigma * sigma)  # ε(2) = 2/(2σ²)
-    j = np.arange(2, amax + 1, dtype=np.float64)[None, :]
-    al = alphas[:, None]
-    valid = j <= al
-    aj = np.where(valid, al - j, 0.0)
-    log_comb = gammaln(al + 1.0) - gammaln(j + 1.0) - gammaln(aj + 1.0)
-    log_t = math.log(2.0) + j * lg + log_comb + (j - 1.0) * j / (2.0 * sigma * sigma)
-    first = min(math.log(4.0) + float(_log_expm1(np.array(e2))), e2 + math.log(2.0))
-    log_t[:, 0] = 2.0 * lg + log_comb[:, 0] + first
-    log_t = np.where(valid, log_t, -np.inf)
-    return np.logaddexp(0.0, logsumexp(log_t, axis=1))
+    """(α − 1)·ρ(α) bound of Wang, Balle & Kasiviswanathan (2019), Theorem 27 (the
+    subsampled-Gaussian strengthening of their Theorem 9), for integer α ≥ 2:
+    :func:`dperm.accounting.amplification.wor_gaussian_log_terms`."""
+    return wor_gaussian_log_terms(gamma, sigma, alphas)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -382,7 +369,7 @@ def rdp_sampled_without_replacement_gaussian(
 ) -> np.ndarray:
     """RDP upper bound of the Gaussian mechanism on a sample drawn without replacement.
 
-    Wang, Balle & Kasiviswanathan (2019), Theorem 9 at integer orders α ≥ 2
+    Wang, Balle & Kasiviswanathan (2019), Theorem 27 at integer orders α ≥ 2
     (see ``_wor_int_cgf``); at fractional orders the cumulant generating
     function (α − 1)ρ(α) is interpolated linearly between ⌊α⌋ and ⌈α⌉ (with
     value 0 at α = 1), an upper bound by convexity (van Erven & Harremoës

@@ -43,9 +43,45 @@ Privacy (replace-one, n public) — derived here, not taken from the paper.
   P(v_b) ∝ exp(ε₀ u_b(v_b)/(2Δ)); this is exactly the same distribution, so
   the same ε₀.  For ℓ∞ (K = λ·ℓ1 ball, 2d vertices) and for a generic
   SubmodularNorm with d ≤ 6 (enumerated vertices) there is one block.
-  Report-noisy-max with Laplace noise (the paper's other option) is not
-  offered: over a product vertex set (2^d vertices for ℓ1) it does not
-  factorize into per-block draws, and the exponential mechanism is exact here.
+  *Structured vertex sets* (:func:`dual_vertex_blocks`) are **Minkowski sums**
+  v = Σ_b v_b of block vertices whose coordinates may overlap: overlapping
+  group ℓ∞ (|P|(F) = Σ_g {ℓ1 ball on g}, Bach 2013 §6.2) and the chain total
+  variation norm μ‖θ‖₁ + Σ|θ_{i+1} − θ_i| (dual ball μ[−1, 1]^d + Dᵀ[−1, 1]^{d−1},
+  one block per coordinate and per edge).  The selection is then over the
+  index set of tuples (one vertex per block): any finite index set with a
+  Δ-sensitive score is a valid domain for the exponential mechanism, the
+  score Σ_b⟨v_b, θ⟩ is still separable, and max over the tuples equals the
+  exact LMO over K (the maximum of a sum over a Minkowski sum is the sum of
+  the maxima).  Δ uses ρ ≥ max‖Σ_b v_b‖₂ (:func:`vertex_radius`: exact for
+  disjoint blocks, otherwise min(Σ_b max‖v_b‖, ‖c‖₂) with c_i the largest
+  |coordinate i| any choice can reach — exact for the chain).  Many blocks
+  are drawn at once (Gumbel-max over a padded score matrix, no Python loop).
+* *Report-noisy-max with Laplace noise* (``selection="laplace"``: Kumar &
+  Deisenroth's Algorithm 2 as published, the selection of Talwar, Thakurta,
+  Zhang 2015).  Every tuple s of the vertex set S gets u(s) + Lap(b), the
+  largest is returned.  For scores of sensitivity Δ that may move in
+  different directions, b = 2Δ/ε₀ makes one selection ε₀-DP (Dwork & Roth
+  2014, Claim 3.9, whose proof for monotone counting queries with Lap(1/ε)
+  gives, for a general Δ-sensitive score, Lap(2Δ/ε): fixing the other
+  noises, the threshold the winner must beat moves by ≤ 2Δ).  The noise does
+  not factorize over blocks, so S is enumerated: refused (pointing to the
+  exponential mechanism) when |S| > :data:`MAX_LAPLACE_VERTICES`.  The
+  paper's scale LΓ_K√(8T ln(1/δ))/(nε) is this b with ε₀ from advanced
+  composition (Dwork & Roth 2014, Thm 3.20, with the factor 2 of the
+  non-monotone noisy max) and the paper's symbols mapped to dperm's
+  (``theorem4_steps``); dperm takes ε₀ from the accountant instead
+  ([DFW-3]), which spends the budget exactly; ``diagnostics["paper_noise_scale"]``
+  reports the published scale for comparison.
+* *T* (``n_steps="theorem4"``, default): Kumar & Deisenroth's Theorem 4 sets
+  T = Γ_K^{4/3}(nε)^{2/3}/(L G_K)^{2/3}.  Its symbols are those of a dual
+  objective with unit curvature; in dperm's mean form the dual D has
+  curvature 1/Λ, diameter Γ_K = 2λρ, Gaussian width G_K = λw (w = E Ω(g),
+  the Gaussian width of |P|(F)), and the paper's per-record Lipschitz
+  constant L of ∇L̂* (whose sensitivity is L·Γ_K/n in the paper's scale) is
+  the θ-sensitivity factor L_ℓ/Λ.  With the curvature made explicit,
+  T = ((1/Λ)Γ_K² nε/((L_ℓ/Λ)G_K))^{2/3} = (4λρ²nε/(L_ℓ w))^{2/3}, ε the
+  selection budget; rounded up and capped at :data:`MAX_STEPS`
+  (:func:`theorem4_steps`).
 * *T selections* compose adaptively: ε₀ is the largest per-step ε for which the
   accountant certifies (ε_sel, δ_sel) for ``SelfComposed(PureEpsilon(ε₀), T)``
   (:func:`dperm.algorithms.frank_wolfe.step_epsilon`) [DFW-3].
@@ -92,13 +128,12 @@ import numpy as np
 
 from .._validation import check_count, check_positive, check_probability
 from ..accounting.events import Composed, Gaussian, PureEpsilon, SelfComposed
-from ..duality import DualFWSolution, _check_norm, primal_from_dual, solve
+from ..duality import DualFWSolution, primal_from_dual, solve
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter
 from ..losses.base import GLMLoss
-from ..mechanisms import exponential_mechanism
 from ..mechanisms.gamma_norm import gamma_norm_noise
 from ..mechanisms.gaussian import gaussian_noise
-from ..norms import GroupLinfNorm, L1Norm, LinfNorm, SubmodularNorm
+from ..norms import ChainTVNorm, GroupLinfNorm, L1Norm, LinfNorm, Norm, SubmodularNorm
 from .base import Result
 from .frank_wolfe import step_epsilon
 from .objective_perturbation import _prepare
@@ -110,6 +145,9 @@ from .structured_output_perturbation import (
 )
 
 __all__ = [
+    "MAX_LAPLACE_VERTICES",
+    "MAX_STEPS",
+    "SELECTIONS",
     "DualFWSolution",
     "dual_vertex_blocks",
     "estimator_fit",
@@ -117,61 +155,166 @@ __all__ = [
     "release_multiplier",
     "score_sensitivity",
     "solve",
+    "theorem4_steps",
+    "vertex_radius",
 ]
 
 
 # ----------------------------------------------------------------------------- vertices
-def dual_vertex_blocks(norm: SubmodularNorm) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The vertices of |P|(F) as a product of blocks: a list of (indices, V_b)
-    with V_b of shape (m_b, |indices|); the vertex set is the Cartesian product.
+#: largest vertex set enumerated by the Laplace report-noisy-max selection
+MAX_LAPLACE_VERTICES = 1 << 20
+#: cap of the Theorem 4 step rule (each step solves θ(s) once)
+MAX_STEPS = 500
+SELECTIONS = ("exponential", "laplace")
 
-    ℓ1: d blocks {−1, +1}; disjoint group ℓ1/ℓ∞: one block ±e_j per group;
-    ℓ∞: one block ±e_j; any other SubmodularNorm: one block of enumerated
-    vertices (d ≤ 6).
+
+def dual_vertex_blocks(norm: Norm) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The vertex set of |P|(F) (the dual unit ball) as a Minkowski sum of blocks:
+    a list of (indices, V_b), V_b of shape (m_b, |indices|); every vertex is
+    Σ_b (V_b[j_b] placed on indices_b) for one row j_b per block (module
+    docstring, "Structured vertex sets").
+
+    ℓ1: d blocks {−1, +1}; group ℓ∞ (disjoint or **overlapping**): one block
+    ±e_j per group; ℓ∞: one block ±e_j; chain TV (:class:`~dperm.norms.ChainTVNorm`):
+    d blocks ±μ and d − 1 edge blocks ±(−1, +1) on (i, i+1); any other
+    SubmodularNorm: one block of enumerated vertices (d ≤ 6).
 
     Raises
     ------
     InvalidDataError
-        When no tractable vertex set is known (overlapping groups or a generic
-        F with d > 6).
+        When no tractable vertex set is known (a generic F with d > 6, or a
+        norm whose dual ball is not a polytope such as the latent group ℓ2 norm).
     """
     d = norm.d
+    pm = np.array([[1.0], [-1.0]])
     if isinstance(norm, L1Norm):
-        return [(np.array([j]), np.array([[1.0], [-1.0]])) for j in range(d)]
+        return [(np.array([j]), pm) for j in range(d)]
     if isinstance(norm, LinfNorm):
         eye = np.eye(d)
         return [(np.arange(d), np.vstack([eye, -eye]))]
-    if isinstance(norm, GroupLinfNorm) and norm.disjoint:
+    if isinstance(norm, GroupLinfNorm):
         out = []
         for g in norm.membership:
             idx = np.flatnonzero(g)
             eye = np.eye(idx.size)
             out.append((idx, np.vstack([eye, -eye])))
         return out
-    if d <= 6:
+    if isinstance(norm, ChainTVNorm):
+        edge = np.array([[-1.0, 1.0], [1.0, -1.0]])
+        coords = [(np.array([j]), norm.mu * pm) for j in range(d)]
+        return coords + [(np.array([j, j + 1]), edge) for j in range(d - 1)]
+    if isinstance(norm, SubmodularNorm) and d <= 6:
         return [(np.arange(d), norm.dual_ball_vertices())]
     raise InvalidDataError(
-        f"private dual Frank-Wolfe needs an enumerable vertex set of |P|(F); {norm!r} "
-        "(overlapping groups or generic F with d > 6) has none here"
+        f"private dual Frank-Wolfe needs an enumerable vertex set of the dual ball; {norm!r} "
+        "(a generic F with d > 6, or a dual ball that is not a polytope) has none here"
     )
 
 
-def _max_vertex_norm(blocks, lam: float) -> float:
-    return lam * math.sqrt(sum(float(np.max(np.sum(V * V, axis=1))) for _, V in blocks))
+def vertex_radius(blocks, d: int) -> float:
+    """ρ ≥ max ‖Σ_b v_b‖₂ over the tuples of ``blocks`` (exact for disjoint blocks and
+    for the chain; module docstring)."""
+    row_max = [float(np.sqrt(np.max(np.sum(V * V, axis=1)))) for _, V in blocks]
+    cover = np.concatenate([idx for idx, _ in blocks])
+    if np.unique(cover).size == cover.size:  # disjoint: the maxima add in quadrature
+        return math.sqrt(sum(r * r for r in row_max))
+    c = np.zeros(d)
+    for idx, V in blocks:
+        np.add.at(c, idx, np.max(np.abs(V), axis=0))
+    return min(sum(row_max), float(np.linalg.norm(c)))
 
 
-def score_sensitivity(
-    n: int, lipschitz: float, alpha: float, norm: SubmodularNorm, lam: float
-) -> float:
-    """Replace-one sensitivity Δ = (2L/(nΛ))·max_{v∈K}‖v‖₂ of the scores
-    ⟨v, θ(s)⟩ (module docstring, [DFW-1]).
+def score_sensitivity(n: int, lipschitz: float, alpha: float, norm: Norm, lam: float) -> float:
+    """Replace-one sensitivity Δ = (2L/(nΛ))·λρ of the scores ⟨v, θ(s)⟩, v ∈ K
+    (module docstring, [DFW-1]; ρ = :func:`vertex_radius`).
 
     Raises
     ------
     InvalidPrivacyParameter
     """
     lam = check_positive(lam, "lam")
-    return output_sensitivity(n, lipschitz, alpha) * _max_vertex_norm(dual_vertex_blocks(norm), lam)
+    rho = vertex_radius(dual_vertex_blocks(norm), norm.d)
+    return output_sensitivity(n, lipschitz, alpha) * lam * rho
+
+
+def theorem4_steps(
+    *, n: int, epsilon: float, lipschitz: float, lam: float, vertex_radius: float, width: float
+) -> int:
+    """Kumar & Deisenroth 2019, Theorem 4's number of steps in dperm's units
+    (module docstring): T = ⌈(4λρ²nε/(L w))^{2/3}⌉, capped at :data:`MAX_STEPS`.
+
+    Parameters
+    ----------
+    n : int
+    epsilon : float > 0
+        The selections' budget.
+    lipschitz : float > 0
+        L of the loss (θ-units, row bound included).
+    lam, vertex_radius, width : float > 0
+        λ (mean form), ρ and w = E Ω(g) (Gaussian width of |P|(F)).
+
+    Returns
+    -------
+    int in [1, MAX_STEPS]
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+    """
+    x = (
+        4.0
+        * check_positive(lam, "lam")
+        * check_positive(vertex_radius, "vertex_radius") ** 2
+        * check_count(n, "n")
+        * check_positive(epsilon, "epsilon")
+        / (check_positive(lipschitz, "lipschitz") * check_positive(width, "width"))
+    )
+    return int(min(MAX_STEPS, max(1, math.ceil(x ** (2.0 / 3.0)))))
+
+
+class _Selector:
+    """One private vertex selection over the tuples of ``blocks`` (module docstring,
+    [DFW-2]): the exponential mechanism by Gumbel-max over a padded score
+    matrix, or Laplace report-noisy-max over the enumerated tuples."""
+
+    def __init__(self, blocks, d: int, lam: float, kind: str):
+        rows, sizes = [], []
+        for idx, V in blocks:
+            M = np.zeros((V.shape[0], d))
+            M[:, idx] = V
+            rows.append(M)
+            sizes.append(V.shape[0])
+        self.A = lam * np.vstack(rows)  # (Σ m_b, d): candidate vertices (scaled by λ)
+        self.sizes = np.array(sizes)
+        offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]])
+        m_max = int(self.sizes.max())
+        pad = np.arange(m_max)[None, :]
+        self.valid = pad < self.sizes[:, None]
+        self.flat = np.where(self.valid, offsets[:, None] + pad, 0)
+        self.offsets = offsets
+        self.kind = kind
+        if kind == "laplace":
+            n_tuples = math.prod(int(m) for m in sizes)
+            if n_tuples > MAX_LAPLACE_VERTICES:
+                raise InvalidPrivacyParameter(
+                    f"selection='laplace' enumerates the {n_tuples:.3g} vertices of the dual "
+                    f"ball (limit {MAX_LAPLACE_VERTICES}); use selection='exponential', which "
+                    "draws the same kind of selection block by block"
+                )
+            self.n_tuples = n_tuples
+
+    def __call__(self, theta, eps0: float, sens: float, rng) -> np.ndarray:
+        scores = self.A @ theta  # u of every block candidate
+        if self.kind == "exponential":
+            logits = np.where(self.valid, scores[self.flat] * (eps0 / (2.0 * sens)), -np.inf)
+            pick = np.argmax(logits + rng.gumbel(size=logits.shape), axis=1)
+        else:  # Laplace report-noisy-max over the tuples (b = 2Δ/ε₀)
+            total = np.zeros(())
+            for off, m in zip(self.offsets, self.sizes, strict=True):
+                total = total[..., None] + scores[off : off + m]
+            noisy = total.ravel() + rng.laplace(scale=2.0 * sens / eps0, size=total.size)
+            pick = np.array(np.unravel_index(int(np.argmax(noisy)), total.shape))
+        return self.A[self.offsets + pick].sum(axis=0)
 
 
 #: the joint calibration uses the PLD accountant up to this ε (its discretized
@@ -212,28 +355,20 @@ def release_multiplier(
     return (m, name) if m < basic else (basic, "basic")
 
 
-def _select(blocks, theta, lam, eps0, sens, rng) -> np.ndarray:
-    """One exponential-mechanism draw over the product vertex set ([DFW-2])."""
-    v = np.zeros(theta.size)
-    for idx, V in blocks:
-        j = exponential_mechanism(lam * (V @ theta[idx]), epsilon=eps0, sensitivity=sens, rng=rng)
-        v[idx] = lam * V[j]
-    return v
-
-
 # ----------------------------------------------------------------------------- Algorithm 2
 def fit(
     loss: GLMLoss,
     X,
     y,
     *,
-    norm: SubmodularNorm,
+    norm: Norm,
     epsilon: float,
     delta: float = 0.0,
     data_norm: float,
     alpha: float,
     lam: float,
-    n_steps: int = 10,
+    n_steps: int | str = "theorem4",
+    selection: str = "exponential",
     release_fraction: float = 0.8,
     accountant: str = "optimal",
     noise: str = "auto",
@@ -256,8 +391,9 @@ def fit(
         certified exactly and L bounds the score sensitivity.
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
-    norm : SubmodularNorm
-        With a tractable vertex set (:func:`dual_vertex_blocks`).
+    norm : Norm
+        A SubmodularNorm or ChainTVNorm with a tractable vertex set
+        (:func:`dual_vertex_blocks`; overlapping groups included).
     epsilon : float > 0
     delta : float in [0, 1), default 0
     data_norm : float > 0
@@ -265,8 +401,13 @@ def fit(
         Λ.
     lam : float > 0
         λ (mean form: P = L̂ + λΩ).
-    n_steps : int, default 10
-        T.
+    n_steps : int or "theorem4", default "theorem4"
+        T; "theorem4": Kumar & Deisenroth's Theorem 4 rule (:func:`theorem4_steps`,
+        a public function of n, ε, L, λ, ρ and the Gaussian width of |P|(F)).
+    selection : {"exponential", "laplace"}, default "exponential"
+        The vertex selection: the exponential mechanism (block by block), or the
+        paper's Laplace report-noisy-max over the enumerated vertex set (both
+        ε₀-DP per step; module docstring).
     release_fraction : float in (0, 1), default 0.8
         ρ: share of ε spent on releasing θ(s_T) (δ is split in halves).  0.8 beat
         0.5 on the synthetic benchmark of ``benchmarks/bench_structured_sparsity.py``
@@ -304,7 +445,6 @@ def fit(
             f"{algorithm} needs alpha (Λ) > 0 for the score sensitivity, got alpha={alpha!r}"
         )
     lam = check_positive(lam, "lam")
-    n_steps = check_count(n_steps, "n_steps")
     rho = check_probability(release_fraction, "release_fraction")
     if rho >= 1.0:
         raise InvalidPrivacyParameter(f"release_fraction must be < 1, got {release_fraction!r}")
@@ -312,8 +452,14 @@ def fit(
     _check_mode(denoise)
     p.check_run(noise, delta, tol, max_iter, random_state)
     n, d = X.shape
-    norm = _check_norm(norm, d)
+    if not isinstance(norm, Norm) or norm.d != d:
+        raise InvalidPrivacyParameter(
+            f"norm must be a dperm.norms.Norm with d={d} (the features of X), got {norm!r}"
+        )
+    if selection not in SELECTIONS:
+        raise InvalidPrivacyParameter(f"selection must be one of {SELECTIONS}, got {selection!r}")
     blocks = dual_vertex_blocks(norm)
+    select = _Selector(blocks, d, lam, selection)
     lip, Lam, rng = p.lipschitz, p.alpha, p.rng
     kind = p.noise
     delta_total = p.delta
@@ -321,14 +467,23 @@ def fit(
     delta_sel = delta_total - delta_rel
     eps_rel = rho * epsilon
     eps_sel = epsilon - eps_rel
-    sens = score_sensitivity(n, lip, Lam, norm, lam)  # [DFW-1]
+    rho_v = vertex_radius(blocks, d)
+    sens = output_sensitivity(n, lip, Lam) * lam * rho_v  # [DFW-1]
+    if n_steps == "theorem4":
+        from ..norms import gaussian_width
+
+        width = gaussian_width(norm, ball="dual", n_samples=2000, random_state=0).value
+        n_steps = theorem4_steps(
+            n=n, epsilon=eps_sel, lipschitz=lip, lam=lam, vertex_radius=rho_v, width=width
+        )
+    n_steps = check_count(n_steps, "n_steps")
     eps0 = step_epsilon(eps_sel, delta_sel, n_steps, accountant=accountant)  # [DFW-3]
 
     s = np.zeros(d)
     theta = None
     for t in range(n_steps):
         theta = primal_from_dual(loss, X, y, s, alpha=Lam, tol=p.tol, max_iter=p.max_iter, x0=theta)
-        v = _select(blocks, theta, lam, eps0, sens, rng)  # [DFW-2]
+        v = select(theta, eps0, sens, rng)  # [DFW-2]
         gamma = 2.0 / (t + 2.0)  # public step size
         s = (1.0 - gamma) * s + gamma * v
     theta = primal_from_dual(loss, X, y, s, alpha=Lam, tol=p.tol, max_iter=p.max_iter, x0=theta)
@@ -339,6 +494,14 @@ def fit(
         score_sensitivity=sens,
         epsilon_step=eps0,
         n_steps=n_steps,
+        selection=selection,
+        vertex_radius=rho_v,
+        log_n_vertices=float(sum(math.log(V.shape[0]) for _, V in blocks)),
+        paper_noise_scale=(
+            sens * math.sqrt(8.0 * n_steps * math.log(1.0 / delta_sel)) / eps_sel
+            if delta_sel > 0
+            else None
+        ),
         lam=lam,
         norm=repr(norm),
         release_fraction=rho,
@@ -380,7 +543,8 @@ def estimator_fit(estimator, loss, X, y, epsilon, delta, rng) -> Result:
         y,
         epsilon=epsilon,
         delta=delta,
-        n_steps=getattr(estimator, "n_steps", None) or 10,
+        n_steps=getattr(estimator, "n_steps", None) or "theorem4",
+        selection=getattr(estimator, "selection", None) or "exponential",
         accountant=getattr(estimator, "accountant", None) or "optimal",
         random_state=rng,
         **settings,

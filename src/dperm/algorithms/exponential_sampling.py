@@ -76,16 +76,14 @@ exceeds ``max_proposals`` raises ConvergenceError (an event that depends on
 the data, outside the guarantee, like every solver failure in dperm).  This is
 exact sampling, not MCMC: no total-variation error enters the guarantee.
 
-Without the ridge term (Λ = 0) and d > 2 no sampler is shipped.  A log-concave
-MCMC sampler within total variation η of p_D would give
-(ε, (1 + e^ε)·η)-DP (for every event S, P(M(D) ∈ S) ≤ P_D(S) + η ≤
-e^ε P_D′(S) + η ≤ e^ε (P(M(D′) ∈ S) + η) + η), but the mixing bounds that
-hold for a merely log-concave target on a ball (ball walk, hit-and-run,
-projected Langevin: Lovász & Vempala 2006; Bubeck, Eldan, Lehec 2018) need
-polynomially many steps of high degree in d and 1/η, far from practical at
-η ≤ δ ≈ 10⁻⁶; the sharp bounds (MALA, proximal samplers) need strong
-log-concavity — exactly the ridge term, and with it the exact sampler above
-is simpler and loses nothing.
+Without the ridge term (Λ = 0) and d > 2, with δ > 0: the proximal sampler
+of :mod:`dperm.algorithms._proximal_sampler` (an exact restricted Gaussian
+oracle — the Gaussian-envelope sampler above — inside a Gibbs chain), run for
+a public number of steps that bounds its total-variation distance τ to p_D;
+the release is (ε, (1 + e^ε)τ)-DP with τ = δ/(1 + e^ε) (for every event S,
+P(M(D) ∈ S) ≤ P_D(S) + τ ≤ e^ε P_D′(S) + τ ≤ e^ε (P(M(D′) ∈ S) + τ) + τ),
+event ``EpsilonDelta(ε, δ)``.  Its cost grows like n²: a few thousand rows.
+With δ = 0 and d > 2 a ridge term is required (the exact sampler above).
 
 Utility: :func:`dperm.theory.exponential_sampling_bound` (for convex ℓ).
 """
@@ -106,7 +104,7 @@ from .._validation import (
     check_nonnegative,
     check_positive,
 )
-from ..accounting.events import PureEpsilon
+from ..accounting.events import EpsilonDelta, PureEpsilon
 from ..bounds import exponential_sampling_bound
 from ..design import as_design, check_X_y
 from ..exceptions import (
@@ -116,6 +114,7 @@ from ..exceptions import (
 )
 from ..losses import Hinge, Huber, HuberSVM, Logistic, Quantile, Squared
 from ..losses.base import MARGIN_BOUND, GLMLoss
+from . import _proximal_sampler as _prox
 from .base import Result
 from .exponential_erm import (
     check_label_bound,
@@ -499,7 +498,9 @@ def fit(
     radius : float > 0, default 1.0
         R of the public constraint ball.
     delta : float in [0, 1), default 0
-        Accepted for the common signature; the release is pure ε-DP.
+        0: pure ε-DP (exact samplers).  > 0 with d > 2 and Λ = 0: the proximal
+        sampler, (ε, δ)-DP with its total-variation error charged as δ
+        (module docstring); otherwise accepted and unused (pure ε-DP).
     data_norm : float > 0, default 1.0
     loss_bounds : (lo, hi), optional
         Public per-example loss range over the ball; default
@@ -558,7 +559,8 @@ def fit(
     max_proposals = check_count(max_proposals, "max_proposals")
     convex = loss_bounds is None and isinstance(loss, _CONVEX_LOSSES)
     n_expected = None
-    if d > MAX_EXACT_DIM:
+    proximal = d > MAX_EXACT_DIM and alpha == 0.0 and delta > 0.0
+    if d > MAX_EXACT_DIM and not proximal:
         if alpha == 0.0:
             raise UnsupportedOperationError(
                 f"exact exponential sampling without a ridge term is implemented for d ≤ "
@@ -605,7 +607,26 @@ def fit(
         return 0.5 * ridge * np.einsum("ij,ij->i", T, T)
 
     sampler = "cube-envelope rejection"
-    if d > MAX_EXACT_DIM:
+    event: PureEpsilon | EpsilonDelta = PureEpsilon(epsilon)
+    if proximal:
+        beta_l = float(loss.smoothness(data_norm))
+        if not (convex and math.isfinite(beta_l)):
+            raise UnsupportedOperationError(
+                f"exponential sampling in d={d} > {MAX_EXACT_DIM} without a ridge term needs a "
+                f"smooth convex loss of dperm without loss_bounds, got {loss!r}"
+            )
+        eta = 1.0 / (d * a * n * beta_l)
+        tv = delta / (1.0 + math.exp(epsilon))
+        steps = _prox.proximal_steps(n=n, epsilon=epsilon, radius=R, eta=eta, tv=tv)
+        theta = _prox.sample_proximal(
+            lambda T: sum_losses(loss, X, y, T, -np.inf, np.inf),
+            lambda T: _sum_gradients(loss, X, y, T),
+            scale=a, smoothness=n * beta_l, radius=R, d=d, steps=steps, eta=eta, rng=rng,
+            oracle=sample_strongly_log_concave,
+        )  # fmt: skip
+        sampler = f"proximal sampler, {steps} steps, TV ≤ {tv:.3g} charged as δ"
+        event = EpsilonDelta(epsilon, delta)
+    elif d > MAX_EXACT_DIM:
         # within the ball every loss lies in [lo, hi] (rows clipped, labels checked): the
         # unclipped convex sum defines the same density there
         from ..constraints import L2Ball
@@ -673,7 +694,7 @@ def fit(
         + 0.5 * alpha * R * R,
         "n_clipped": n_clipped,
     }
-    return Result(theta=theta, event=PureEpsilon(epsilon), diagnostics=diagnostics)
+    return Result(theta=theta, event=event, diagnostics=diagnostics)
 
 
 def default_alpha(n: int, d: int, epsilon: float, data_norm: float) -> float:

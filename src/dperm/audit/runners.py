@@ -226,6 +226,12 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         description="bolt-on output perturbation of one pass of permutation SGD (Wu et al. "
         "2017, convex variant), Huber SVM loss",
     ),
+    _algorithm(
+        "mirror-descent", "mirror_descent", _fit_huber, options={"radius": 2.0, "steps": 20},
+        **_GAUSSIAN_ONE_FEATURE,
+        description="private entropic mirror descent over the ℓ1 ball (Talwar, Thakurta, "
+        "Zhang 2014), Huber SVM, R = 2, T = 20, Gaussian composition calibrated exactly",
+    ),
     # ---------------------------------------------------------------- gradient methods
     _algorithm(
         "dp-gd", "dp_gd", functools.partial(_fit_default, "dp-gd"),
@@ -331,6 +337,14 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         neighbouring="replace-one", n=30, d=3, default_runs=300,
         description="private dual Frank-Wolfe (K–D Algorithm 2), Huber SVM, ℓ1 norm, "
         f"Λ = {_DFW['alpha']}, λ = {_DFW['lam']}, T = {_DFW['n_steps']}",
+        raw_note=", before denoising",
+    ),
+    *_denoised_pair(
+        "dual-frank-wolfe-laplace", "dual_frank_wolfe", {**_DFW, "selection": "laplace"},
+        neighbouring="replace-one", n=30, d=3, default_runs=300,
+        description="private dual Frank-Wolfe with the published Laplace report-noisy-max "
+        f"selection (K–D Algorithm 2), Huber SVM, ℓ1 norm, Λ = {_DFW['alpha']}, "
+        f"λ = {_DFW['lam']}, T = {_DFW['n_steps']}",
         raw_note=", before denoising",
     ),
     # ---------------------------------------------------------------- Tukey-depth regression

@@ -115,6 +115,10 @@ def measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose) -
     bound = bound_for_estimator(est, ds.n_train)
     out["theoretical_bound"] = None if bound is None else float(bound.value)
     out["theoretical_bound_detail"] = None if bound is None else bound.to_dict()
+    # issue #23: each source text's theorem, evaluated for this run (dperm.theory.seeds)
+    from ..theory import seed_bounds_for_estimator
+
+    out["seed_bounds"] = [b.to_dict() for b in seed_bounds_for_estimator(est, ds.n_train)]
     return out
 
 
@@ -180,6 +184,10 @@ def print_fit_table(result: dict[str, Any]) -> None:
                 else " (rate, constant 1)"
             ),
             fmt(result.get("theoretical_bound"), ".4g"),
+        ),
+        *(
+            (f"seed bound: {b['source'].split(' (')[0][:48]}", fmt(b["value"], ".4g"))
+            for b in result.get("seed_bounds") or ()
         ),
         (f"non-private test {metric}{np_note}", fmt(result[f"nonprivate_test_{key}"])),
         *(

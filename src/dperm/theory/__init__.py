@@ -38,7 +38,9 @@ Where each bound lives: :mod:`dperm.theory.base` (:class:`TheoryBound` and the
 shared noise facts), :mod:`dperm.theory.perturbation` (output, objective, AMP,
 bolt-on), :mod:`dperm.theory.first_order` (DP-GD/SGD, Frank-Wolfe),
 :mod:`dperm.theory.exponential`, :mod:`dperm.theory.structured` (structured
-output perturbation, denoising, dual Frank-Wolfe) and
+output perturbation, denoising, dual Frank-Wolfe), :mod:`dperm.theory.seeds`
+(every utility theorem of the five source texts, with its proof's constants,
+for the run that was made; :func:`seed_bounds_for_estimator`) and
 :mod:`dperm.theory.dispatch` (:func:`theoretical_bound`,
 :func:`bound_for_estimator`).  Bounds that are pure formulas needing no
 algorithm live one floor lower, in :mod:`dperm.bounds`, and are re-exported here.
@@ -47,8 +49,16 @@ algorithm live one floor lower, in :mod:`dperm.bounds`, and are re-exported here
 from __future__ import annotations
 
 from .base import TheoryBound
-from .dispatch import ALGORITHMS, bound_for_estimator, theoretical_bound
+from .dispatch import ALGORITHMS, bound_for_estimator, seed_bounds_for_estimator, theoretical_bound
 from .exponential import exponential_sampling_bound
+from .seeds import (
+    expmech_erm_bound,
+    kd_objective_width_bound,
+    kd_theorem1_bound,
+    kd_theorem4_bound,
+    lecture14_objective_bound,
+    lecture15_sgd_bound,
+)
 from .structured import denoised_release_bound, dual_frank_wolfe_bound, structured_output_bound
 
 __all__ = [
@@ -57,7 +67,14 @@ __all__ = [
     "bound_for_estimator",
     "denoised_release_bound",
     "dual_frank_wolfe_bound",
+    "expmech_erm_bound",
     "exponential_sampling_bound",
+    "kd_objective_width_bound",
+    "kd_theorem1_bound",
+    "kd_theorem4_bound",
+    "lecture14_objective_bound",
+    "lecture15_sgd_bound",
+    "seed_bounds_for_estimator",
     "structured_output_bound",
     "theoretical_bound",
 ]

@@ -8,17 +8,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._validation import check_delta, check_positive
-from ..bounds import _check_problem
+from .._validation import check_delta, check_nonnegative, check_positive
+from ..bounds import _check_problem, expmech_erm_bound
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import MARGIN_BOUND
-from .base import TheoryBound, _diagnostics, _n_coef, _strong
+from . import seeds
+from .base import TheoryBound, _diagnostics, _n_coef, _need, _radius, _strong
 from .exponential import _exponential
 from .first_order import _frank_wolfe, _gradient_methods
 from .perturbation import _amp, _bolt_on, _objective, _output
+from .seeds import lecture15_sgd_bound
 from .structured import _dual_fw_for_estimator, _structured_for_estimator
 
-__all__ = ["ALGORITHMS", "bound_for_estimator", "theoretical_bound"]
+__all__ = ["ALGORITHMS", "bound_for_estimator", "seed_bounds_for_estimator", "theoretical_bound"]
 
 ALGORITHMS = (
     "objective",
@@ -53,6 +55,12 @@ def theoretical_bound(
     learning_rate: float | None = None,
     n_candidates: int | None = None,
     loss_range: float | None = None,
+    steps: int | None = None,
+    noise_std: float | None = None,
+    clipping_norm: float | None = None,
+    sampling_rate: float | None = None,
+    schedule: str = "constant",
+    averaging: str = "last",
 ) -> TheoryBound:
     """The expected excess empirical risk bound of ``algorithm`` (see :mod:`dperm.theory`).
 
@@ -86,7 +94,16 @@ def theoretical_bound(
         Bolt-on's k, b and η (defaults those of :func:`dperm.algorithms.bolt_on.fit`).
     n_candidates, loss_range : optional
         Exponential mechanism over a finite set: |Θ| and the per-example loss
-        range Δ; without them the continuous-set rate of BST14 is returned.
+        range Δ; without them the continuous-set bound of Smith & Ullman,
+        Lecture 11, Theorem 2.5 (in expectation, its proof's constants) is
+        returned.
+    steps, noise_std, clipping_norm, sampling_rate, schedule, averaging : optional
+        The gradient methods' run: T, the noise std per coordinate of the
+        averaged gradient, C, the sampling rate q (expected batch ``batch_size``),
+        the step-size schedule and the returned iterate.  With ``steps`` the
+        bound is Lecture 15's for that run (:func:`dperm.theory.seeds.lecture15_sgd_bound`,
+        needs ``learning_rate``, ``noise_std``, ``clipping_norm`` ≥ L); without it
+        the BST14 rate.
 
     Returns
     -------
@@ -121,6 +138,22 @@ def theoretical_bound(
     lam = _strong(strong_convexity)
 
     if algorithm in ("dp-gd", "dp-sgd", "dp-sgd-single"):
+        if steps is not None:
+            return _lecture15(
+                d,
+                lip,
+                lam,
+                radius,
+                theta_norm,
+                steps,
+                learning_rate,
+                noise_std,
+                clipping_norm,
+                sampling_rate,
+                batch_size,
+                schedule,
+                averaging,
+            )
         return _gradient_methods(algorithm, n, d, epsilon, delta, lip, lam, radius, theta_norm)
     if algorithm == "objective":
         return _objective(n, d, epsilon, delta, lip, beta, lam, radius, theta_norm)
@@ -146,6 +179,41 @@ def theoretical_bound(
     if algorithm == "frank-wolfe":
         return _frank_wolfe(n, d, epsilon, delta, lip, beta, radius)
     return _exponential(n, d, epsilon, lip, radius, theta_norm, n_candidates, loss_range)
+
+
+def _lecture15(d, lip, lam, radius, theta_norm, steps, lr, noise_std, clip, q, batch, sched, avg):
+    """Lecture 15's bound for one gradient run (:func:`theoretical_bound`, ``steps``)."""
+    lr = _need(lr, "learning_rate", "dp-sgd")
+    s = check_nonnegative(_need_value(noise_std, "noise_std"), "noise_std")
+    clip = _need(clip, "clipping_norm", "dp-sgd")
+    if clip < lip * (1.0 - 1e-12):
+        raise InvalidPrivacyParameter(
+            f"Lecture 15's bound needs unbiased gradients: clipping_norm={clip!r} must be ≥ the "
+            f"Lipschitz constant {lip!r}"
+        )
+    rate = 0.0 if q is None or batch is None else (1.0 - q) / batch
+    g2 = clip * clip * (1.0 + rate) + d * s * s  # (15.5) for the clipped mini-batch
+    out = lecture15_sgd_bound(
+        steps=steps,
+        learning_rate=lr,
+        gradient_second_moment=g2,
+        theta_norm=_radius(radius, theta_norm, "dp-sgd"),
+        schedule=sched,
+        averaging=avg,
+        strong_convexity=lam,
+    )
+    if out is None:
+        raise InvalidPrivacyParameter(
+            f"Lecture 15's bound is evaluated for constant steps (last or uniform average) or "
+            f"η_t = 1/(αt); got schedule={sched!r}, averaging={avg!r}"
+        )
+    return out
+
+
+def _need_value(value, name):
+    if value is None:
+        raise InvalidPrivacyParameter(f"the 'dp-sgd' bound for a run needs {name}, got None")
+    return value
 
 
 def bound_for_estimator(estimator, n_samples: int) -> TheoryBound | None:
@@ -222,3 +290,143 @@ def bound_for_estimator(estimator, n_samples: int) -> TheoryBound | None:
         return theoretical_bound(mechanism, **kw)
     except InvalidPrivacyParameter:
         return None
+
+
+def _noise_moments_of(dg: dict, d: int, scale_divisor: float = 1.0) -> tuple[float, float]:
+    """(E‖κ‖, E‖κ‖²) of a run's noise from its diagnostics: Gaussian (σ per
+    coordinate) or Gamma-norm (‖κ‖ ~ Gamma(d, scale)), divided by ``scale_divisor``."""
+    s = float(dg["noise_scale"]) / scale_divisor
+    if dg.get("noise") == "gamma":
+        return d * s, d * (d + 1) * s * s
+    return s * seeds._e_norm_gaussian(d), d * s * s
+
+
+def seed_bounds_for_estimator(estimator, n_samples: int) -> list[TheoryBound]:
+    """The bounds of the five source texts (:mod:`dperm.theory.seeds`) evaluated
+    for the run a fitted estimator made (its public diagnostics: noise, λ, Λ,
+    steps, step size, batch), one per applicable theorem; ``[]`` when none applies.
+
+    * ``objective`` with Λ > 0: Lecture 14, Thm 14.6 via (14.7);
+    * ``dp-sgd``, ``dp-gd``, ``dp-sgd-single``: Lecture 15, Lemma 15.6/15.7;
+    * ``exponential-sampling``: Smith & Ullman, Thm 2.5 (in expectation);
+    * ``structured-output``: Kumar & Deisenroth, Thm 1 (Lemma 1);
+    * ``dual-frank-wolfe``: Kumar & Deisenroth, Thm 4 (and dperm's derived bound).
+
+    Without a constraint, ‖θ*‖ ≤ MARGIN_BOUND/R is the public prior of the
+    estimators' defaults (as in :func:`bound_for_estimator`).
+    """
+    mechanism = getattr(estimator, "mechanism", None)
+    try:
+        dg = _diagnostics(estimator)
+        d = _n_coef(estimator)
+        R = float(estimator.data_norm_)
+        prior = MARGIN_BOUND / R
+        out: list[TheoryBound] = []
+        if mechanism == "objective" and float(dg.get("l2_total", 0.0)) > 0:
+            _, m2 = _noise_moments_of(dg, d, scale_divisor=n_samples)
+            out.append(
+                seeds.lecture14_objective_bound(
+                    n=n_samples,
+                    d=d,
+                    epsilon=float(dg["epsilon"]),
+                    delta=float(dg["delta"]),
+                    regularization=float(dg["l2_total"]),
+                    noise_second_moment=m2,
+                    theta_norm=prior,
+                )
+            )
+        elif mechanism in ("dp-sgd", "dp-gd", "dp-sgd-single"):
+            sched = str(dg.get("schedule", "constant"))
+            sched = (
+                "constant"
+                if sched.startswith("Constant")
+                else ("inverse_time" if sched.startswith("InverseTime") else sched)
+            )
+            out.append(
+                theoretical_bound(
+                    mechanism,
+                    n=n_samples,
+                    d=d,
+                    epsilon=float(dg["epsilon"]),
+                    delta=float(dg["delta"]),
+                    lipschitz=float(dg["lipschitz"]),
+                    strong_convexity=float(dg.get("alpha", 0.0)),
+                    theta_norm=prior,
+                    steps=int(dg["steps"]),
+                    learning_rate=float(dg["learning_rate"]),
+                    noise_std=float(dg["noise_std"]),
+                    clipping_norm=float(dg["clipping_norm"]),
+                    sampling_rate=dg.get("sampling_rate"),
+                    batch_size=dg.get("normalizer"),
+                    schedule=sched,
+                    averaging=str(dg.get("averaging", "last")),
+                )
+            )
+        elif mechanism == "exponential-sampling":
+            lip = float(estimator.loss_.lipschitz(R, radius=dg["radius"]))
+            lip += float(dg["alpha"]) * float(dg["radius"])
+            out.append(
+                TheoryBound(
+                    expmech_erm_bound(
+                        n=n_samples,
+                        d=d,
+                        epsilon=float(dg["epsilon"]),
+                        lipschitz=lip,
+                        radius=float(dg["radius"]),
+                        sensitivity=float(dg["sensitivity"]),
+                    )
+                    + 0.5 * float(dg["alpha"]) * float(dg["radius"]) ** 2,
+                    "Thm 2.5: O(dGR log(εn/d)/(εn)), in expectation",
+                    True,
+                    "Smith & Ullman, Lecture 11, Theorem 2.5 (proof's constants, run's Δ)",
+                    "E[L(θ)] − min_C L,  L = (1/n)Σℓ",
+                )
+            )
+        elif mechanism in ("structured-output", "dual-frank-wolfe"):
+            out.extend(_kd_bounds(estimator, dg, d, n_samples, prior))
+        return out
+    except (InvalidPrivacyParameter, KeyError, TypeError):
+        return []
+
+
+def _kd_bounds(estimator, dg, d, n_samples, prior) -> list[TheoryBound]:
+    from ..algorithms.dual_frank_wolfe import dual_vertex_blocks, vertex_radius
+    from ..algorithms.structured_output_perturbation import estimator_norm
+    from ..norms import gaussian_width
+
+    norm, _ = estimator_norm(estimator, estimator.loss_, n_samples, d)
+    w = gaussian_width(norm, ball="dual", n_samples=2000, random_state=0).ci_high
+    if estimator.mechanism == "structured-output":
+        m1, m2 = _noise_moments_of(dg, d)
+        return [
+            seeds.kd_theorem1_bound(
+                n=n_samples,
+                d=d,
+                epsilon=float(dg["epsilon"]),
+                delta=float(dg["delta"]),
+                lipschitz=float(dg["lipschitz"]),
+                lam=float(dg["lam"]) / n_samples,
+                strong_convexity=float(dg["strong_convexity"]),
+                noise_first_moment=m1,
+                noise_second_moment=m2,
+                gaussian_width=w,
+                theta_norm=prior,
+            )
+        ]
+    blocks = dual_vertex_blocks(norm)
+    eps_sel = (1.0 - float(dg["release_fraction"])) * float(dg["epsilon"])
+    out = [
+        seeds.kd_theorem4_bound(
+            n=n_samples,
+            epsilon=eps_sel,
+            delta=float(dg["delta"]),
+            lipschitz=float(dg["lipschitz"]),
+            strong_convexity=float(dg["strong_convexity"]),
+            lam=float(dg["lam"]),
+            vertex_radius=vertex_radius(blocks, d),
+            dual_width=w,
+            log_n_vertices=float(sum(math.log(V.shape[0]) for _, V in blocks)),
+        )
+    ]
+    derived = _dual_fw_for_estimator(estimator, n_samples)
+    return out + ([derived] if derived is not None else [])

@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 
 from .._validation import check_count
-from ..bounds import exponential_sampling_bound
+from ..bounds import expmech_erm_bound, exponential_sampling_bound
 from .base import _UNREG, TheoryBound, _need, _radius
 
-__all__ = ["exponential_sampling_bound"]
+__all__ = ["expmech_erm_bound", "exponential_sampling_bound"]
 
 
 def _exponential(n, d, epsilon, lip, radius, theta_norm, n_candidates, loss_range):
@@ -29,12 +29,13 @@ def _exponential(n, d, epsilon, lip, radius, theta_norm, n_candidates, loss_rang
             "E[L(θ)] − min_{θ∈Θ} L(θ) over the finite candidate set Θ",
         )
     R = _radius(radius, theta_norm, "exponential")
-    value = d * lip * R / (n * epsilon)
+    value = expmech_erm_bound(n=n, d=d, epsilon=epsilon, lipschitz=lip, radius=R)
     return TheoryBound(
         value,
-        "d L‖C‖ / (nε)",
-        False,
-        "Bassily, Smith, Thakurta (FOCS 2014), Section 3 (exponential sampling over a "
-        "convex set, ε-DP); rate with constant 1",
+        "(2Δ/(εn))(d(1 + ln(εnGR/(Δd))) + 1), Δ = 2GR  [O(dGR log(εn/d)/(εn))]",
+        True,
+        "Smith & Ullman, Lecture 11, Theorem 2.5, in expectation with its proof's constants "
+        "at Δ = 2GR (the statement's Δ = GR is the range only for diameter-R sets; "
+        "dperm.bounds.expmech_erm_bound)",
         _UNREG,
     )

@@ -68,9 +68,12 @@ def _objective(n, d, epsilon, delta, lip, beta, lam, radius, theta_norm):
     R = _radius(radius, theta_norm, "objective")
     beta_term = (beta or 0.0) * R**2 / (n * epsilon)
     if delta == 0.0:
-        value = lip * R * d / (n * epsilon) + beta_term
-        rate = "L‖θ*‖ d/(nε) + β‖θ*‖²/(nε)"
-        src = "Chaudhuri, Monteleoni, Sarwate (JMLR 2011), Section 6 (objective perturbation;"
+        value = lip * R * d * max(1.0, math.log(d)) / (n * epsilon) + beta_term
+        rate = "L‖θ*‖ p log p/(nε) + β‖θ*‖²/(nε)"
+        src = (
+            "Di Wang, Lecture 14, Theorem 14.6 (its log p); Chaudhuri, Monteleoni, Sarwate "
+            "(JMLR 2011), Section 6 (objective perturbation;"
+        )
     else:
         value = lip * R * math.sqrt(d * math.log(1.0 / delta)) / (n * epsilon) + beta_term
         rate = "L‖θ*‖ √(d log(1/δ))/(nε) + β‖θ*‖²/(nε)"
