@@ -55,6 +55,8 @@ _RUNS_FOR = dict.fromkeys(
 _RUNS_FOR.update(
     dict.fromkeys(("structured-output-raw", "dual-frank-wolfe-raw", "nonconvex-objective"), 300)
 )
+#: the estimators' default (mechanism="auto"): each run calibrates and solves (≈ 0.05 s)
+_RUNS_FOR["estimator-auto"] = 300
 #: the default gradient paths and the estimator are audited, for both relations and
 #: next to their mutants, in test_audit_relations.py
 _AUDITED_ELSEWHERE = {
