@@ -180,7 +180,8 @@ def print_fit_table(result: dict[str, Any]) -> None:
         ("d (features)", str(result["n_features"])),
         ("model", result["model"]),
         ("mechanism", result["mechanism"]),
-        *((("auto rule", result["auto"]),) if result.get("auto") else ()),
+        # the choice (the reason is in --json's "auto" and the model's diagnostics_)
+        *((("auto rule", result["auto"].partition(" because")[0]),) if result.get("auto") else ()),
         ("ε spent", fmt(result["epsilon"], ".6g")),
         ("δ spent", fmt(result["delta"], ".3g") + delta_note),
         ("neighbouring", result.get("neighbouring", "replace-one")),
