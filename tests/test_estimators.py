@@ -37,7 +37,7 @@ YES_NO = ["no", "yes"]  # the public label set of the `blobs` data
 # test_regression_estimators.py)
 # A private estimator is randomized; the checks fix random_state (set_random_state)
 # and a large ε keeps the accuracy checks meaningful.  The checks' toy data have rows
-# of norm up to ~30: the instances declare the public bound data_norm=100 (with the
+# of norm up to ~300: the instances declare the public bound data_norm=100.0 (with the
 # default 1 most rows would exceed it and the fit is refused, test_mostly_clipped_*).
 # mechanism="auto" is the default; the checks run it and two named mechanisms.
 @parametrize_with_checks(

@@ -305,7 +305,7 @@ def auto_choice(
 
 def _classifier(task, n, D, k, eps, dlt, flags, choice):
     penalty, constrained, weighted, alpha_given, ovr = flags
-    multinomial = task == "logistic" and k > 2 and not ovr
+    multinomial = task == "logistic" and k > 2 and not ovr and not weighted
     multi = None if k <= 2 else ("multinomial" if multinomial else "ovr")
     special = [
         what
