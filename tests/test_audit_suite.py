@@ -58,6 +58,8 @@ _RUNS_FOR.update(
 #: issue #23: the published Laplace selection of K–D Algorithm 2 (its mutation test, the
 #: monotone noise scale, is the closed form of tests/test_dual_frank_wolfe_structured.py)
 _RUNS_FOR.update(dict.fromkeys(("dual-frank-wolfe-laplace-raw", "dual-frank-wolfe-laplace"), 300))
+#: the estimators' default (mechanism="auto"): each run calibrates and solves (≈ 0.05 s)
+_RUNS_FOR["estimator-auto"] = 300
 #: the default gradient paths and the estimator are audited, for both relations and
 #: next to their mutants, in test_audit_relations.py
 _AUDITED_ELSEWHERE = {

@@ -85,14 +85,16 @@ def test_fit_json_on_the_default_dataset():
     out = json.loads(lines[0])
     assert set(FIT_KEYS) <= set(out)
     assert out["dataset"] == "breast-cancer" and out["model"] == "logistic"
-    assert out["mechanism"] == "objective" and out["epsilon"] == 1.0
+    # the default mechanism="auto" and what it chose (binary logistic: AMP)
+    assert out["mechanism"] == "amp" and out["epsilon"] == 1.0
+    assert out["auto"].startswith("auto → amp")
     assert out["delta"] == pytest.approx(1.0 / out["n_train"] ** 2)  # default δ = 1/n²
     # 57 of the 569 rows are the public rows that set the schema (public_fraction)
     assert out["n_train"] + out["n_test"] == 569 - 57 and out["n_features"] == 30
     for k in ("test_accuracy", "train_accuracy", "nonprivate_test_accuracy"):
         assert 0.0 <= out[k] <= 1.0
     assert out["excess_empirical_risk"] >= -1e-9 and out["fit_seconds"] > 0
-    assert out["dp_event"]["kind"] == "EpsilonDelta"
+    assert out["dp_event"]["kind"] == "Composed"  # AMP: the objective and output parts
 
 
 def test_fit_table_and_pure_epsilon_output_perturbation():
@@ -215,7 +217,8 @@ def test_csv_regression_with_schema_file_saves_a_model(regression_csv, tmp_path)
     assert {"test_r2", "test_rmse", "train_r2", "nonprivate_test_r2"} <= set(out)
     assert not any("accuracy" in k for k in out)
     assert out["metric"] == "r2" and out["model"] == "linear"
-    assert out["mechanism"] == "adassp"  # the estimator's default, not the CLI's
+    # the estimator's default (auto: the Huber surrogate by objective perturbation)
+    assert out["mechanism"] == "objective" and out["auto"].startswith("auto → objective")
     assert out["bounds_from_data"] is False
     assert "train_r2" in out["outside_guarantee"] and "test_r2" not in out["outside_guarantee"]
     # an independent computation: the same public split, the saved model's predictions

@@ -36,13 +36,22 @@ YES_NO = ["no", "yes"]  # the public label set of the `blobs` data
 # (the regressors' contract, DPLinearRegression's ERM path included, is checked in
 # test_regression_estimators.py)
 # A private estimator is randomized; the checks fix random_state (set_random_state)
-# and a large ε keeps the accuracy checks meaningful.  The checks' toy data exceed
-# data_norm, so rows are clipped (ClippingWarning, expected).
+# and a large ε keeps the accuracy checks meaningful.  The checks' toy data have rows
+# of norm up to ~300: the instances declare the public bound data_norm=100.0 (with the
+# default 1 most rows would exceed it and the fit is refused, test_mostly_clipped_*).
+# mechanism="auto" is the default; the checks run it and two named mechanisms.
 @parametrize_with_checks(
     [
-        DPLogisticRegression(epsilon=1e6, random_state=0),
-        DPLinearSVC(epsilon=1e6, random_state=0),
-        DPLinearSVC(epsilon=1e6, mechanism="output", delta=0.0, alpha=1e-3, random_state=0),
+        DPLogisticRegression(epsilon=1e6, data_norm=100.0, random_state=0),
+        DPLinearSVC(epsilon=1e6, data_norm=100.0, random_state=0),
+        DPLinearSVC(
+            epsilon=1e6,
+            mechanism="output",
+            delta=0.0,
+            alpha=1e-3,
+            data_norm=100.0,
+            random_state=0,
+        ),
     ],
     expected_failed_checks=sklearn_expected_failed_checks,
 )
@@ -99,7 +108,9 @@ def blobs():
 def test_binary_fit_attributes_and_label_mapping(blobs):
     X, y = blobs
     n = X.shape[0]
-    clf = DPLogisticRegression(epsilon=2.0, classes=YES_NO, random_state=0).fit(X, y)
+    clf = DPLogisticRegression(
+        epsilon=2.0, classes=YES_NO, mechanism="objective", random_state=0
+    ).fit(X, y)
     assert clf.coef_.shape == (1, 3) and clf.intercept_.shape == (1,)
     assert list(clf.classes_) == ["no", "yes"]
     assert clf.n_features_in_ == 3 and clf.n_clipped_ == 0
@@ -134,7 +145,14 @@ def test_multiclass_one_vs_rest_splits_the_budget():
     X = rng.normal(size=(900, 2)) * 0.4
     X *= 0.99 / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
     y = np.digitize(X[:, 0], [-0.2, 0.2])  # 3 classes
-    clf = DPLogisticRegression(epsilon=3.0, delta=3e-6, classes=[0, 1, 2], random_state=0)
+    clf = DPLogisticRegression(
+        epsilon=3.0,
+        delta=3e-6,
+        classes=[0, 1, 2],
+        mechanism="objective",
+        multi_class="ovr",
+        random_state=0,
+    )
     clf = clf.fit(X, y)
     assert clf.coef_.shape == (3, 2) and clf.intercept_.shape == (3,)
     assert clf.dp_event_ == SelfComposed(EpsilonDelta(1.0, 1e-6), 3)
@@ -233,7 +251,9 @@ def test_adult_objective_perturbation_accuracy(shared_data):
     n = ds.n_train
     accs = []
     for seed in range(5):
-        clf = DPLogisticRegression(epsilon=1.0, classes=[-1.0, 1.0], random_state=seed)
+        clf = DPLogisticRegression(
+            epsilon=1.0, classes=[-1.0, 1.0], mechanism="objective", random_state=seed
+        )
         clf = clf.fit(ds.X_train, ds.y_train)
         assert clf.dp_event_ == EpsilonDelta(1.0, 1.0 / n**2)
         accs.append(clf.score(ds.X_test, ds.y_test))

@@ -129,7 +129,9 @@ def test_round_trip_predicts_identically(data, model, request, tmp_path):
 @_LEAK_OK
 def test_metadata_carries_the_privacy_facts(binary, tmp_path):
     X, y = binary
-    clf = DPLogisticRegression(epsilon=0.7, data_norm=1.5, random_state=11).fit(X, y)
+    clf = DPLogisticRegression(
+        epsilon=0.7, data_norm=1.5, mechanism="objective", random_state=11
+    ).fit(X, y)
     meta = read_metadata(dperm.save(clf, tmp_path / "m.dperm"))
     assert meta["dperm_version"] == dperm.__version__
     assert meta["estimator"] == "DPLogisticRegression"
@@ -281,7 +283,9 @@ def test_save_refuses_what_it_cannot_write_safely(binary, tmp_path):
 @_LEAK_OK
 def test_statement_says_what_is_and_is_not_covered(binary, multiclass):
     X, y = binary
-    clf = DPLogisticRegression(epsilon=0.5, delta=1e-6, random_state=0).fit(X, y)
+    clf = DPLogisticRegression(epsilon=0.5, delta=1e-6, mechanism="objective", random_state=0).fit(
+        X, y
+    )
     text = clf.privacy_statement()
     assert text == dperm.privacy_statement(clf)
     assert "ε = 0.5" in text and "δ = 1e-06" in text
@@ -297,7 +301,8 @@ def test_statement_says_what_is_and_is_not_covered(binary, multiclass):
     assert "ε-differentially private" in text and "Chaudhuri, Monteleoni, Sarwate 2011" in text
     # one-vs-rest: the split is stated
     X3, y3 = multiclass
-    text = DPLogisticRegression(epsilon=3.0, random_state=0).fit(X3, y3).privacy_statement()
+    ovr = DPLogisticRegression(epsilon=3.0, multi_class="ovr", random_state=0)
+    text = ovr.fit(X3, y3).privacy_statement()
     assert "3 one-vs-rest problems" in text and "Thm 3.16" in text
 
 
@@ -376,7 +381,9 @@ def test_a_model_from_a_private_search_says_so(tmp_path):
 
     X = _rows(8, 1500, 3)
     y = np.where(X[:, 0] > 0, 1, -1)
-    est = DPLogisticRegression(epsilon=2.0, delta=1e-6, classes=[-1, 1], random_state=0)
+    est = DPLogisticRegression(
+        epsilon=2.0, delta=1e-6, classes=[-1, 1], mechanism="objective", random_state=0
+    )
     best = tuning_search(est).fit(X, y).best_estimator_
     loaded = dperm.load(dperm.save(best, tmp_path / "tuned.dperm"))
     assert loaded.run_dp_event_ == best.run_dp_event_

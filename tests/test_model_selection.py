@@ -420,7 +420,7 @@ def test_cli_tune_reports_the_whole_search():
     from dperm.cli import run_fit
     from dperm.model_selection import DEFAULT_ALPHA_GRID
 
-    out = run_fit(dataset="breast-cancer", epsilon=1.0, seed=0, tune=True)
+    out = run_fit(dataset="breast-cancer", epsilon=1.0, seed=0, tune=True, mechanism="objective")
     assert out["tuned"]["alpha"] in DEFAULT_ALPHA_GRID
     assert out["dp_event"]["kind"] == "EpsilonDelta"
     assert out["epsilon"] == out["dp_event"]["epsilon"] <= 1.0

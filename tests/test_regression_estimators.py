@@ -32,7 +32,7 @@ _ERM = dict(
     epsilon=1e15,
     alpha=1e-3,
     label_bound=1e3,
-    data_norm=10.0,
+    data_norm=100.0,
     constraint_radius=1e3,
     tol=1e-6,
     max_iter=100_000,
@@ -42,15 +42,15 @@ _ERM = dict(
 
 @parametrize_with_checks(
     [
-        DPLinearRegression(epsilon=1e9, label_bound=1e3, data_norm=10.0, random_state=0),
+        DPLinearRegression(epsilon=1e9, label_bound=1e3, data_norm=100.0, random_state=0),
         DPLasso(
-            epsilon=1e9, label_bound=1e3, data_norm=10.0, constraint_radius=50.0, random_state=0
+            epsilon=1e9, label_bound=1e3, data_norm=100.0, constraint_radius=50.0, random_state=0
         ),
         DPLinearRegression(mechanism="objective", **_ERM),
         DPLasso(mechanism="objective", **_ERM),
         DPElasticNet(**_ERM),
-        DPQuantileRegressor(epsilon=1e9, label_bound=1e2, data_norm=10.0, random_state=0),
-        DPHuberRegressor(epsilon=1e15, threshold=10.0, data_norm=10.0, random_state=0),
+        DPQuantileRegressor(epsilon=1e9, label_bound=1e2, data_norm=100.0, random_state=0),
+        DPHuberRegressor(epsilon=1e15, threshold=10.0, data_norm=100.0, random_state=0),
     ],
     expected_failed_checks=sklearn_expected_failed_checks,
 )
@@ -90,7 +90,13 @@ def test_huber_loss_derivatives_and_constants():
 # ----------------------------------------------------------------------------- utility
 def test_lasso_frank_wolfe_close_to_constrained_lasso_at_large_epsilon():
     X, y = _data()
-    m = DPLasso(epsilon=1e6, label_bound=5.0, constraint_radius=4.0, random_state=0).fit(X, y)
+    m = DPLasso(
+        epsilon=1e6,
+        label_bound=5.0,
+        constraint_radius=4.0,
+        mechanism="frank-wolfe",
+        random_state=0,
+    ).fit(X, y)
     assert isinstance(m.constraint_, L1Ball)
     assert np.abs(np.r_[m.coef_, m.intercept_ / 0.5]).sum() <= 4.0 * (1 + 1e-9)
     ref = Lasso(alpha=1e-4).fit(X, y)
@@ -137,10 +143,11 @@ def test_quantile_label_scale_is_the_deprecated_name_of_label_bound():
         old = DPQuantileRegressor(label_scale=3.0, random_state=0).fit(X, y)
     np.testing.assert_array_equal(old.coef_, new.coef_)
     assert old.constraint_.l2_radius == new.constraint_.l2_radius
-    # the default scale is 1 under either name
+    # without a bound the radius uses the auto rule's public label scale (5), named
     default = DPQuantileRegressor(random_state=0).fit(X, y)
-    one = DPQuantileRegressor(label_bound=1.0, random_state=0).fit(X, y)
-    np.testing.assert_array_equal(default.coef_, one.coef_)
+    five = DPQuantileRegressor(label_bound=5.0, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(default.coef_, five.coef_)
+    assert "label_scale=5" in default.diagnostics_["auto"]
     with pytest.raises(InvalidPrivacyParameter, match=r"label_scale.*label_bound"):
         DPQuantileRegressor(label_bound=1.0, label_scale=1.0).fit(X, y)
     with pytest.raises(InvalidPrivacyParameter, match="label_bound"):

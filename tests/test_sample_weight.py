@@ -163,7 +163,7 @@ def test_adassp_refuses_weights(data):
     X, _, w = data
     y = X @ np.array([0.5, -0.5, 0.2, 0.0])
     with pytest.raises(InvalidDataError, match="sample_weight"):
-        DPLinearRegression(random_state=0).fit(X, y, sample_weight=w)
+        DPLinearRegression(mechanism="adassp", random_state=0).fit(X, y, sample_weight=w)
 
 
 def test_cross_val_score_routes_sample_weight(data):
@@ -179,7 +179,9 @@ def test_one_vs_rest_uses_the_weights_in_every_problem(data):
     X, y, w = data
     rng = np.random.default_rng(5)
     y3 = np.where(y == 1, rng.integers(1, 3, size=len(y)), 0)
-    kw = dict(mechanism="objective", epsilon=3.0, classes=[0, 1, 2], random_state=2)
+    kw = dict(
+        mechanism="objective", multi_class="ovr", epsilon=3.0, classes=[0, 1, 2], random_state=2
+    )
     plain = DPLogisticRegression(**kw).fit(X, y3)
     ones = DPLogisticRegression(**kw).fit(X, y3, sample_weight=np.ones(len(y)))
     np.testing.assert_array_equal(plain.coef_, ones.coef_)

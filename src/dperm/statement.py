@@ -266,7 +266,7 @@ def estimator_statement(model) -> str:
     event: DpEvent = model.dp_event_
     relation = getattr(event, "neighbouring", REPLACE_ONE)
     eps, delta = float(model.epsilon_), float(model.delta_)
-    mech = params.get("mechanism")
+    mech = getattr(model, "mechanism_", None) or params.get("mechanism")  # "auto" → its choice
     pure = delta == 0.0
     run_event = getattr(model, "run_dp_event_", None)
     mech_event = run_event if isinstance(run_event, DpEvent) else event

@@ -52,10 +52,18 @@ from ..exceptions import (
 )
 from .auto import AutoAccountant
 from .base import Accountant
-from .events import DpEvent, check_neighbouring, event_from_dict
+from .events import DpEvent, EpsilonDelta, check_neighbouring, event_from_dict
 from .registry import accountant_factory, get_accountant
 
-__all__ = ["Ledger", "LedgerEntry", "active_ledgers", "budget", "charge"]
+__all__ = [
+    "Ledger",
+    "LedgerEntry",
+    "active_ledgers",
+    "budget",
+    "charge",
+    "default_delta",
+    "suspended",
+]
 
 _FORMAT_VERSION = 2  # 2: neighbouring relations; version-1 files still load
 
@@ -238,13 +246,43 @@ class Ledger:
         trial, eps = self._would_spend(event)
         if not self._within_budget(eps):
             raise BudgetExceededError(
-                f"spending {event!r} would bring the total to epsilon={eps:.6g} at "
-                f"delta={self.delta:g} ({self.neighbouring}), above the budget "
-                f"epsilon={self.epsilon:g} (already spent {self.spent()[0]:.6g}); "
-                "nothing was recorded"
+                f"spending {event!r} {self._exhausted(event, eps)}; nothing was recorded"
             )
         self._record(trial, event, label)
         return eps
+
+    def delta_spent(self) -> float:
+        """Σδ of the (ε, δ) entries (:class:`~dperm.accounting.events.EpsilonDelta`,
+        what every estimator charges): the part of the budget's δ they use up —
+        basic composition adds their δ, and the ledger's ε at its δ is infinite once
+        that sum exceeds it.  Other events have no separate δ (0 here)."""
+        return float(sum(e.event.delta for e in self._entries if isinstance(e.event, EpsilonDelta)))
+
+    def remaining_delta(self) -> float:
+        """Budget δ minus :meth:`delta_spent` (≥ 0)."""
+        return max(0.0, self.delta - self.delta_spent())
+
+    def _exhausted(self, event: DpEvent, eps: float) -> str:
+        """Which of the budget's δ and ε the event would exhaust, in words."""
+        need = event.delta if isinstance(event, EpsilonDelta) else 0.0
+        if eps == float("inf") or need > self.remaining_delta() * (1.0 + _ROUNDING_SLACK):
+            return (
+                f"would exhaust the budget's DELTA: it needs delta={need:.3g} but only "
+                f"{self.remaining_delta():.3g} of delta={self.delta:g} remains "
+                f"({self.delta_spent():.3g} already spent by {len(self._entries)} fit(s)); "
+                "give the fit a smaller delta, or leave delta=None (the default then takes "
+                "a share of the remaining delta)"
+                + (
+                    " — a budget with delta=0 holds only pure-epsilon fits"
+                    if not self.delta
+                    else ""
+                )
+            )
+        return (
+            f"would exhaust the budget's EPSILON: the total would be epsilon={eps:.6g} at "
+            f"delta={self.delta:g} ({self.neighbouring}), above the budget "
+            f"epsilon={self.epsilon:g} (already spent {self.spent()[0]:.6g})"
+        )
 
     def _within_budget(self, eps: float) -> bool:
         # Budgets summed in floating point (0.1 + 0.1 + 0.8) exceed the exact sum by a few ulps;
@@ -520,16 +558,73 @@ def charge(event: DpEvent, label: str | None = None) -> None:
     for ledger in ledgers:
         trial, eps = ledger._would_spend(event)
         if not ledger._within_budget(eps):
-            hint = (
-                " (a budget with delta=0 holds only pure-epsilon fits; give it a delta)"
-                if ledger.delta == 0.0 and eps == float("inf")
-                else ""
-            )
             raise BudgetExceededError(
-                f"{label or 'a private fit'} would spend {event!r}, bringing the active "
-                f"budget {ledger!r} to epsilon={eps:.6g} at delta={ledger.delta:g}, above "
-                f"its epsilon={ledger.epsilon:g}; nothing was fitted or recorded{hint}"
+                f"{label or 'a private fit'} spending {event!r} in the active budget "
+                f"{ledger!r} {ledger._exhausted(event, eps)}; nothing was fitted or recorded"
             )
         trials.append(trial)
     for ledger, trial in zip(ledgers, trials, strict=True):
         ledger._record(trial, event, label)
+
+
+#: the share of an active budget's remaining δ that a fit with the default δ takes
+DEFAULT_DELTA_SHARE = 0.5
+
+
+def default_delta(n: int) -> float:
+    """The δ of a fit whose ``delta=None``: 1/n², or less inside an active budget.
+
+    Outside a budget: δ = 1/n² (n = the number of training rows, public under the
+    estimators' replace-one relation).  Inside ``dperm.budget`` / ``Ledger.active()``:
+    δ = min(1/n², ½·remaining δ of every active ledger) — a public function of n and
+    of what the budget has recorded (itself the output of earlier private fits), so
+    a sequence of default-δ fits never exhausts the budget's δ (the shares halve: their
+    sum stays below the budget's δ), and only ε can run out.  A budget with δ = 0 leaves
+    the default at 1/n² (the fit is then refused with a message naming δ).
+
+    Parameters
+    ----------
+    n : int ≥ 2
+
+    Returns
+    -------
+    float in (0, 1)
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        n < 2 (1/n² would be ≥ ¼: pass delta explicitly).
+
+    Examples
+    --------
+    >>> default_delta(1000)
+    1e-06
+    >>> with budget(3.0, 1e-7):
+    ...     default_delta(1000)
+    5e-08
+    """
+    if isinstance(n, bool) or not isinstance(n, int | float) or n < 2:
+        raise InvalidPrivacyParameter(
+            f"the default delta = 1/n² needs n_samples ≥ 2, got n_samples = {n!r}; "
+            "pass delta explicitly"
+        )
+    delta = 1.0 / float(n) ** 2
+    for ledger in _ACTIVE.get():
+        share = DEFAULT_DELTA_SHARE * ledger.remaining_delta()
+        if share > 0:
+            delta = min(delta, share)
+    return delta
+
+
+@contextlib.contextmanager
+def suspended() -> Iterator[None]:
+    """Inside the block no ledger is active: for a composite mechanism (e.g.
+    :class:`~dperm.model_selection.PrivateRandomSearch`) that has already charged
+    its own event — which covers every inner fit — so that the inner fits are not
+    charged a second time (and their number, which the composite's guarantee may keep
+    secret, is not recorded).  Only for code that charged the whole cost first."""
+    token = _ACTIVE.set(())
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)

@@ -221,6 +221,17 @@ def _run_estimator_dp_sgd(X, y, epsilon, delta, rng):
     return est.fit(X, y).coef_
 
 
+def _run_estimator_auto(X, y, epsilon, delta, rng):
+    """``coef_`` of DPLogisticRegression() with every default — ``mechanism="auto"``, the
+    public rule of :mod:`dperm.estimators._auto` — and the public label set."""
+    from ..estimators import DPLogisticRegression
+
+    est = DPLogisticRegression(
+        epsilon=epsilon, delta=delta, data_norm=1.0, classes=list(_LABELS), random_state=rng
+    )
+    return est.fit(X, y).coef_
+
+
 # ============================================================ noise primitives
 def _run_gaussian(X, y, epsilon, delta, rng):
     """The Gaussian mechanism (analytic calibration) on the ℓ2-clipped signed sum."""

@@ -70,6 +70,7 @@ from .fits import (
     _fit_logistic,
     _fit_softmax,
     _run_discrete_gaussian,
+    _run_estimator_auto,
     _run_estimator_dp_sgd,
     _run_gaussian,
     _run_laplace,
@@ -270,6 +271,15 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         description="DPLogisticRegression(mechanism='dp-sgd') with every default (logistic "
         "loss, intercept, batch size, epochs, learning rate, calibration) and the public "
         f"label set classes={list(_LABELS)}; n = {_AR_SIZE}; scores coef_",
+    ),
+    dict(
+        name="estimator-auto", fn=_run_estimator_auto, module="dperm.estimators",
+        neighbouring="replace-one", n=_AR_SIZE, d=2, **_GAUSSIAN,
+        default_runs=500,
+        statistic=release_statistic,
+        description="DPLogisticRegression() with every default: mechanism='auto' (the public "
+        "rule of dperm.estimators._auto; AMP on this binary pair), Λ, intercept, calibration; "
+        f"classes={list(_LABELS)}; n = {_AR_SIZE}; scores coef_",
     ),
     # ---------------------------------------------------------------- noise primitives
     dict(

@@ -35,6 +35,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .._validation import check_count, check_epsilon
+from ..estimators._auto import AUTO
 from ..exceptions import (
     ClippingWarning,
     DataFileNotFoundError,
@@ -106,6 +107,7 @@ TUNING_MEAN_RUNS = 10.0
 #: every other registered mechanism runs when named in ``algorithms``
 DEFAULT_ALGORITHMS = (
     "non-private",
+    AUTO,
     "objective",
     "output",
     "amp",
@@ -128,7 +130,7 @@ def list_algorithms() -> list[str]:
     installed peers."""
     from ..estimators import available_mechanisms
 
-    mechs = available_mechanisms()
+    mechs = [AUTO, *available_mechanisms()]  # "auto": the estimators' defaults
     virtual = [v for v, base in _VIRTUAL.items() if base in mechs]
     tuned = [m + TUNED for m in TUNING_SPACES if m in mechs]
     return ["non-private", *mechs, *virtual, *tuned, *_peers.available_peers()]
@@ -219,8 +221,8 @@ def _theory(alg: str, model, n: int) -> float:
     from ..constraints import L1Ball
     from ..theory import theoretical_bound
 
-    name = _THEORY_NAMES.get(alg, alg)
-    if getattr(model, "multi_class", "ovr") == "multinomial":
+    name = _THEORY_NAMES.get(alg, model.mechanism_ if alg == AUTO else alg)
+    if getattr(model.loss_, "multiclass", False):
         return math.nan  # the bounds of dperm.theory are for one binary (GLM) problem
     k = 1 if np.ndim(model.coef_) == 1 else np.atleast_2d(model.coef_).shape[0]
     d = np.atleast_2d(model.coef_).shape[1] + int(model.fit_intercept)
@@ -313,6 +315,17 @@ def _fw_direct(split: Split, params: dict, epsilon, delta, seed):
     return _accuracy(pred, split.y_test), seconds, relation
 
 
+def _clipped_rows(X, bound: float):
+    """X with every row of norm above ``bound`` scaled down to it (the per-row public map
+    of the paper protocol, done here so that the estimator, which refuses data whose
+    rows mostly exceed its bound, receives rows inside it; the same numbers)."""
+    from .._validation import row_norms
+
+    norms = row_norms(X)
+    scale = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
+    return sp.diags(scale) @ X if sp.issparse(X) else X * scale[:, None]
+
+
 def _fit_dperm(alg: str, split: Split, params: dict, epsilon, delta, seed, risk, theory):
     """One private fit through DPLogisticRegression, with the split's public label
     set.  Returns (accuracy, excess_risk, bound, seconds, used_params, dropped_keys,
@@ -351,14 +364,19 @@ def _fit_dperm(alg: str, split: Split, params: dict, epsilon, delta, seed, risk,
     # whole budget); the others run one-vs-rest with ε/k per class
     if split.task == "multiclass" and mechanism in _MULTINOMIAL_MECHANISMS:
         est_params.setdefault("multi_class", "multinomial")
+    if mechanism == AUTO:  # the defaults as a user gets them: no multi_class, no Λ given
+        est_params.pop("multi_class", None)
     if alg.endswith(TUNED):
         return _fit_tuned(alg, split, est_params, epsilon, delta, seed)
     model = DPLogisticRegression(
         mechanism=mechanism, epsilon=epsilon, delta=delta, random_state=seed, **est_params
     )
+    X_train = split.X_train
+    if not math.isfinite(split.data_norm):  # paper protocol: raw rows clipped to the grid's L
+        X_train = _clipped_rows(X_train, float(est_params["data_norm"]))
     t0 = time.perf_counter()
     with _quiet():
-        model.fit(split.X_train, split.y_train)
+        model.fit(X_train, split.y_train)
     seconds = time.perf_counter() - t0
     acc = _accuracy(model.predict(split.X_test), split.y_test)
     excess = math.nan

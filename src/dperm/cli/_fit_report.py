@@ -10,7 +10,6 @@ the private training data without noise (:data:`NON_PRIVATE_KEYS`) are labelled
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 from ._common import step
@@ -36,14 +35,10 @@ def measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose) -
     from ..utility import excess_empirical_risk, nonprivate_fit
 
     ref = None
-    if reference and getattr(est, "multi_class", "ovr") == "multinomial":
-        # dperm.utility.nonprivate_fit solves the binary / one-vs-rest problems only
-        warnings.warn(
-            "no non-private reference for --multi-class multinomial (not implemented); "
-            "its rows are left empty",
-            UserWarning,
-            stacklevel=2,
-        )
+    multinomial = getattr(getattr(est, "loss_", None), "multiclass", False)
+    if reference and multinomial:  # the softmax model's own regularized objective
+        with step("non-private reference fit (skip with --no-reference)", verbose):
+            ref = _multinomial_reference(est, ds.X_train, ds.y_train)
         reference = False
     if reference:
         # the private fit's own regularized objective (l2_, regularizer_,
@@ -83,7 +78,13 @@ def measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose) -
         )
     out[f"train_{metric}"] = float(est.score(ds.X_train, ds.y_train))
     out["excess_empirical_risk"] = (
-        None if ref is None else excess_empirical_risk(est, ds.X_train, ds.y_train, reference=ref)
+        None
+        if ref is None
+        else (
+            ref.excess_risk_
+            if multinomial
+            else excess_empirical_risk(est, ds.X_train, ds.y_train, reference=ref)
+        )
     )
     out[f"nonprivate_test_{metric}"] = (
         float(ref.score(ds.X_test, ds.y_test)) if (has_test and ref is not None) else None
@@ -95,6 +96,8 @@ def measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose) -
             "metric": metric,
             "delta_default": delta is None,
             "alpha": float(est.alpha_),
+            # mechanism="auto": what the public rule chose and why (None for a named one)
+            "auto": None if getattr(est, "auto_", None) is None else est.auto_.describe(),
             "dp_event": est.dp_event_.to_dict(),
             # the relation ε and δ are stated for (docs/neighbouring.md)
             "neighbouring": est.neighbouring_,
@@ -139,6 +142,41 @@ def _ledger_rows(result: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     )
 
 
+def _multinomial_reference(est, X, y):
+    """A copy of a fitted multinomial (softmax) estimator whose coefficients minimize its
+    own objective (1/n)Σ ℓ + (Λ/2)‖Θ‖² on the clipped, intercept-augmented design,
+    non-privately (L-BFGS, gradient tolerance 1e-6); ``excess_risk_`` is J(Θ_priv) − J(Θ*).
+    Never release it."""
+    import copy
+
+    import numpy as np
+    from scipy.optimize import minimize
+
+    Xd, _ = est._design(X, warn=False)
+    target = np.searchsorted(est.classes_, np.asarray(y))
+    loss, lam = est.loss_, float(est.l2_)
+    shape = (Xd.shape[1], len(est.classes_))
+
+    def objective(w):
+        W = w.reshape(shape)
+        val, grad = loss.value_and_gradient(W, Xd, target)
+        return val + 0.5 * lam * float(w @ w), (grad + lam * W).ravel()
+
+    W_priv = np.vstack([est.coef_.T, est.intercept_ / float(est.intercept_scaling)])
+    if not est.fit_intercept:
+        W_priv = est.coef_.T
+    res = minimize(objective, np.zeros(np.prod(shape)), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 1000, "gtol": 1e-6})  # fmt: skip
+    W = res.x.reshape(shape)
+    ref = copy.deepcopy(est)
+    ref.coef_ = W[:-1].T.copy() if est.fit_intercept else W.T.copy()
+    ref.intercept_ = (
+        W[-1] * float(est.intercept_scaling) if est.fit_intercept else np.zeros(shape[1])
+    )
+    ref.excess_risk_ = float(objective(W_priv.ravel())[0] - res.fun)
+    return ref
+
+
 def print_fit_table(result: dict[str, Any]) -> None:
     """Print the result of ``dperm fit`` (the dict of :func:`run_fit`) as a table; the
     keys computed from the training data without noise are marked "(not private)"."""
@@ -163,6 +201,8 @@ def print_fit_table(result: dict[str, Any]) -> None:
         ("d (features)", str(result["n_features"])),
         ("model", result["model"]),
         ("mechanism", result["mechanism"]),
+        # the choice (the reason is in --json's "auto" and the model's diagnostics_)
+        *((("auto rule", result["auto"].partition(" because")[0]),) if result.get("auto") else ()),
         ("ε spent", fmt(result["epsilon"], ".6g")),
         ("δ spent", fmt(result["delta"], ".3g") + delta_note),
         ("neighbouring", result.get("neighbouring", "replace-one")),

@@ -246,8 +246,11 @@ def run_fit(
                 f"dataset {ds.name!r} has no public row-norm bound; pass --data-norm"
             )
     n = ds.n_train
+    delta_default = delta is None
     if book is not None:  # refuse an overspend before any work on the data
-        check_ledger(book, epsilon, 1.0 / n**2 if delta is None else delta)
+        if delta is None:  # the default δ takes a share of the ledger's remaining δ
+            delta = min(1.0 / n**2, 0.5 * book.remaining_delta()) or 1.0 / n**2
+        check_ledger(book, epsilon, delta)
     params = {
         "epsilon": epsilon,
         "delta": delta,  # None → 1/n² inside the estimator
@@ -279,7 +282,7 @@ def run_fit(
     if model is None:  # the task's natural model
         model = "linear" if ds.task == "regression" else "logistic"
     est = _make_model(model, ds.task, params, ds.label_bound, constraint_radius)
-    mechanism = est.mechanism
+    mechanism = est.mechanism  # "auto" until fitted: then the mechanism the rule chose
     t0 = time.perf_counter()
     tuned = None
     with step(f"private fit ({mechanism}, {ds.n_train} rows)", verbose_steps):
@@ -299,9 +302,11 @@ def run_fit(
                     f"delta={delta}: {exc}"
                 ) from None
     fit_seconds = time.perf_counter() - t0
+    mechanism = getattr(est, "mechanism_", None) or mechanism
     if book is not None:  # record the spend (refused → BudgetExceededError, exit 2)
         book.spend(est.dp_event_, label=f"dperm fit {ds.name} {model} {mechanism}")
-    out = measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose_steps)
+    given_delta = None if delta_default else delta
+    out = measure(est, ds, model, mechanism, given_delta, fit_seconds, reference, verbose_steps)
     out["bounds_from_data"] = bounds_from_data
     if tuned is not None:
         out["tuned"] = tuned
@@ -375,8 +380,8 @@ _OPTIONS = {
     "mechanism": Opt(
         str | None,
         None,
-        "objective | output | dp-sgd | any registered mechanism "
-        "(default: the estimator's: objective; adassp for regression)",
+        "auto (default: a public rule of n, d, k, ε, δ; see docs/choosing_a_mechanism.md) "
+        "| objective | output | amp | dp-sgd | any registered mechanism",
     ),
     "epsilon": Opt(float, 1.0, "Privacy budget ε."),
     "delta": Opt(float | None, None, "δ (default 1/n², n = training rows; 0 = pure ε-DP)."),
@@ -390,7 +395,7 @@ _OPTIONS = {
     "seed": Opt(int | None, None, "Seed of the privacy noise."),
     "save": Opt(Path | None, None, "Write the model (dperm.load) and PATH.privacy.txt."),
     "json_output": JSON,
-    "tune": Opt(bool, False, "Select Λ privately; ε, δ cover the whole search."),
+    "tune": Opt(bool, False, "Private search around the auto choice; ε, δ cover it all."),
     "bounds": Opt(
         list[str] | None,
         None,
@@ -406,7 +411,9 @@ _OPTIONS = {
     ),
     "label_bound": Opt(float | None, None, "CSV regression: public bound B on |y|."),
     "task": Opt(str | None, None, "CSV: binary | multiclass | regression (default: inferred)."),
-    "multi_class": Opt(str | None, None, "ovr | multinomial (dp-sgd)."),
+    "multi_class": Opt(
+        str | None, None, "auto (default: multinomial where supported) | ovr | multinomial."
+    ),
     "batch_size": Opt(int | None, None, "DP-SGD expected batch size."),
     "epochs": Opt(int | None, None, "DP-SGD/DP-GD epochs."),
     "learning_rate": Opt(float | None, None, "DP-SGD/DP-GD step size."),

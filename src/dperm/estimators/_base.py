@@ -53,7 +53,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._rng import check_random_state
 from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive
 from ..accounting.events import REPLACE_ONE, Composed, DpEvent, EpsilonDelta, SelfComposed
-from ..accounting.ledger import charge
+from ..accounting.ledger import charge, default_delta
 from ..constraints import Constraint, get_constraint
 from ..design import (
     Design,
@@ -74,6 +74,7 @@ from ..losses.base import GLMLoss
 from ..losses.softmax import Softmax
 from ..norms import GroupLinfNorm, L1Norm, Norm, SubmodularNorm
 from ..regularizers import L1
+from ._auto import AUTO, AutoChoice, auto_choice
 from ._mechanisms import auto_alpha, get_mechanism
 
 __all__ = [
@@ -113,6 +114,33 @@ def _validate(
     return validate_estimator_input(
         estimator, X, y, reset=reset, y_numeric=y_numeric, finite_check=finite_check
     )
+
+
+def _refuse_mostly_clipped(n_clipped: int, n: int, data_norm) -> None:
+    """Refuse a fit where more than half of the rows exceed the public bound ``data_norm``.
+
+    Clipping most rows to the bound keeps the privacy guarantee but leaves a model that
+    sees mostly the directions of X, not its scale: raw features with the default
+    ``data_norm=1`` (e.g. scikit-learn's ``load_breast_cancer()``: every row clipped,
+    accuracy below the majority class).  dperm refuses instead of fitting such a model
+    silently.  Like ``n_clipped_``, this check reads the data without noise: that a fit
+    was refused reveals only that more than half of the rows exceed the bound, before
+    anything is charged or released (outside the (ε, δ) guarantee, as documented in
+    ``docs/choosing_a_mechanism.md``, "Raw data").
+
+    Raises
+    ------
+    InvalidDataError
+        Naming the fixes: an honest public ``data_norm``, or a public scaling first.
+    """
+    if 2 * int(n_clipped) > int(n):
+        raise InvalidDataError(
+            f"more than half of the rows have a norm above data_norm={data_norm!r}, so the "
+            "fit would clip most of them and return a near-useless model; scale X to a "
+            "public bound first (dperm.preprocessing.PublicMinMaxScaler with public "
+            "feature bounds, then RowNormalizer, or DPStandardScaler) or pass data_norm= "
+            "a public bound on the row norm of your features"
+        )
 
 
 class _WeightedLoss(GLMLoss):
@@ -205,7 +233,10 @@ def sklearn_expected_failed_checks(estimator) -> dict[str, str]:
     ``parametrize_with_checks(..., expected_failed_checks=...)``: weights are
     refused outside the public bound [0, 1] (the checks fit with weights 2 or 3,
     or all zero — an error there would itself depend on the private weights),
-    and mechanisms without a weighted privacy proof refuse ``sample_weight``."""
+    mechanisms without a weighted privacy proof refuse ``sample_weight``, and three
+    checks fit rows far above any usable ``data_norm``, which dperm refuses
+    (:func:`_refuse_mostly_clipped`).  Every other check passes."""
+    mechanism = estimator.mechanism
     names = [
         "check_sample_weights_list",
         "check_sample_weights_not_overwritten",
@@ -213,14 +244,22 @@ def sklearn_expected_failed_checks(estimator) -> dict[str, str]:
         "check_sample_weight_equivalence_on_sparse_data",
         "check_all_zero_sample_weights_error",
     ]
-    if estimator.mechanism not in _SAMPLE_WEIGHT_MECHANISMS:
+    # "auto" chooses a mechanism that supports weights when they are passed
+    if mechanism != AUTO and mechanism not in _SAMPLE_WEIGHT_MECHANISMS:
         names += [
             "check_sample_weights_pandas_series",
             "check_sample_weights_not_an_array",
             "check_sample_weights_shape",
         ]
     reason = "sample_weight is bounded to [0, 1] (public bound) or refused by the mechanism"
-    return dict.fromkeys(names, reason)
+    out = dict.fromkeys(names, reason)
+    # these checks fit rows of norm ≈ 300 (normal(loc=100) features): more than half of
+    # them exceed any data_norm the other checks can train with, and dperm refuses such
+    # fits instead of clipping nearly every row (docs/choosing_a_mechanism.md, "Raw data")
+    mostly_clipped = "most rows exceed the public data_norm: the fit is refused by design"
+    for name in ("check_fit_idempotent", "check_fit_check_is_fitted", "check_n_features_in"):
+        out[name] = mostly_clipped
+    return out
 
 
 # ----------------------------------------------------------------- norm on the features
@@ -332,17 +371,13 @@ class DPLinearModelBase(BaseEstimator):
     # ----- parameter validation ----------------------------------------------------
     def _check_params(self, n: int, d: int):
         epsilon = check_epsilon(self.epsilon)
-        if self.delta is None:
-            if n < 2:
-                raise InvalidPrivacyParameter(
-                    f"the default delta = 1/n² needs n_samples ≥ 2, got n_samples = {n}; "
-                    "pass delta explicitly"
-                )
-            delta = 1.0 / float(n) ** 2
+        if self.delta is None:  # 1/n², or a share of an active budget's remaining δ
+            delta = default_delta(int(n))
         else:
             delta = check_delta(self.delta)
         data_norm = check_positive(self.data_norm, "data_norm")
-        get_mechanism(self.mechanism)  # UnknownNameError listing the registered ones
+        if self.mechanism != AUTO:
+            get_mechanism(self.mechanism)  # UnknownNameError listing the registered ones
         if isinstance(self.penalty, Norm):
             if self.penalty.d != d:
                 raise InvalidDataError(
@@ -368,7 +403,7 @@ class DPLinearModelBase(BaseEstimator):
                 raise InvalidPrivacyParameter(
                     f"alpha must be a number ≥ 0 or 'auto', got {self.alpha!r}"
                 )
-            return auto_alpha(self.mechanism, n, d_aug, epsilon_per_call, eff_norm)
+            return auto_alpha(self._mechanism(), n, d_aug, epsilon_per_call, eff_norm)
         return check_nonnegative(self.alpha, "alpha")
 
     def _ratio(self, name: str) -> float:
@@ -477,9 +512,13 @@ class DPLinearModelBase(BaseEstimator):
         )
         n, d = X.shape
         epsilon, delta, _data_norm, _scaling, eff_norm = self._check_params(n, d)
-        weight = _check_sample_weight(sample_weight, n, self.mechanism)
         problems = self._encode_targets(y)  # list of target vectors, one per call
-        multinomial = self._multinomial(len(problems))
+        # mechanism="auto": the public rule of dperm.estimators._auto (n, d, k, ε, δ and
+        # the user's own choices only), resolved before anything is charged or fitted
+        self.auto_ = self._auto_choice(n, d, epsilon, delta, sample_weight is not None)
+        self.mechanism_ = self.mechanism if self.auto_ is None else self.auto_.mechanism
+        weight = _check_sample_weight(sample_weight, n, self.mechanism_)
+        multinomial = self._multinomial(len(problems), weighted=weight is not None)
         if multinomial:  # one softmax model, the whole budget (no one-vs-rest split)
             problems = [np.searchsorted(self.classes_, y)]
         k = len(problems)
@@ -487,13 +526,14 @@ class DPLinearModelBase(BaseEstimator):
 
         rng = check_random_state(self.random_state)
         Xd, n_clipped = self._design(X)
+        _refuse_mostly_clipped(n_clipped, n, self.data_norm)
         d_aug = Xd.shape[1]
         self.alpha_ = self._resolve_alpha(n, d_aug, eps_k, eff_norm)
         self.l2_, self.regularizer_ = self._resolve_penalty(self.alpha_)
         self.constraint_ = self._resolve_constraint(d_aug)
         self.data_norm_ = eff_norm
-        self.loss_ = Softmax(len(self.classes_)) if multinomial else self._make_loss()
-        adapter = get_mechanism(self.mechanism)
+        self.loss_ = Softmax(len(self.classes_)) if multinomial else self._auto_loss()
+        adapter = get_mechanism(self.mechanism_)
         fit_loss = self.loss_ if weight is None else _WeightedLoss(self.loss_, weight)
 
         # an active dperm.budget / Ledger.active() is charged before the data is read
@@ -506,13 +546,13 @@ class DPLinearModelBase(BaseEstimator):
             theta = theta if multinomial else theta.ravel()
             if theta.shape != expected:
                 raise InvalidDataError(
-                    f"mechanism {self.mechanism!r} returned theta of shape {theta.shape}, "
+                    f"mechanism {self.mechanism_!r} returned theta of shape {theta.shape}, "
                     f"expected {expected}"
                 )
             relation = getattr(res.event, "neighbouring", REPLACE_ONE)
             if relation != REPLACE_ONE:  # fail closed: one guarantee per estimator
                 raise InvalidPrivacyParameter(
-                    f"mechanism {self.mechanism!r} returned an event for the {relation!r} "
+                    f"mechanism {self.mechanism_!r} returned an event for the {relation!r} "
                     "neighbouring relation; the estimators guarantee replace-one (n public) "
                     "for every mechanism, so nothing is released"
                 )
@@ -537,10 +577,13 @@ class DPLinearModelBase(BaseEstimator):
         # δ actually spent: pure-ε mechanisms spend none
         self.delta_ = float(sum(dg.get("delta", delta_k) for dg in diagnostics))
         self.n_clipped_ = int(n_clipped)
+        if self.auto_ is not None:  # what the rule chose, and why (public inputs only)
+            for dg in diagnostics:
+                dg["auto"] = self.auto_.describe()
         self.diagnostics_ = diagnostics[0] if k == 1 else diagnostics
         self.n_iter_ = np.array(
             [
-                int(dg.get("solver_iterations", dg.get("n_iter", dg.get("steps", 0))))
+                max(1, int(dg.get("solver_iterations", dg.get("n_iter", dg.get("steps", 1)))))
                 for dg in diagnostics
             ]
         )
@@ -556,20 +599,76 @@ class DPLinearModelBase(BaseEstimator):
             )
         return self
 
-    def _multinomial(self, n_problems: int) -> bool:
+    # ----- mechanism="auto" ----------------------------------------------------------
+    #: the task of :func:`dperm.estimators._auto.auto_choice` (the estimator's loss)
+    _auto_task = "logistic"
+
+    def _mechanism(self) -> str:
+        """The mechanism of the current fit: ``mechanism_`` once resolved, else the
+        parameter."""
+        return getattr(self, "mechanism_", None) or self.mechanism
+
+    def _auto_choice(self, n: int, d: int, epsilon, delta, weighted: bool):
+        """The :class:`~dperm.estimators._auto.AutoChoice` of ``mechanism="auto"``
+        from public inputs only (None for a named mechanism)."""
+        if self.mechanism != AUTO:
+            return None
+        penalty = self.penalty if isinstance(self.penalty, str) else "norm"
+        classes = getattr(self, "classes_", None)
+        return auto_choice(
+            self._auto_task,
+            n_samples=n,
+            n_features=d,
+            epsilon=epsilon,
+            delta=delta,
+            n_classes=2 if classes is None else max(2, len(classes)),
+            fit_intercept=bool(self.fit_intercept),
+            penalty=penalty,
+            constrained=self.constraint is not None or self.constraint_radius is not None,
+            weighted=weighted,
+            label_bound=self._auto_label_bound(),
+            multi_class=getattr(self, "multi_class", "auto"),
+            alpha_given=not isinstance(self.alpha, str),
+        )
+
+    def _auto_label_bound(self):
+        """The public label bound the rule may read (regressors), else None."""
+        return None
+
+    def _auto_setting(self, name: str, default=None):
+        """A hyperparameter the auto rule set for this fit (or ``default``)."""
+        choice: AutoChoice | None = getattr(self, "auto_", None)
+        return default if choice is None else choice.settings.get(name, default)
+
+    def _auto_loss(self):
+        """The loss of the fit: the estimator's, unless the auto rule chose the Huber
+        surrogate (least-squares family; :mod:`dperm.estimators._auto`)."""
+        if self._auto_setting("loss") == "huber":
+            from ..losses import Huber
+
+            return Huber(h=float(self._auto_setting("threshold")))
+        return self._make_loss()
+
+    def _multinomial(self, n_problems: int, weighted: bool = False) -> bool:
         """True when a k > 2 class problem is fitted as one multinomial (softmax)
-        model; the mechanisms in ``_MULTINOMIAL_MECHANISMS`` support it."""
+        model; the mechanisms in ``_MULTINOMIAL_MECHANISMS`` support it.
+        ``multi_class="auto"`` (default): multinomial whenever the mechanism
+        supports it (as scikit-learn) and no ``sample_weight`` is passed (the
+        multinomial fits have no weighted proof), one-vs-rest otherwise."""
         mode = getattr(self, "multi_class", "ovr")
-        if mode not in ("ovr", "multinomial"):
+        if mode not in ("auto", "ovr", "multinomial"):
             raise UnknownNameError(
-                f"unknown multi_class {mode!r}; choose one of ['ovr', 'multinomial']"
+                f"unknown multi_class {mode!r}; choose one of ['auto', 'ovr', 'multinomial']"
             )
         if mode == "ovr" or n_problems < 2:
             return False
-        if self.mechanism not in _MULTINOMIAL_MECHANISMS:
+        mechanism = self._mechanism()
+        if mode == "auto":
+            return mechanism in _MULTINOMIAL_MECHANISMS and not weighted
+        if mechanism not in _MULTINOMIAL_MECHANISMS:
             raise InvalidPrivacyParameter(
                 f"multi_class='multinomial' needs one of the mechanisms "
-                f"{list(_MULTINOMIAL_MECHANISMS)}, got mechanism={self.mechanism!r}"
+                f"{list(_MULTINOMIAL_MECHANISMS)}, got mechanism={mechanism!r}"
             )
         return True
 

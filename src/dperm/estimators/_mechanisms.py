@@ -250,7 +250,7 @@ def _multinomial_alpha(estimator, loss, X, epsilon, rule) -> float:
 
     if not isinstance(loss, Softmax):  # e.g. sample weights around the softmax loss
         raise InvalidDataError(
-            f"multi_class='multinomial' with mechanism={estimator.mechanism!r} does not "
+            f"multi_class='multinomial' with mechanism={estimator._mechanism()!r} does not "
             "support sample_weight"
         )
     if isinstance(estimator.alpha, str) and estimator.penalty == "l2":
@@ -348,11 +348,22 @@ register_mechanism("frank-wolfe", _frank_wolfe_adapter, default_alpha=_no_ridge)
 
 
 # ----------------------------------------------------------- gradient perturbation (#4)
+def _hyper(estimator, name: str):
+    """The estimator's hyperparameter ``name``: its own value when given (not None),
+    else the value the ``mechanism="auto"`` rule set for this fit
+    (``estimator.auto_.settings``), else None (the mechanism's default)."""
+    value = getattr(estimator, name, None)
+    if value is None:
+        choice = getattr(estimator, "auto_", None)
+        value = None if choice is None else choice.settings.get(name)
+    return value
+
+
 def _gradient_common(estimator) -> dict:
     """Hyperparameters the gradient-perturbation adapters read (None = default)."""
     return {
-        "learning_rate": getattr(estimator, "learning_rate", None),
-        "clipping_norm": getattr(estimator, "clipping_norm", None),
+        "learning_rate": _hyper(estimator, "learning_rate"),
+        "clipping_norm": _hyper(estimator, "clipping_norm"),
         "noise_multiplier": getattr(estimator, "noise_multiplier", None),
         "alpha": estimator.l2_,
         "regularizer": estimator.regularizer_,
@@ -384,7 +395,7 @@ def _dp_gd_fit(estimator, loss, X, y, epsilon, delta, rng, *, calibration, **ext
     from ..algorithms import dp_gd
 
     settings = dict(
-        steps=getattr(estimator, "epochs", None),
+        steps=_hyper(estimator, "epochs"),
         calibration=getattr(estimator, "accountant", None) or calibration,
         **extra,
     )
@@ -428,10 +439,12 @@ def _dp_sgd_adapter(estimator, loss, X, y, epsilon, delta, rng):
     accountant = getattr(estimator, "accountant", None) or "pld"
     settings = dict(
         sampling="without_replacement" if accountant == "rdp" else "poisson",
-        epochs=getattr(estimator, "epochs", None),
-        batch_size=getattr(estimator, "batch_size", None),
+        epochs=_hyper(estimator, "epochs"),
+        batch_size=_hyper(estimator, "batch_size"),
         accountant=accountant,
     )
+    if _hyper(estimator, "averaging") is not None:  # set by the auto rule only
+        settings["averaging"] = _hyper(estimator, "averaging")
     return _gradient_fit(dp_sgd.fit, estimator, loss, X, y, epsilon, delta, rng, **settings)
 
 

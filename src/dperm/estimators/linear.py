@@ -89,7 +89,7 @@ class DPLinearRegression(RegressorMixin, DPLinearModelBase):
         label_bound=1.0,
         epsilon=1.0,
         delta=None,
-        mechanism="adassp",
+        mechanism="auto",
         data_norm=1.0,
         alpha="auto",
         fit_intercept=True,
@@ -115,16 +115,26 @@ class DPLinearRegression(RegressorMixin, DPLinearModelBase):
     def _make_loss(self):
         return Squared(label_bound=check_positive(self.label_bound, "label_bound"))
 
+    _auto_task = "least-squares"
+
+    def _auto_label_bound(self):
+        return check_positive(self.label_bound, "label_bound")
+
+    def _needs_radius(self) -> bool:
+        """The squared loss with a mechanism whose proof needs a Lipschitz constant
+        (not the Huber surrogate of mechanism="auto", Lipschitz for every label)."""
+        return self._mechanism() in _NEEDS_RADIUS and self._auto_setting("loss") != "huber"
+
     def _resolve_constraint(self, d_aug: int):
-        if self.constraint == "none" and self.mechanism in _NEEDS_RADIUS:
+        if self.constraint == "none" and self._needs_radius():
             raise InvalidPrivacyParameter(
-                f"mechanism {self.mechanism!r} needs a bounded domain for the squared loss "
+                f"mechanism {self._mechanism()!r} needs a bounded domain for the squared loss "
                 "(L = R(R·constraint_radius + label_bound)): constraint='none' is not "
                 "possible; give constraint='l2' with constraint_radius, or leave both None "
                 "for the public default radius, or use mechanism='adassp'"
             )
         c = super()._resolve_constraint(d_aug)
-        if c is None and self.constraint is None and self.mechanism in _NEEDS_RADIUS:
+        if c is None and self.constraint is None and self._needs_radius():
             r = default_constraint_radius(self.label_bound, _design_norm(self), d_aug)
             return get_constraint("l2", r)
         return c

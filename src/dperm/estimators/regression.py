@@ -99,7 +99,7 @@ class DPLasso(_NamedRegressor):
         label_bound=1.0,
         epsilon=1.0,
         delta=None,
-        mechanism="frank-wolfe",
+        mechanism="auto",
         data_norm=1.0,
         constraint_radius=None,
         fit_intercept=True,
@@ -121,10 +121,12 @@ class DPLasso(_NamedRegressor):
     @property
     def penalty(self):
         # Frank-Wolfe: the constrained form (no penalty); otherwise the ℓ1 penalty
-        return "none" if self.mechanism == "frank-wolfe" else "l1"
+        return "none" if self._mechanism() == "frank-wolfe" else "l1"
+
+    _auto_task = "lasso"
 
     def _resolve_constraint(self, d_aug: int):
-        if self.mechanism != "frank-wolfe":
+        if self._mechanism() != "frank-wolfe":
             return super()._resolve_constraint(d_aug)  # ℓ2 ball, default radius rule
         radius = self.constraint_radius
         if radius is None:
@@ -159,6 +161,7 @@ class DPElasticNet(_NamedRegressor):
     """
 
     penalty = "elasticnet"
+    _auto_task = "elasticnet"
 
     def __init__(
         self,
@@ -168,7 +171,7 @@ class DPElasticNet(_NamedRegressor):
         label_bound=1.0,
         epsilon=1.0,
         delta=None,
-        mechanism="objective",
+        mechanism="auto",
         data_norm=1.0,
         constraint_radius=None,
         fit_intercept=True,
@@ -185,6 +188,9 @@ class _LipschitzRegressor(_NamedRegressor):
 
     def _encode_targets(self, y):
         return [float_labels(y)]
+
+    def _auto_label_bound(self):
+        return None  # Lipschitz for every label: the rule needs no bound
 
     def _resolve_constraint(self, d_aug: int):
         return DPLinearModelBase._resolve_constraint(self, d_aug)
@@ -236,7 +242,7 @@ class DPQuantileRegressor(_LipschitzRegressor):
         label_bound=None,
         epsilon=1.0,
         delta=None,
-        mechanism="dp-gd-avg",
+        mechanism="auto",
         data_norm=1.0,
         constraint_radius=None,
         fit_intercept=True,
@@ -268,18 +274,27 @@ class DPQuantileRegressor(_LipschitzRegressor):
             )
         return super().fit(X, y, sample_weight=sample_weight)
 
+    _auto_task = "quantile"
+
+    def _auto_label_bound(self):
+        bound = self.label_bound if self.label_scale is None else self.label_scale
+        return None if bound is None else float(bound)
+
     def _make_loss(self):
         return Quantile(self.quantile)
 
     def _resolve_constraint(self, d_aug: int):
         radius = self.constraint_radius
         if radius is None:
-            # B: label_bound, or the deprecated label_scale (fit refuses both), else 1
+            # B: label_bound, or the deprecated label_scale (fit refuses both), else the
+            # auto rule's public label scale (QUANTILE_SCALE), else 1
             name = "label_bound" if self.label_scale is None else "label_scale"
             scale = getattr(self, name)
-            scale = check_positive(1.0 if scale is None else scale, name)
+            if scale is None:
+                scale = self._auto_setting("label_scale", 1.0)
+            scale = check_positive(scale, name)
             radius = default_constraint_radius(scale, _design_norm(self), d_aug)
-        kind = "l1" if self.mechanism == "frank-wolfe" else "l2"  # Frank-Wolfe: a polytope
+        kind = "l1" if self._mechanism() == "frank-wolfe" else "l2"  # Frank-Wolfe: a polytope
         return get_constraint(kind, check_positive(radius, "constraint_radius"))
 
 
@@ -312,7 +327,7 @@ class DPHuberRegressor(_LipschitzRegressor):
         alpha="auto",
         epsilon=1.0,
         delta=None,
-        mechanism="objective",
+        mechanism="auto",
         data_norm=1.0,
         constraint_radius=None,
         fit_intercept=True,
@@ -325,6 +340,8 @@ class DPHuberRegressor(_LipschitzRegressor):
         random_state=None,
     ):
         store_params(self, locals())
+
+    _auto_task = "huber"
 
     def _make_loss(self):
         return Huber(h=self.threshold)

@@ -32,7 +32,7 @@ class DPLinearSVC(ClassifierMixin, DPLinearClassifierBase):
         h=0.5,
         epsilon=1.0,
         delta=None,
-        mechanism="objective",
+        mechanism="auto",
         data_norm=1.0,
         alpha="auto",
         fit_intercept=True,
@@ -55,6 +55,8 @@ class DPLinearSVC(ClassifierMixin, DPLinearClassifierBase):
         random_state=None,
     ):
         store_params(self, locals())
+
+    _auto_task = "huber-svm"
 
     def _make_loss(self):
         return HuberSVM(h=check_positive(self.h, "h"))

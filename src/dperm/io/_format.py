@@ -41,6 +41,7 @@ _SAVED_ATTRIBUTES = (
     "epsilon_",
     "delta_",
     "neighbouring_",
+    "mechanism_",  # mechanism="auto": the mechanism the public rule chose (a str)
 )
 #: the fitted attributes saved per dperm.preprocessing transformer (n_clipped_ and
 #: n_unknown_ describe the data and are never written)

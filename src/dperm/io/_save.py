@@ -53,7 +53,7 @@ def _estimator_meta(model, prefix: str = "") -> tuple[dict, dict[str, np.ndarray
             "epsilon": float(model.epsilon_),
             "delta": float(model.delta_),
             "neighbouring": getattr(event, "neighbouring", REPLACE_ONE),
-            "mechanism": params.get("mechanism"),
+            "mechanism": getattr(model, "mechanism_", None) or params.get("mechanism"),
             "accountant": params.get("accountant"),
             "public_bounds": _public_bounds(model),
             "classes_public": params.get("classes") is not None,

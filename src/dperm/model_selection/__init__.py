@@ -20,11 +20,13 @@ from .repetitions import (
     rdp_poisson_repetitions,
     rdp_truncated_negative_binomial,
 )
-from .search import DEFAULT_ALPHA_GRID, PrivateRandomSearch, tuning_search
+from .search import DEFAULT_ALPHA_GRID, PrivateRandomSearch
+from .tuning import AutoTuningSearch, search_pays, tuning_search
 
 __all__ = [
     "DEFAULT_ALPHA_GRID",
     "REPETITIONS",
+    "AutoTuningSearch",
     "Poisson",
     "PrivateRandomSearch",
     "TruncatedNegativeBinomial",
@@ -33,5 +35,6 @@ __all__ = [
     "rdp_poisson_repetitions",
     "rdp_truncated_negative_binomial",
     "search_epsilon",
+    "search_pays",
     "tuning_search",
 ]

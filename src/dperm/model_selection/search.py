@@ -50,6 +50,7 @@ from .._validation import check_delta, check_epsilon, check_probability
 from ..accounting import events as _events
 from ..accounting.events import DpEvent, EpsilonDelta, Gaussian, NonPrivate
 from ..accounting.gaussian import gaussian_epsilon
+from ..accounting.ledger import charge, default_delta, suspended
 from ..accounting.rdp import DEFAULT_ORDERS, compute_rdp
 from ..accounting.registry import epsilon_spent
 from ..estimators._params import store_params
@@ -69,7 +70,7 @@ from .analysis import (
 )
 from .repetitions import liu_talwar_guarantee
 
-__all__ = ["DEFAULT_ALPHA_GRID", "PrivateRandomSearch", "tuning_search"]
+__all__ = ["DEFAULT_ALPHA_GRID", "PrivateRandomSearch"]
 
 _REPLACE_ONE = getattr(_events, "REPLACE_ONE", "replace-one")
 _RESERVED = ("epsilon", "delta", "random_state")
@@ -260,7 +261,8 @@ class PrivateRandomSearch(BaseEstimator):
     def _budget(self, n: int):
         """(route, law, ε_run, δ_run, ε_s, ε_total, δ_total, cap)."""
         epsilon = check_epsilon(self.epsilon)
-        delta = 1.0 / float(n) ** 2 if self.delta is None else check_delta(self.delta)
+        # None: 1/n², or a share of an active budget's remaining δ (default_delta)
+        delta = default_delta(int(n)) if self.delta is None else check_delta(self.delta)
         if delta == 0.0:
             raise InvalidPrivacyParameter(
                 "delta must be > 0: the search's guarantee is (epsilon, delta) (got 0)"
@@ -374,6 +376,11 @@ class PrivateRandomSearch(BaseEstimator):
             raise InvalidPrivacyParameter(f"scoring must be None or callable, got {self.scoring!r}")
         route, law, eps_run, d_run, s_eps, tot_eps, tot_delta, cap = self._budget(n)
 
+        # an active dperm.budget is charged ONCE, with the whole search's (ε, δ), before any
+        # data is read; the inner runs are covered by it and run with the budget suspended
+        # (charging each would count the search twice and record K, which stays secret)
+        search_event = _with_relation(EpsilonDelta, _REPLACE_ONE, epsilon=tot_eps, delta=tot_delta)
+        charge(search_event, type(self).__name__)
         rng = check_random_state(self.random_state)
         perm = rng.permutation(n)  # [PRS-1] data-independent split
         val_idx, tr_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
@@ -391,7 +398,8 @@ class PrivateRandomSearch(BaseEstimator):
             est = clone(self.estimator).set_params(
                 **config, epsilon=eps_run, delta=d_run, random_state=rng.spawn(1)[0]
             )
-            est.fit(X_tr, y_tr)  # [PRS-4] (ε_run, δ_run)-DP on the training part
+            with suspended():  # covered by the search's own charge above
+                est.fit(X_tr, y_tr)  # [PRS-4] (ε_run, δ_run)-DP on the training part
             event = getattr(est, "dp_event_", None)
             self._check_run_event(event, route, eps_run, d_run, s_eps, orders)
             pred = est.predict(X_val)
@@ -406,7 +414,6 @@ class PrivateRandomSearch(BaseEstimator):
             if best is None or noisy > best[0]:
                 best = (noisy, config, est)  # [PRS-6] only the best is released
 
-        search_event = _with_relation(EpsilonDelta, _REPLACE_ONE, epsilon=tot_eps, delta=tot_delta)
         self.accounting_ = route
         self.run_epsilon_, self.run_delta_, self.score_epsilon_ = eps_run, d_run, s_eps
         self.dp_event_ = search_event
@@ -455,40 +462,3 @@ class PrivateRandomSearch(BaseEstimator):
 #: public Λ grid of :func:`tuning_search` (the registered "auto" rule and 7
 #: log-spaced values around it)
 DEFAULT_ALPHA_GRID: tuple = ("auto", *(float(a) for a in np.geomspace(1e-5, 1e-2, 7)))
-_PURE_MECHANISMS = ("objective", "output")
-#: mechanisms whose Λ the theorem fixes (AMP: its default is the theorem's minimum, which
-#: depends on the per-run ε, so a fixed grid would fall below it)
-_NOTHING_TO_TUNE = ("amp", "amp-nt", "frank-wolfe")
-
-
-def tuning_search(estimator, *, mean_runs: float = 10.0) -> PrivateRandomSearch:
-    """The search ``dperm fit --tune`` runs: Λ over :data:`DEFAULT_ALPHA_GRID`.
-
-    The estimator's ``epsilon``, ``delta`` and ``random_state`` become the
-    search's (its ε is the budget of the whole search).  Objective and output
-    perturbation run pure (δ_run = 0) and are accounted by Papernot & Steinke
-    (truncated negative binomial, η = 0); other mechanisms run (ε, δ)-DP and are
-    accounted by Liu & Talwar (geometric law, ``run_delta="auto"``).
-
-    Raises
-    ------
-    InvalidPrivacyParameter
-        For mechanisms whose Λ is fixed by their theorem ("amp-nt", "frank-wolfe").
-    """
-    mechanism = estimator.get_params().get("mechanism")
-    if mechanism in _NOTHING_TO_TUNE:
-        raise InvalidPrivacyParameter(
-            f"mechanism {mechanism!r} fixes alpha itself: nothing to tune (drop --tune)"
-        )
-    common = dict(
-        epsilon=estimator.epsilon,
-        delta=estimator.delta,
-        mean_runs=mean_runs,
-        random_state=estimator.random_state,
-    )
-    space = {"alpha": list(DEFAULT_ALPHA_GRID)}
-    if mechanism in _PURE_MECHANISMS:
-        return PrivateRandomSearch(estimator, space, eta=0.0, **common)
-    return PrivateRandomSearch(
-        estimator, space, repetitions="geometric", run_delta="auto", **common
-    )

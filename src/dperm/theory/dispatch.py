@@ -238,7 +238,7 @@ def bound_for_estimator(estimator, n_samples: int) -> TheoryBound | None:
     -------
     TheoryBound or None
     """
-    mechanism = getattr(estimator, "mechanism", None)
+    mechanism = getattr(estimator, "mechanism_", None) or getattr(estimator, "mechanism", None)
     if mechanism in ("structured-output", "dual-frank-wolfe"):
         if _diagnostics(estimator).get("denoise", "none") != "none":
             # the bounds below are for the raw release θ̂ + κ; the denoised release

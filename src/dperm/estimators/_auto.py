@@ -1,0 +1,348 @@
+"""``mechanism="auto"``: the public rule that picks a mechanism and its hyperparameters.
+
+Every dperm estimator defaults to ``mechanism="auto"``.  At ``fit`` time the
+estimator calls :func:`auto_choice` with **public quantities only** — never a
+statistic of the data:
+
+* n, the number of training rows (public under the estimators' replace-one
+  relation, where D and D′ have the same size);
+* d, the number of features (the width of X) and k, the number of classes of the
+  public label set ``classes`` (read off y only when ``classes=None``, with the
+  :class:`~dperm.exceptions.PrivacyLeakWarning` that case always raises);
+* ε and δ of the fit; the task (the estimator's loss); the user's own choices
+  (penalty, constraint, whether ``sample_weight`` is passed) and the public bound
+  B of the labels for the regressors.
+
+The result, an :class:`AutoChoice`, names the mechanism, the hyperparameters the
+rule sets (a value the user gives explicitly always wins) and the reason; the
+fitted estimator keeps it in ``auto_`` and ``diagnostics_["auto"]``, and
+``dperm fit`` prints it ("auto → amp (multinomial) because …").
+
+The rule (the sweeps that produced it are in ``docs/choosing_a_mechanism.md``,
+"The auto rule"; they ran on validation splits of the *training* rows of Adult,
+KDD Cup 99, MNIST and California housing and on freshly generated synthetic
+data — never on a test set):
+
+=====================  ===========================================================
+task                   rule
+=====================  ===========================================================
+classification,        δ = 0, ``sample_weight``, a non-ℓ2 penalty, a constraint set
+binary (k = 2)         or a numeric ``alpha`` → "objective" (it supports them all);
+                       otherwise "amp" (logistic; the smallest worst-case loss over
+                       the validation cells, ε ∈ {0.1, 1}); the Huber SVM keeps
+                       "objective" (not swept).
+classification,        logistic loss: one multinomial (softmax) model with the whole
+k > 2 classes          budget (as scikit-learn); "amp" when s = nε/√(Dk) ≥
+                       :data:`MULTI_SGD_BELOW`, else "dp-sgd"; the Huber-SVM loss
+                       has no multinomial form: one-vs-rest with "objective".
+least squares,         "huber": objective perturbation of the Huber loss with
+Lasso, elastic net     threshold h = 0.4·B (identical to the squared loss on residuals
+                       below h; Lipschitz hR instead of the squared loss's
+                       R(R·radius + B), so no constraint set and far less noise);
+                       the estimator's penalty (ℓ1, elastic net) is kept.
+quantile               "dp-gd-avg" over the ℓ2 ball of radius d·B/R with B the
+                       label bound, or B = :data:`QUANTILE_SCALE` when none is given.
+Huber regression       "objective".
+=====================  ===========================================================
+
+Privacy: the choice is a function of public inputs (a data-independent
+pre-processing of the *mechanism*, not of the data), so every fit keeps the
+guarantee of the mechanism the rule chose, with the ε and δ the user asked for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._validation import check_count, check_delta, check_epsilon
+from ..exceptions import UnknownNameError
+
+__all__ = [
+    "AUTO",
+    "HUBER_FRACTION",
+    "MULTI_SGD_BELOW",
+    "QUANTILE_SCALE",
+    "TASKS",
+    "AutoChoice",
+    "auto_choice",
+    "dp_sgd_schedule",
+]
+
+AUTO = "auto"
+
+#: multinomial classification: DP-SGD below s = nε/√(Dk), AMP at or above it
+MULTI_SGD_BELOW = 150.0
+#: Huber threshold of the least-squares family as a fraction of the label bound B
+HUBER_FRACTION = 0.4
+#: the label scale of the quantile regressor's default radius when no bound is given
+QUANTILE_SCALE = 5.0
+
+#: the tasks the rule knows: the estimators' losses
+TASKS = ("logistic", "huber-svm", "least-squares", "lasso", "elasticnet", "quantile", "huber")
+
+
+@dataclass(frozen=True)
+class AutoChoice:
+    """What ``mechanism="auto"`` chose, and why.
+
+    Attributes
+    ----------
+    mechanism : str
+        A registered mechanism name.
+    settings : dict
+        Hyperparameters the rule sets (``epochs``, ``batch_size``,
+        ``learning_rate``, ``averaging`` for DP-SGD; ``loss`` and ``threshold``
+        for the Huber surrogate; ``label_scale`` for the quantile radius).  An
+        estimator parameter given explicitly (not None) takes precedence.
+    multi_class : {"multinomial", "ovr"} or None
+        For k > 2 classes; None otherwise.
+    reason : str
+        One sentence: the public inputs and the branch of the rule.
+    inputs : dict
+        The public inputs the rule read (n, d, k, ε, δ, task, …).
+    """
+
+    mechanism: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    multi_class: str | None = None
+    reason: str = ""
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """``"auto → dp-sgd (epochs=2, batch_size=155, …) because …"``."""
+        parts = [f"{k}={_fmt(v)}" for k, v in self.settings.items()]
+        if self.multi_class is not None:
+            parts.insert(0, self.multi_class)
+        inner = f" ({', '.join(parts)})" if parts else ""
+        return f"auto → {self.mechanism}{inner} because {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-compatible copy (for ``diagnostics_`` and ``dperm fit --json``)."""
+        return {
+            "mechanism": self.mechanism,
+            "settings": dict(self.settings),
+            "multi_class": self.multi_class,
+            "reason": self.reason,
+            "inputs": dict(self.inputs),
+            "description": self.describe(),
+        }
+
+
+def _fmt(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def dp_sgd_schedule(n_samples: int, n_coords: int, epsilon: float) -> dict[str, Any]:
+    """The DP-SGD schedule of the auto rule: public (n, D, ε) → hyperparameters.
+
+    * expected batch size b = clip(round(√n), 16, n) (≈ √n steps per epoch);
+    * epochs E = clip(round(2 + 2ε), 2, 10);
+    * last iterate; the learning rate is left to :func:`dperm.algorithms.dp_sgd.fit`
+      (1/β, damped by the public noise level).
+
+    This is the schedule of :func:`dperm.algorithms.dp_sgd.default_hyperparameters`,
+    kept after the sweeps of ``docs/choosing_a_mechanism.md``: on validation splits of
+    the training rows every alternative tried was lower at the same replace-one ε —
+    Opacus' off-the-shelf configuration (batch 512, 15 epochs, η = 1: Adult ε = 0.1
+    78.0 % vs 78.1 %, KDD Cup 99 95.4 % vs 97.6 %), tail averaging (−0.5 to −2 points),
+    more epochs (MNIST ε = 1, 20 epochs: 78.0 % vs 77.0 %, within noise, 4× the time;
+    Adult ε = 0.1, 4 epochs: −6 points), larger rates (η = 8, 16: −1 to −5 points) and
+    one epoch at small ε (MNIST ε = 0.1: 32.5 % vs 43.5 %).
+
+    Parameters
+    ----------
+    n_samples : int ≥ 1
+    n_coords : int ≥ 1
+        Parameters per class (d + 1 with an intercept); part of the public inputs,
+        not used by today's rule.
+    epsilon : float > 0
+
+    Returns
+    -------
+    dict
+        ``batch_size`` (int), ``epochs`` (int).
+
+    Examples
+    --------
+    >>> dp_sgd_schedule(60_000, 785, 0.1)
+    {'batch_size': 245, 'epochs': 2}
+    >>> dp_sgd_schedule(60_000, 785, 1.0)
+    {'batch_size': 245, 'epochs': 4}
+    """
+    n = check_count(n_samples, "n_samples")
+    check_count(n_coords, "n_coords")
+    eps = check_epsilon(epsilon)
+    b = int(min(n, max(16, round(math.sqrt(n)))))
+    epochs = int(min(10, max(2, round(2 + 2 * eps))))
+    return {"batch_size": b, "epochs": epochs}
+
+
+def auto_choice(
+    task: str,
+    *,
+    n_samples: int,
+    n_features: int,
+    epsilon: float,
+    delta: float,
+    n_classes: int = 2,
+    fit_intercept: bool = True,
+    penalty: str = "l2",
+    constrained: bool = False,
+    weighted: bool = False,
+    label_bound: float | None = None,
+    multi_class: str = "auto",
+    alpha_given: bool = False,
+) -> AutoChoice:
+    """The mechanism and hyperparameters of ``mechanism="auto"`` (module docstring).
+
+    A pure function of public inputs: the same arguments always give the same
+    choice, and no argument is a statistic of the private data.
+
+    Parameters
+    ----------
+    task : {"logistic", "huber-svm", "least-squares", "lasso", "elasticnet", "quantile", "huber"}
+    n_samples : int ≥ 1
+        n (public under replace-one).
+    n_features : int ≥ 1
+        d, without the intercept column.
+    epsilon : float > 0
+    delta : float in [0, 1)
+    n_classes : int ≥ 2, default 2
+        Size of the public label set (classifiers).
+    fit_intercept : bool, default True
+    penalty : str, default "l2"
+        "l2", "l1", "elasticnet", "none", or "norm" for a :class:`~dperm.norms.Norm`.
+    constrained : bool, default False
+        A constraint set was given.
+    weighted : bool, default False
+        ``sample_weight`` is passed.
+    label_bound : float or None
+        The public bound B on |y| (regressors).
+    multi_class : {"auto", "multinomial", "ovr"}, default "auto"
+        The user's choice for k > 2 classes ("ovr" keeps one-vs-rest).
+    alpha_given : bool, default False
+        A numeric ``alpha`` (Λ) was given (e.g. by a grid search): classifiers then
+        use objective perturbation, which honours any Λ (AMP's is bounded below by
+        its theorem).
+
+    Returns
+    -------
+    AutoChoice
+
+    Raises
+    ------
+    UnknownNameError
+        An unknown ``task``.
+    InvalidPrivacyParameter
+        Bad n, d, k, ε or δ.
+
+    Examples
+    --------
+    >>> auto_choice("logistic", n_samples=30_000, n_features=104, epsilon=1.0,
+    ...             delta=1e-9).mechanism
+    'amp'
+    >>> c = auto_choice("logistic", n_samples=60_000, n_features=784, n_classes=10,
+    ...                 epsilon=1.0, delta=1e-10)
+    >>> c.mechanism, c.multi_class
+    ('amp', 'multinomial')
+    """
+    if task not in TASKS:
+        raise UnknownNameError(f"unknown task {task!r}; choose one of {list(TASKS)}")
+    n = check_count(n_samples, "n_samples")
+    d = check_count(n_features, "n_features")
+    eps = check_epsilon(epsilon)
+    dlt = check_delta(delta, allow_zero=True)
+    k = check_count(n_classes, "n_classes")
+    D = d + int(bool(fit_intercept))
+    inputs = {
+        "task": task,
+        "n_samples": n,
+        "n_features": d,
+        "n_classes": k,
+        "epsilon": eps,
+        "delta": dlt,
+        "penalty": penalty,
+        "constrained": bool(constrained),
+        "weighted": bool(weighted),
+        "alpha_given": bool(alpha_given),
+    }
+    if label_bound is not None:
+        inputs["label_bound"] = float(label_bound)
+
+    def choice(mech, reason, settings=None, multi=None):
+        return AutoChoice(mech, dict(settings or {}), multi, reason, inputs)
+
+    if task in ("logistic", "huber-svm"):
+        ovr = multi_class == "ovr"
+        flags = (penalty, constrained, weighted, alpha_given, ovr)
+        return _classifier(task, n, D, k, eps, dlt, flags, choice)
+    if task == "huber":
+        return choice("objective", "the Huber loss is smooth and Lipschitz for every label")
+    if task == "quantile":
+        if label_bound is None:
+            return choice(
+                "dp-gd-avg",
+                "the pinball loss is Lipschitz but not smooth; no label_bound given, so the "
+                f"radius uses the public label scale {QUANTILE_SCALE:g}",
+                {"label_scale": QUANTILE_SCALE},
+            )
+        return choice("dp-gd-avg", "the pinball loss is Lipschitz but not smooth")
+    # least squares, Lasso, elastic net: the Huber surrogate (module docstring)
+    if label_bound is None:  # pragma: no cover - the estimators always pass B
+        raise UnknownNameError(f"task {task!r} needs the public label_bound")
+    h = HUBER_FRACTION * float(label_bound)
+    return choice(
+        "objective",
+        f"the squared loss needs a constraint set and noise ∝ B = {label_bound:g}; the Huber "
+        f"loss with h = {HUBER_FRACTION:g}·B is Lipschitz (hR) for every label and beat AdaSSP "
+        "at every ε of the sweeps (California housing, CASP)",
+        {"loss": "huber", "threshold": h},
+    )
+
+
+def _classifier(task, n, D, k, eps, dlt, flags, choice):
+    penalty, constrained, weighted, alpha_given, ovr = flags
+    multinomial = task == "logistic" and k > 2 and not ovr and not weighted
+    multi = None if k <= 2 else ("multinomial" if multinomial else "ovr")
+    special = [
+        what
+        for what, on in (
+            ("δ = 0 (pure ε-DP: Gamma-norm noise)", dlt == 0.0),
+            ("sample_weight", weighted),
+            (f"penalty={penalty!r}", penalty not in ("l2", "none")),
+            ("a constraint set", constrained),
+            ("a numeric alpha", alpha_given),
+        )
+        if on
+    ]
+    if special:
+        return choice(
+            "objective",
+            f"{' and '.join(special)} needs objective perturbation (it supports them all)",
+            multi=multi,
+        )
+    if multinomial:
+        s = n * eps / math.sqrt(D * k)
+        if s >= MULTI_SGD_BELOW:
+            return choice(
+                "amp",
+                f"k = {k} classes: one softmax model; nε/√(Dk) = {s:.4g} ≥ {MULTI_SGD_BELOW:g}",
+                multi=multi,
+            )
+        return choice(
+            "dp-sgd",
+            f"k = {k} classes: one softmax model; nε/√(Dk) = {s:.4g} < {MULTI_SGD_BELOW:g}",
+            dp_sgd_schedule(n, D, eps),
+            multi=multi,
+        )
+    if task == "huber-svm":
+        return choice("objective", "the Huber-SVM default (the sweeps were logistic)", multi=multi)
+    return choice(
+        "amp",
+        "the smallest worst-case loss of the binary sweeps: within 0.5 point of the best "
+        "mechanism on every validation cell (objective −0.9 and DP-SGD −2.5 at worst)",
+        multi=multi,
+    )

@@ -1,0 +1,230 @@
+"""mechanism="auto" (dperm.estimators._auto), the default δ inside a budget, the budget
+errors, the search charged once, --tune around the auto choice, mostly-clipped data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+from sklearn.model_selection import GridSearchCV
+
+import dperm
+from dperm import (
+    DPElasticNet,
+    DPHuberRegressor,
+    DPLasso,
+    DPLinearRegression,
+    DPLinearSVC,
+    DPLogisticRegression,
+    DPQuantileRegressor,
+)
+from dperm.accounting import EpsilonDelta, Ledger
+from dperm.accounting.ledger import default_delta
+from dperm.estimators._auto import (
+    HUBER_FRACTION,
+    MULTI_SGD_BELOW,
+    QUANTILE_SCALE,
+    AutoChoice,
+    auto_choice,
+    dp_sgd_schedule,
+)
+from dperm.exceptions import BudgetExceededError, InvalidDataError, UnknownNameError
+from dperm.model_selection import AutoTuningSearch, PrivateRandomSearch, tuning_search
+
+BINARY = dict(n_samples=30_000, n_features=104, epsilon=0.1, delta=1e-9)
+
+
+# ----------------------------------------------------------------------------- the rule
+def test_rule_is_a_pure_function_of_public_inputs():
+    a, b = auto_choice("logistic", **BINARY), auto_choice("logistic", **BINARY)
+    assert a == b and isinstance(a, AutoChoice)
+    assert a.inputs["n_samples"] == 30_000 and a.inputs["epsilon"] == 0.1
+    assert a.describe().startswith("auto → amp because")
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        {"delta": 0.0},
+        {"weighted": True},
+        {"penalty": "l1"},
+        {"penalty": "norm"},
+        {"constrained": True},
+        {"alpha_given": True},
+    ],
+)
+def test_rule_routes_what_only_objective_supports(flags):
+    c = auto_choice("logistic", **{**BINARY, **flags})
+    assert c.mechanism == "objective" and c.settings == {}
+
+
+def test_rule_binary_is_amp_and_svm_objective():
+    for eps in (0.01, 0.1, 1.0, 10.0):
+        assert auto_choice("logistic", **{**BINARY, "epsilon": eps}).mechanism == "amp"
+    assert auto_choice("huber-svm", **BINARY).mechanism == "objective"
+
+
+def test_rule_multiclass_threshold_and_schedule():
+    n, d, k = 60_000, 784, 10
+    eps_edge = MULTI_SGD_BELOW * np.sqrt((d + 1) * k) / n
+    above = auto_choice(
+        "logistic", n_samples=n, n_features=d, n_classes=k, epsilon=eps_edge * 1.01, delta=1e-10
+    )
+    below = auto_choice(
+        "logistic", n_samples=n, n_features=d, n_classes=k, epsilon=eps_edge * 0.99, delta=1e-10
+    )
+    assert (above.mechanism, above.multi_class) == ("amp", "multinomial")
+    assert (below.mechanism, below.multi_class) == ("dp-sgd", "multinomial")
+    assert below.settings == dp_sgd_schedule(n, d + 1, eps_edge * 0.99)
+    ovr = auto_choice(
+        "logistic", n_samples=n, n_features=d, n_classes=k, epsilon=1.0, delta=1e-10,
+        multi_class="ovr",
+    )  # fmt: skip
+    assert ovr.multi_class == "ovr"
+    svm = auto_choice("huber-svm", n_samples=n, n_features=d, n_classes=k, epsilon=1, delta=0.1)
+    assert (svm.mechanism, svm.multi_class) == ("objective", "ovr")
+
+
+def test_schedule_closed_form():
+    for n, eps in ((16, 0.1), (10_000, 0.1), (60_000, 1.0), (10**6, 50.0)):
+        s = dp_sgd_schedule(n, 10, eps)
+        assert s["batch_size"] == min(n, max(16, round(np.sqrt(n))))
+        assert s["epochs"] == min(10, max(2, round(2 + 2 * eps)))
+
+
+def test_rule_regressors():
+    kw = dict(n_samples=16_000, n_features=8, epsilon=1.0, delta=1e-9)
+    for task in ("least-squares", "lasso", "elasticnet"):
+        c = auto_choice(task, label_bound=5.0, **kw)
+        assert c.mechanism == "objective"
+        assert c.settings == {"loss": "huber", "threshold": HUBER_FRACTION * 5.0}
+    q = auto_choice("quantile", **kw)
+    assert q.mechanism == "dp-gd-avg" and q.settings == {"label_scale": QUANTILE_SCALE}
+    assert auto_choice("quantile", label_bound=2.0, **kw).settings == {}
+    assert auto_choice("huber", **kw).mechanism == "objective"
+    with pytest.raises(UnknownNameError, match="task"):
+        auto_choice("poisson", **kw)
+
+
+# ----------------------------------------------------------------------------- estimators
+def _binary(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-0.5, 0.5, size=(n, 3))
+    return X, np.where(X[:, 0] + 0.1 * rng.normal(size=n) > 0, 1, -1)
+
+
+def test_default_fit_reports_the_choice_and_matches_the_named_mechanism():
+    X, y = _binary()
+    auto = DPLogisticRegression(classes=[-1, 1], random_state=3).fit(X, y)
+    named = DPLogisticRegression(classes=[-1, 1], mechanism="amp", random_state=3).fit(X, y)
+    assert auto.mechanism == "auto" and auto.mechanism_ == "amp"
+    assert auto.diagnostics_["auto"] == auto.auto_.describe()
+    np.testing.assert_array_equal(auto.coef_, named.coef_)  # same mechanism, same noise
+    assert auto.dp_event_ == named.dp_event_
+    assert "Approximate Minima Perturbation" in auto.privacy_statement() or "AMP" in (
+        auto.privacy_statement()
+    )
+
+
+def test_rule_does_not_read_the_data():
+    """Two datasets with the same public shape and label set get the same choice."""
+    X1, y1 = _binary(seed=1)
+    X2 = np.zeros_like(X1)
+    y2 = np.ones_like(y1)
+    a = DPLogisticRegression(classes=[-1, 1], random_state=0).fit(X1, y1).auto_
+    b = DPLogisticRegression(classes=[-1, 1], random_state=0).fit(X2, y2).auto_
+    assert a == b
+
+
+def test_multinomial_by_default_for_k_gt_2():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(900, 3))
+    y = np.digitize(X[:, 0], [-0.15, 0.15])
+    clf = DPLogisticRegression(epsilon=5.0, classes=[0, 1, 2], random_state=0).fit(X, y)
+    assert clf.loss_.multiclass and clf.coef_.shape == (3, 3)
+    assert clf.epsilon_ == 5.0 and not isinstance(clf.diagnostics_, list)  # one problem
+    ovr = DPLogisticRegression(epsilon=5.0, classes=[0, 1, 2], multi_class="ovr").fit(X, y)
+    assert len(ovr.diagnostics_) == 3
+    svc = DPLinearSVC(epsilon=5.0, classes=[0, 1, 2], random_state=0).fit(X, y)
+    assert len(svc.diagnostics_) == 3  # no multinomial Huber SVM: one-vs-rest
+
+
+def test_regressors_default_to_the_huber_surrogate():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(2000, 3)) / np.sqrt(3)
+    y = np.clip(X @ [2.0, -1.0, 0.5] + 0.1 * rng.normal(size=2000), -4, 4)
+    for cls in (DPLinearRegression, DPLasso, DPElasticNet):
+        m = cls(label_bound=4.0, epsilon=5.0, random_state=0).fit(X, y)
+        assert m.mechanism_ == "objective" and m.loss_.h == pytest.approx(HUBER_FRACTION * 4)
+        assert m.constraint_ is None and m.score(X, y) > 0.9
+    assert DPLinearRegression(label_bound=4.0, mechanism="adassp").fit(X, y).mechanism_ == "adassp"
+    q = DPQuantileRegressor(epsilon=5.0, random_state=0).fit(X, y)
+    assert q.constraint_.l2_radius == pytest.approx(4 * QUANTILE_SCALE / np.hypot(1, 0.5))
+    assert DPHuberRegressor(epsilon=5.0, random_state=0).fit(X, y).mechanism_ == "objective"
+
+
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.ClippingWarning")
+def test_mostly_clipped_raw_data_is_refused_before_anything_is_charged():
+    X, y = load_breast_cancer(return_X_y=True)
+    with dperm.budget(10.0, 1e-3) as ledger:
+        with pytest.raises(InvalidDataError, match=r"data_norm=.*preprocessing"):
+            DPLogisticRegression(classes=[0, 1]).fit(X, y)
+    assert ledger.entries == ()
+    scaled = X / np.linalg.norm(X, axis=1).max()  # for the test only: a public bound known here
+    assert DPLogisticRegression(classes=[0, 1], random_state=0).fit(scaled, y).n_clipped_ == 0
+
+
+# ----------------------------------------------------------------------------- budgets
+def test_default_delta_inside_a_budget_never_exhausts_it():
+    X, y = _binary(n=300)
+    grid = GridSearchCV(
+        DPLogisticRegression(epsilon=0.2, classes=[-1, 1]),
+        {"alpha": [0.01, 0.1, 1.0]},
+        cv=3,
+        error_score="raise",
+    )
+    with dperm.budget(3.0, 1e-5) as ledger:  # 1/n² = 2.5e-5 per fold would exceed δ
+        grid.fit(X, y)
+    assert len(ledger.entries) == 10  # 9 fits + the refit
+    assert ledger.delta_spent() < 1e-5
+    assert default_delta(1000) == 1e-6
+    with dperm.budget(1.0, 1e-8):
+        assert default_delta(1000) == 5e-9
+
+
+def test_budget_errors_name_delta_or_epsilon():
+    X, y = _binary(n=300)
+    with dperm.budget(1.0, 1e-6):
+        with pytest.raises(BudgetExceededError, match="DELTA"):
+            DPLogisticRegression(classes=[-1, 1], delta=1e-5).fit(X, y)
+        with pytest.raises(BudgetExceededError, match="EPSILON"):
+            DPLogisticRegression(classes=[-1, 1], epsilon=2.0, delta=1e-7).fit(X, y)
+    ledger = Ledger(1.0, 1e-6)
+    with pytest.raises(BudgetExceededError, match="DELTA"):
+        ledger.spend(EpsilonDelta(0.1, 1e-5))
+
+
+def test_private_random_search_charges_its_own_event_once():
+    X, y = _binary(n=800)
+    base = DPLogisticRegression(classes=[-1, 1], mechanism="objective")
+    search = PrivateRandomSearch(
+        base, {"alpha": [1e-3, 1e-2]}, epsilon=1.0, delta=1e-6, random_state=0
+    )
+    with dperm.budget(2.0, 1e-5) as ledger:
+        search.fit(X, y)
+    assert search.search_diagnostics_["n_runs"] >= 1
+    assert [e.label for e in ledger.entries] == ["PrivateRandomSearch"]
+    assert ledger.entries[0].event == search.dp_event_
+    assert ledger.spent()[0] <= 1.0 + 1e-9
+
+
+def test_tune_with_the_defaults_spends_the_budget_on_the_auto_choice_when_search_cannot_pay():
+    X, y = _binary(n=600)
+    est = DPLogisticRegression(epsilon=0.5, classes=[-1, 1], random_state=7)
+    tuner = tuning_search(est)
+    assert isinstance(tuner, AutoTuningSearch)
+    tuner.fit(X, y)
+    assert not tuner.searched_ and "no search" in tuner.reason_
+    plain = DPLogisticRegression(epsilon=0.5, classes=[-1, 1], random_state=7).fit(X, y)
+    np.testing.assert_array_equal(tuner.best_estimator_.coef_, plain.coef_)
+    assert tuner.epsilon_ == 0.5
