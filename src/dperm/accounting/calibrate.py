@@ -13,7 +13,6 @@ accountant was evaluated and certified ε(x) ≤ ε.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from fractions import Fraction
@@ -220,11 +219,10 @@ def _coarse_factories(factory: Callable[[], Accountant]):
     for factor in (_COARSE, _MEDIUM):
         h, rel = probe.value_discretization_interval * factor, probe.neighbouring
         base = PldAccountant(h, neighbouring=rel)
+        base._exact_tails = False  # a guess: the rounding of the tails does not matter
         for event in probe.events:
             base.compose(event)
-        out.append(
-            base.copy if probe.events else functools.partial(PldAccountant, h, neighbouring=rel)
-        )
+        out.append(base.copy)
     return out
 
 

@@ -181,6 +181,9 @@ class PldAccountant(Accountant):
         self.value_discretization_interval = vdi
         self._pld = identity_pld(vdi)
         self._non_private = False
+        # accurate upper tails for small δ (pld_dense.self_compose); off only for the
+        # coarse guesses of a calibration (accounting.calibrate), never for a certificate
+        self._exact_tails = True
 
     def get_config(self) -> dict[str, Any]:
         return {
@@ -208,13 +211,13 @@ class PldAccountant(Accountant):
                 _, q, sigma, rel = term
                 # replace-one: (1−q)N(0,(2σ)²) + qN(±1,(2σ)²) — std 2σ, shift 1
                 std = sigma if rel == ev.ADD_REMOVE else 2.0 * sigma
-                add(gaussian_pld(std, q, rel, h).self_compose(n))
+                add(gaussian_pld(std, q, rel, h).self_compose(n, tilt=self._exact_tails))
             elif kind == "laplace":
-                add(laplace_pld(term[1], 1.0, h).self_compose(n))
+                add(laplace_pld(term[1], 1.0, h).self_compose(n, tilt=self._exact_tails))
             elif kind == "sampled_laplace":
-                add(laplace_pld(term[2], term[1], h).self_compose(n))
+                add(laplace_pld(term[2], term[1], h).self_compose(n, tilt=self._exact_tails))
             elif kind == "eps_delta":
-                add(epsilon_delta_pld(term[1], term[2], h).self_compose(n))
+                add(epsilon_delta_pld(term[1], term[2], h).self_compose(n, tilt=self._exact_tails))
         if gauss_inv > 0.0:
             # n Gaussians with σᵢ = one Gaussian with (Σ n/σᵢ²)^{-1/2} (exact)
             add(gaussian_pld((count * gauss_inv) ** -0.5, 1.0, ev.ADD_REMOVE, h))

@@ -31,9 +31,10 @@ Every PLD here is *pessimistic*: the δ(ε) it reports is at least the
 mechanism's.  Where the continuous PLD is cut (the noise tails of mass
 e⁻⁵⁰/2, as in dp-accounting), the cut mass goes to +∞ (upper tail) or to the
 lowest grid point (lower tail); the composition window drops at most
-``tail_mass`` = 10⁻¹⁵ of upper-tail mass, which is added to the mass at +∞
-(Chernoff bound, as in dp-accounting).  Negative probabilities from rounding
-are set to 0 (which can only add mass).
+``tail_mass`` = 10⁻²⁰ of upper-tail mass, which is added to the mass at +∞
+(Chernoff bound, as in dp-accounting, whose default 10⁻¹⁵ would exceed the
+δ ≈ 10⁻¹⁶ some dperm fits use).  Negative probabilities from rounding are set
+to 0 (which can only add mass).
 
 The normal tail Φ̄ is computed here too (:func:`norm_logsf`), with the
 Chebyshev expansion of Press, Teukolsky, Vetterling & Flannery, *Numerical
@@ -109,7 +110,7 @@ _SQRT_HALF = math.sqrt(0.5)
 #: ``log_mass_truncation_bound = −50``)
 TAIL_Z = 9.745474864965935
 #: upper-tail mass a composition window may drop (added to the mass at +∞)
-TAIL_MASS = 1e-15
+TAIL_MASS = 1e-20
 
 
 def _log_erfc_nonneg(z: np.ndarray) -> np.ndarray:
@@ -198,9 +199,10 @@ class Pld:
         add = compose(self.add or self.remove, other.add or other.remove)
         return Pld(remove, add)
 
-    def self_compose(self, count: int) -> Pld:
-        remove = self_compose(self.remove, count)
-        return Pld(remove, None if self.add is None else self_compose(self.add, count))
+    def self_compose(self, count: int, *, tilt: bool = True) -> Pld:
+        remove = self_compose(self.remove, count, tilt=tilt)
+        add = None if self.add is None else self_compose(self.add, count, tilt=tilt)
+        return Pld(remove, add)
 
     def epsilon(self, delta: float) -> float:
         eps = epsilon_for_delta(self.remove, delta)
@@ -341,7 +343,9 @@ _TILT_MIN_COUNT = 8
 _TARGET_ERROR = 1e-4
 
 
-def self_compose(pmf: DensePmf, count: int, tail_mass: float = TAIL_MASS) -> DensePmf:
+def self_compose(
+    pmf: DensePmf, count: int, tail_mass: float = TAIL_MASS, *, tilt: bool = True
+) -> DensePmf:
     """The PMF of the sum of ``count`` independent losses from ``pmf`` (FFT power).
 
     The FFT power computes every probability with an absolute rounding error
@@ -359,13 +363,13 @@ def self_compose(pmf: DensePmf, count: int, tail_mass: float = TAIL_MASS) -> Den
     the mode and the end of the window has an error above 10⁻⁴ of the tail
     mass above it, a tilt centred there (its saddle point) is added, at most
     four in all (Esscher tilting: the law is the same, only the rounding
-    differs).
+    differs).  ``tilt=False`` skips them (a calibration's coarse guesses).
     """
     if count == 1:
         return pmf
     probs = pmf.probs
     lo, out, lam = _fft_power(probs, count, tail_mass)
-    if count >= _TILT_MIN_COUNT and probs.size > 1 and lam > 0.0:
+    if tilt and count >= _TILT_MIN_COUNT and probs.size > 1 and lam > 0.0:
         out = _tilted_tails(probs, count, tail_mass, lam, lo, out)
     np.maximum(out, 0.0, out=out)
     inf = tail_mass - math.expm1(count * math.log1p(-pmf.inf_mass))
