@@ -41,7 +41,8 @@ def test_account_rdp_example(dp_accounting_values):
 
 def test_account_pld_example_matches_dp_accounting_and_beats_rdp(dp_accounting_values):
     out = account_command(**ISSUE_EXAMPLE, **AR, accountant="pld", json_output=True)
-    assert out["epsilon"] == pytest.approx(dp_accounting_values[1], rel=1e-9)
+    # dperm's vectorised PLD: dp-accounting's discretisation, up to FFT rounding
+    assert out["epsilon"] == pytest.approx(dp_accounting_values[1], rel=1e-6)
     assert out["epsilon"] < account_command(**ISSUE_EXAMPLE, **AR)["epsilon"]
     assert "order" not in out
 

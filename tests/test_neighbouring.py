@@ -262,9 +262,11 @@ def test_replace_one_poisson_pld_equals_dp_accounting_replace_one(s, q, steps):
     ``PoissonSampled(q, Gaussian(s / 2C))`` replace-one event."""
     theirs = _dpa_replace_one(s, q, steps)
     ours = PldAccountant(VDI).compose(SelfComposed(PoissonSampled(q, Gaussian(s / 2.0)), steps))
+    # dperm's vectorised PLD: dp-accounting's discretisation, up to FFT rounding and its
+    # window bound (10⁻¹⁵ added to δ; dperm 10⁻²⁰)
     for delta in (1e-5, 1e-8):
-        assert ours.get_epsilon(delta) == pytest.approx(theirs.get_epsilon(delta), rel=1e-9)
-    assert ours.get_delta(1.0) == pytest.approx(theirs.get_delta(1.0), rel=1e-9)
+        assert ours.get_epsilon(delta) == pytest.approx(theirs.get_epsilon(delta), rel=1e-6)
+    assert ours.get_delta(1.0) == pytest.approx(theirs.get_delta(1.0), rel=1e-6)
     # and the add/remove event of the same run, converted, gives the same numbers
     ar = SelfComposed(PoissonSampled(q, Gaussian(s, neighbouring=AR)), steps)
     assert epsilon_spent(ar, 1e-5, fast("pld"), neighbouring=R1) == ours.get_epsilon(1e-5)

@@ -10,7 +10,7 @@ and the privacy profile is
 the smallest δ for which M is (ε, δ)-DP (Balle & Wang, ICML 2018, Theorem 5;
 Koskela, Jälkö & Honkela 2020; the lecture on the privacy-loss random variable
 presents the same identity).  Both are computed from the PLD that
-:class:`dperm.accounting.PldAccountant` builds with dp-accounting
+:class:`dperm.accounting.PldAccountant` builds (:mod:`dperm.accounting.pld_dense`)
 (pessimistic discretization, so δ(ε) here is an upper bound up to
 floating-point error); the neighbouring relation is the event's own.
 
@@ -87,17 +87,15 @@ def privacy_loss_distribution(
             "neighbouring": event.neighbouring,
             "symmetric": True,
         }
-    pld = acc._pld  # dp-accounting PrivacyLossDistribution held by the accountant
-    dense = pld._pmf_remove.to_dense_pmf()
-    probs = np.asarray(dense._probs, dtype=float)
-    losses = (dense._lower_loss + np.arange(probs.size)) * dense._discretization
+    pld = acc._pld  # the accountant's dperm.accounting.pld_dense.Pld
+    probs, losses = pld.remove.probs, pld.remove.losses
     keep = probs > 0
     return {
         "losses": losses[keep],
         "probs": probs[keep],
-        "infinity_mass": float(dense._infinity_mass),
+        "infinity_mass": float(pld.remove.inf_mass),
         "neighbouring": event.neighbouring,
-        "symmetric": bool(pld._symmetric),
+        "symmetric": pld.add is None,
     }
 
 

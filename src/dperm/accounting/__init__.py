@@ -10,8 +10,8 @@ Accountants (all share :class:`Accountant`; build them by name with
 * ``"optimal"`` — :class:`OptimalCompositionAccountant` (KOV 2015 Thm 3.3,
   exact for identical (ε, δ) mechanisms);
 * ``"rdp"`` — :class:`RdpAccountant` (Rényi DP / moments accountant);
-* ``"pld"`` — :class:`PldAccountant` (privacy loss distributions, via
-  dp-accounting);
+* ``"pld"`` — :class:`PldAccountant` (privacy loss distributions,
+  connect-the-dots discretisation, vectorised in :mod:`.pld_dense`);
 * ``"auto"`` — :class:`AutoAccountant` (the above in parallel; the smallest
   valid ε of those that accepted the whole history; the Ledger's default).
 
@@ -22,57 +22,62 @@ default ``"replace-one"``); see :mod:`dperm.accounting.events` and
 See ``docs/accounting.md`` for the events each one supports.
 """
 
-from .auto import AUTO_METHODS, AutoAccountant
-from .base import Accountant, Conversion
-from .calibrate import SAMPLING_SCHEMES, calibrate_gaussian, calibrate_noise
-from .composition import (
-    AdvancedCompositionAccountant,
-    BasicCompositionAccountant,
-    OptimalCompositionAccountant,
-    kov_optimal_delta,
-)
-from .events import (
-    ADD_REMOVE,
-    NEIGHBOURING_RELATIONS,
-    REPLACE_ONE,
-    Composed,
-    DpEvent,
-    EpsilonDelta,
-    Gaussian,
-    Laplace,
-    NonPrivate,
-    NoOp,
-    PoissonSampled,
-    PureEpsilon,
-    SampledWithoutReplacement,
-    SelfComposed,
-    check_neighbouring,
-    event_from_dict,
-    event_from_json,
-    to_replace_one,
-)
-from .gaussian import (
-    analytic_gaussian_noise_multiplier,
-    classical_gaussian_noise_multiplier,
-    gaussian_delta,
-    gaussian_epsilon,
-)
-from .ledger import Ledger, LedgerEntry
-from .pld import PldAccountant
-from .rdp import (
-    DEFAULT_ORDERS,
-    RdpAccountant,
-    compute_rdp,
-    rdp_to_delta,
-    rdp_to_epsilon,
-)
-from .registry import (
-    ACCOUNTANT_NAMES,
-    accountant_factory,
-    delta_spent,
-    epsilon_spent,
-    get_accountant,
-)
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: public name → the submodule that defines it (imported on first use, PEP 562:
+#: ``import dperm.accounting`` stays light — ``dperm account`` imports only what it uses)
+_LAZY = {
+    "AUTO_METHODS": "auto",
+    "AutoAccountant": "auto",
+    "Accountant": "base",
+    "Conversion": "base",
+    "SAMPLING_SCHEMES": "calibrate",
+    "calibrate_gaussian": "calibrate",
+    "calibrate_noise": "calibrate",
+    "calibrate_noise_certified": "calibrate",
+    "AdvancedCompositionAccountant": "composition",
+    "BasicCompositionAccountant": "composition",
+    "OptimalCompositionAccountant": "composition",
+    "kov_optimal_delta": "composition",
+    "ADD_REMOVE": "events",
+    "Composed": "events",
+    "DpEvent": "events",
+    "EpsilonDelta": "events",
+    "Gaussian": "events",
+    "Laplace": "events",
+    "NEIGHBOURING_RELATIONS": "events",
+    "NoOp": "events",
+    "NonPrivate": "events",
+    "PoissonSampled": "events",
+    "PureEpsilon": "events",
+    "REPLACE_ONE": "events",
+    "SampledWithoutReplacement": "events",
+    "SelfComposed": "events",
+    "check_neighbouring": "events",
+    "event_from_dict": "events",
+    "event_from_json": "events",
+    "to_replace_one": "events",
+    "analytic_gaussian_noise_multiplier": "gaussian",
+    "classical_gaussian_noise_multiplier": "gaussian",
+    "gaussian_delta": "gaussian",
+    "gaussian_epsilon": "gaussian",
+    "Ledger": "ledger",
+    "LedgerEntry": "ledger",
+    "PldAccountant": "pld",
+    "DEFAULT_ORDERS": "rdp",
+    "RdpAccountant": "rdp",
+    "compute_rdp": "rdp",
+    "rdp_to_delta": "rdp",
+    "rdp_to_epsilon": "rdp",
+    "ACCOUNTANT_NAMES": "registry",
+    "accountant_factory": "registry",
+    "delta_spent": "registry",
+    "epsilon_spent": "registry",
+    "get_accountant": "registry",
+}
 
 __all__ = [
     "ACCOUNTANT_NAMES",
@@ -107,6 +112,7 @@ __all__ = [
     "analytic_gaussian_noise_multiplier",
     "calibrate_gaussian",
     "calibrate_noise",
+    "calibrate_noise_certified",
     "check_neighbouring",
     "classical_gaussian_noise_multiplier",
     "compute_rdp",
@@ -122,3 +128,19 @@ __all__ = [
     "rdp_to_epsilon",
     "to_replace_one",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:  # a submodule, e.g. ``dperm.accounting.rdp``
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -3,8 +3,10 @@
 The algorithms never compute ε themselves: the noise multiplier z of a run is the
 smallest one the chosen accountant certifies for the event the sampler describes
 (:meth:`dperm.sampling.Sampler.event`), through
-:func:`dperm.accounting.calibrate.calibrate_noise`, and every certificate is checked
-again before it is used (fail closed).  A given multiplier is checked against a
+:func:`dperm.accounting.calibrate.calibrate_noise_certified` — the run spends between
+(1 − 10⁻³)·ε and ε — and every certificate is checked again before it is used (fail
+closed): the ε the search certified at the returned z is checked against the target
+and kept as the run's ε (no second PLD is built).  A given multiplier is checked against a
 target ε the same way (:func:`check_spent`), with the exact ε(δ) of T composed
 Gaussian mechanisms (Dong, Roth & Su 2019, Corollary 3.3; Balle & Wang 2018) as a
 fast lower bound that no sound accountant can beat.
@@ -22,12 +24,7 @@ from typing import Any
 
 from .._validation import check_delta, check_epsilon, check_nonnegative
 from ..accounting.events import REPLACE_ONE, DpEvent, Gaussian, NonPrivate, SelfComposed
-from ..exceptions import (
-    InvalidPrivacyParameter,
-    PrivacyError,
-    UnknownNameError,
-    UnsupportedEventError,
-)
+from ..exceptions import InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
 from ..sampling import PoissonSampler, Sampler
 
 __all__ = [
@@ -41,6 +38,9 @@ __all__ = [
 ]
 
 ACCOUNTANTS = ("rdp", "pld")
+
+#: relative tolerance of the calibrated noise: a run spends ≥ 99.9 % of its ε
+CALIBRATION_RTOL = 1e-3
 
 
 def check_accountant(accountant: str) -> str:
@@ -97,56 +97,48 @@ def calibrate_noise_multiplier(
     accountant: str,
     *,
     neighbouring: str = REPLACE_ONE,
-    proxy=None,
+    rtol: float = CALIBRATION_RTOL,
 ) -> float:
     """Smallest z such that ``make_event(z)`` is certified (ε, δ)-DP by ``accountant``
     for the relation ``neighbouring``.
 
-    Delegates to :func:`dperm.accounting.calibrate.calibrate_noise` and then
-    re-checks the result with the accountant (fail closed).  For the PLD
-    accountant the search is bracketed by the (fast) RDP answer for
-    ``proxy = (make_proxy_event, lo, hi)`` (see :meth:`Sampler.rdp_proxy`;
-    default: ``make_event`` itself); the bracket only speeds the search, the
-    certificate is the PLD's (and a bracket that misses falls back to the
-    unbracketed search).
+    Delegates to :func:`dperm.accounting.calibrate.calibrate_noise_certified`: the
+    run spends between (1 − ``rtol``)·ε and ε (or z is within a factor 1 + ``rtol``
+    of a failing noise), and the ε the accountant certified at z — the search's
+    last evaluation, not a second PLD built from scratch — is checked again here
+    against the target by :func:`check_spent` (fail closed), from the cache of
+    :func:`epsilon_of`.
 
     Raises
     ------
     InvalidPrivacyParameter
         If no noise level meets the target.
     """
-    from ..accounting.calibrate import calibrate_noise
+    from ..accounting.calibrate import calibrate_noise_certified
 
-    factory = _factory(accountant, neighbouring)
-    bounds = {}
-    if accountant == "pld":
-        make_proxy, lo, hi = proxy if proxy is not None else (make_event, 0.5, 1.05)
-        try:
-            z_rdp = float(
-                calibrate_noise(
-                    make_proxy,
-                    epsilon,
-                    delta,
-                    accountant=_factory("rdp", make_proxy(1.0).neighbouring),
-                    rtol=1e-2,
-                )
-            )
-            bounds = {"lower": lo * z_rdp, "upper": hi * z_rdp}
-        except PrivacyError:
-            bounds = {}
-    try:
-        z = float(calibrate_noise(make_event, epsilon, delta, accountant=factory, **bounds))
-    except InvalidPrivacyParameter:
-        if not bounds:
-            raise
-        z = float(calibrate_noise(make_event, epsilon, delta, accountant=factory))
-    check_spent(make_event(z), epsilon, delta, accountant, what=f"calibrated noise z={z:.6g}")
+    z, eps = calibrate_noise_certified(
+        make_event, epsilon, delta, accountant=_factory(accountant, neighbouring), rtol=rtol
+    )
+    event = make_event(z)
+    _remember(event, delta, accountant, eps)  # the certificate, read back by check_spent
+    check_spent(event, epsilon, delta, accountant, what=f"calibrated noise z={z:.6g}")
     return z
 
 
 # ε(δ) of an event is a deterministic function of (event, δ, accountant): one PLD
 # evaluation (~0.1–0.3 s) serves repeated fits with the same public constants
 _EPSILON_CACHE: dict[tuple, float] = {}
+
+
+def _remember(event: DpEvent, delta: float, accountant: str, eps: float) -> None:
+    """Cache ε(δ) of ``event`` (an unhashable event is not cached)."""
+    try:
+        hash(event)
+    except TypeError:
+        return
+    if len(_EPSILON_CACHE) >= 256:
+        _EPSILON_CACHE.clear()
+    _EPSILON_CACHE[(event, float(delta), accountant)] = eps
 
 
 def epsilon_of(event: DpEvent, delta: float, accountant: str) -> float:
@@ -156,18 +148,14 @@ def epsilon_of(event: DpEvent, delta: float, accountant: str) -> float:
         return math.inf
     from ..accounting import epsilon_spent
 
-    key = (event, float(delta), accountant)
     try:
-        cached = _EPSILON_CACHE.get(key)
+        cached = _EPSILON_CACHE.get((event, float(delta), accountant))
     except TypeError:  # an unhashable event: not cached
-        key, cached = None, None
+        cached = None
     if cached is not None:
         return cached
     eps = float(epsilon_spent(event, delta, accountant=_factory(accountant, event.neighbouring)))
-    if key is not None:
-        if len(_EPSILON_CACHE) >= 256:
-            _EPSILON_CACHE.clear()
-        _EPSILON_CACHE[key] = eps
+    _remember(event, delta, accountant, eps)
     return eps
 
 
@@ -253,7 +241,6 @@ def resolve_noise(
                 dlt,
                 accountant,
                 neighbouring=sampler.neighbouring,
-                proxy=sampler.rdp_proxy(steps),
             )
             if len(_CALIBRATION_CACHE) >= 256:
                 _CALIBRATION_CACHE.clear()
