@@ -162,9 +162,7 @@ def main(seeds: int) -> list[tuple[str, float, float]]:
         ("full", {}, "pld"),
     ):
         sm = make_sampler(s_name, 2000, **kwargs)
-        z = calibrate_noise_multiplier(
-            lambda z, sm=sm: sm.event(z, 60), 1.0, 1e-5, acc, proxy=sm.rdp_proxy(60)
-        )
+        z = calibrate_noise_multiplier(lambda z, sm=sm: sm.event(z, 60), 1.0, 1e-5, acc)
         rows.append((f"noise multiplier, {s_name} ({acc}), b=100 of 2000, T=60", z, math.nan))
     return rows
 

@@ -109,9 +109,7 @@ def test_fixed_size_batches_now_amplify():
     from dperm.sampling import make_sampler
 
     def z_for(sampler):
-        return calibrate_noise_multiplier(
-            lambda z: sampler.event(z, 60), 1.0, 1e-5, "rdp", proxy=sampler.rdp_proxy(60)
-        )
+        return calibrate_noise_multiplier(lambda z: sampler.event(z, 60), 1.0, 1e-5, "rdp")
 
     wor = make_sampler("without_replacement", 2000, batch_size=100)
     full = make_sampler("full", 2000)

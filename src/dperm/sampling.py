@@ -179,15 +179,6 @@ class Sampler:
             return NonPrivate()
         return SelfComposed(self.step_event(noise_multiplier), steps)
 
-    def rdp_proxy(self, steps: int):
-        """``(make_event, lo, hi)``: an RDP-accountable event family whose
-        RDP-calibrated multiplier z′ brackets the PLD-calibrated multiplier of
-        this sampler's event in [lo·z′, hi·z′].  Only used to speed up the PLD
-        search (small-noise PLD evaluations are slow); never for a certificate:
-        a wrong bracket costs time, not privacy.  Default: the event itself,
-        which the PLD accountant certifies with at most the RDP noise."""
-        return (lambda z: self.event(z, steps)), 0.5, 1.05
-
 
 class FullBatchSampler(Sampler):
     """Every record in every step (DP-GD): the Gaussian mechanism on Σᵢ clip(∇ℓᵢ).
@@ -281,21 +272,6 @@ class PoissonSampler(Sampler):
 
     def step_event(self, noise_multiplier):
         return PoissonSampled(self.sampling_rate, self.leaf(noise_multiplier))
-
-    def rdp_proxy(self, steps):
-        if self.neighbouring == ADD_REMOVE:
-            return super().rdp_proxy(steps)
-
-        # replace-one: the RDP accountant has no bound; bracket with the add/remove
-        # event.  At equal noise std the replace-one multiplier (relative to 2C) is
-        # half the add/remove one, and the replace-one pair needs at least the
-        # add/remove std: the answer is ≥ z_ar/2, and ≤ z_ar in every case we
-        # measured (at large noise ε doubles at equal std); bracket [z_ar/2, 2 z_ar].
-        def make(z):
-            leaf = Gaussian(z, neighbouring=ADD_REMOVE)
-            return SelfComposed(PoissonSampled(self.sampling_rate, leaf), steps)
-
-        return make, 0.5, 2.0
 
 
 def _check_batch_size(batch_size, n: int) -> int:
