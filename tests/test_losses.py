@@ -170,3 +170,16 @@ def test_logistic_is_stable_for_huge_margins():
     v = loss.pointwise(z, y)
     assert np.all(np.isfinite(v)) and v[0] == pytest.approx(1e4) and v[1] == 0.0
     assert np.all(np.isfinite(loss.derivative(z, y)))
+
+
+def test_fused_logistic_value_and_derivative_equal_the_separate_ones(rng):
+    z = np.concatenate([rng.normal(size=1000) * 40.0, [0.0, -745.0, 745.0, 1e4, -1e4]])
+    y = np.where(rng.random(z.size) < 0.5, -1.0, 1.0)
+    loss = Logistic()
+    v, s = loss.value_and_derivative(z, y)
+    np.testing.assert_allclose(v, loss.pointwise(z, y), rtol=2e-15, atol=0)
+    np.testing.assert_allclose(s, loss.derivative(z, y), rtol=2e-15, atol=0)
+    for other in (HuberSVM(0.5), Squared(label_bound=3.0)):  # the default: the two methods
+        v, s = other.value_and_derivative(z / 40.0, y)
+        np.testing.assert_array_equal(v, other.pointwise(z / 40.0, y))
+        np.testing.assert_array_equal(s, other.derivative(z / 40.0, y))

@@ -530,43 +530,49 @@ class Design:
     def _glm_pass(self, loss, theta, y, weights, rows, need_value):
         w, t0 = self._split(theta)
         total = 0.0
-        grad = np.zeros(self.shape[1])
+        grad = np.zeros((self.shape[1], *w.shape[1:]))
         for Xb, sb, ib, sl in self._blocks(rows):
             z = self._margins_block(Xb, w, t0, sb, ib)
             yb = y[sl]
-            s = np.asarray(loss.derivative(z, yb), dtype=np.float64)
-            if weights is not None:
-                s = s * weights[sl]
             if need_value:
-                val = loss.pointwise(z, yb)
+                val, s = loss.value_and_derivative(z, yb)
                 total += float(np.sum(val if weights is None else val * weights[sl]))
+            else:
+                s = loss.derivative(z, yb)
+            s = np.asarray(s, dtype=np.float64)
+            if weights is not None:
+                s = _row_weighted(s, weights[sl])
             grad += self._weighted_rows_sum(Xb, s, sb, ib)
         return total, grad
 
     def glm_hessian_vector(self, loss, theta, y, v, *, weights=None) -> np.ndarray:
-        """Σᵢ wᵢ φ''(x̃ᵢᵀθ, yᵢ) (x̃ᵢᵀv) x̃ᵢ = X̃ᵀ diag(w ⊙ φ'') X̃ v in one pass (both
-        margins from the same block of rows).
+        """Σᵢ wᵢ ∇²φ(x̃ᵢᵀθ, yᵢ)[x̃ᵢᵀv] x̃ᵢ = X̃ᵀ diag(w ⊙ φ'') X̃ v in one pass (both
+        margins in one product per block), the curvature applied by the loss's
+        ``curvature_product`` (φ''·u; the softmax's k×k blocks for θ of shape (d_eff, k)).
 
         Parameters
         ----------
-        loss : GLMLoss
-        theta, v : ndarray of shape (d_eff,)
+        loss : GLMLoss or Softmax
+        theta, v : ndarray of shape (d_eff,) or (d_eff, k)
         y : ndarray of shape (n,)
         weights : ndarray of shape (n,), optional
 
         Returns
         -------
-        ndarray of shape (d_eff,)
+        ndarray of the shape of ``theta``
         """
         w, t0 = self._split(theta)
         wv, v0 = self._split(v)
-        out = np.zeros(self.shape[1])
+        k = 1 if w.ndim == 1 else w.shape[1]
+        both = np.column_stack([w, wv]) if w.ndim == 1 else np.hstack([w, wv])
+        both0 = None if t0 is None else np.hstack([np.atleast_1d(t0), np.atleast_1d(v0)])
+        out = np.zeros((self.shape[1], *w.shape[1:]))
         for Xb, sb, ib, sl in self._blocks():
-            h = loss.second_derivative(self._margins_block(Xb, w, t0, sb, ib), y[sl])
-            u = self._margins_block(Xb, wv, v0, sb, ib)
-            u *= h
+            zu = self._margins_block(Xb, both, both0, sb, ib)
+            z, u = (zu[:, 0], zu[:, 1]) if w.ndim == 1 else (zu[:, :k], zu[:, k:])
+            u = loss.curvature_product(z, y[sl], u)
             if weights is not None:
-                u *= weights[sl]
+                u = _row_weighted(u, weights[sl])
             out += self._weighted_rows_sum(Xb, u, sb, ib)
         return out
 
@@ -699,7 +705,11 @@ class Design:
         return self._weighted_gram(block_weights)
 
     def _weighted_gram(self, block_weights) -> np.ndarray:
-        """Σᵢ wᵢ x̃ᵢ x̃ᵢᵀ with wᵢ from ``block_weights(Xb, sb, ib, rows)`` (None = 1)."""
+        """Σᵢ wᵢ x̃ᵢ x̃ᵢᵀ with wᵢ from ``block_weights(Xb, sb, ib, rows)`` (None = 1).
+
+        Dense blocks with wᵢ ≥ 0 (every convex loss' φ'', every Gram matrix) go
+        through the symmetric rank-k update Aᵀ A of A = diag(√(wᵢ) cᵢ) X_b (half
+        the work of a general product); otherwise Xᵀ (w ⊙ X)."""
         d, D = self.n_features, self.shape[1]
         G = np.zeros((D, D))
         buf = None  # sparse designs: each block's d×d product densified into one buffer
@@ -709,12 +719,16 @@ class Design:
             w = np.ones(m) if wb is None else np.asarray(wb, dtype=np.float64)
             c = np.ones(m) if sb is None else sb
             wc = w * c
-            Xb = _as64(Xb)
             if self.is_sparse:
+                Xb = _as64(Xb)
                 buf = np.empty((d, d)) if buf is None else buf
                 (Xb.T @ (sp.diags(wc * c) @ Xb)).toarray(out=buf)
                 G[:d, :d] += buf
+            elif np.all(w >= 0.0):
+                A = Xb * (np.sqrt(w) * c)[:, None]  # float64 (c and w are)
+                G[:d, :d] += A.T @ A  # numpy calls BLAS syrk for Aᵀ A
             else:
+                Xb = _as64(Xb)
                 G[:d, :d] += Xb.T @ (Xb * (wc * c)[:, None])
             if ib is not None:
                 b = np.broadcast_to(ib, (m,))
@@ -758,6 +772,11 @@ class Design:
             return sp.csr_matrix(Xs)
         col = np.broadcast_to(np.asarray(self._icol, dtype=np.float64), (self.shape[0],))
         return sp.hstack([Xs, sp.csr_matrix(col[:, None])], format="csr")
+
+
+def _row_weighted(s: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Per-row weights applied to a per-row vector (n,) or matrix (n, k)."""
+    return s * w if s.ndim == 1 else s * w[:, None]
 
 
 def _as64(block):
