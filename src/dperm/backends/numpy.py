@@ -52,6 +52,7 @@ import numpy as np
 
 from .._validation import check_positive, rows_per_chunk, sp
 from ..exceptions import InvalidDataError
+from ._products import every_row, mm, row_weighted, tmm
 from .rows import (
     clip_factors,
     clip_scale,
@@ -225,30 +226,30 @@ class Design:
     def _raw_matvec(self, X, w: np.ndarray) -> np.ndarray:
         """X @ w in float64 for a block (or all) of raw rows, no copy of X."""
         if X.dtype == np.float64:
-            return np.asarray(X @ w)
+            return mm(X, w)
         n = X.shape[0]
         out = np.empty((n, *w.shape[1:]))
         step = rows_per_chunk(X.shape[1])
         if n <= step:
-            out[...] = _as64(X) @ w
+            out[...] = mm(_as64(X), w)
             return out
         with blas_controller().limit(limits=1, user_api="blas"):  # see _blocks
             for a in range(0, n, step):
-                out[a : a + step] = _as64(X[a : a + step]) @ w
+                out[a : a + step] = mm(_as64(X[a : a + step]), w)
         return out
 
     def _raw_rmatvec(self, X, u: np.ndarray) -> np.ndarray:
         """Xᵀ u in float64 for raw rows, no copy of X."""
         if X.dtype == np.float64:
-            return np.asarray(X.T @ u)
+            return tmm(X, u)
         n = X.shape[0]
         step = rows_per_chunk(X.shape[1])
         if n <= step:
-            return np.asarray(_as64(X).T @ u)
+            return tmm(_as64(X), u)
         out = np.zeros((X.shape[1], *u.shape[1:]))
         with blas_controller().limit(limits=1, user_api="blas"):  # see _blocks
             for a in range(0, n, step):
-                out += _as64(X[a : a + step]).T @ u[a : a + step]
+                out += tmm(_as64(X[a : a + step]), u[a : a + step])
         return out
 
     def _sub(self, a, rows):
@@ -541,7 +542,7 @@ class Design:
                 s = loss.derivative(z, yb)
             s = np.asarray(s, dtype=np.float64)
             if weights is not None:
-                s = _row_weighted(s, weights[sl])
+                s = row_weighted(s, weights[sl])
             grad += self._weighted_rows_sum(Xb, s, sb, ib)
         return total, grad
 
@@ -572,7 +573,7 @@ class Design:
             z, u = (zu[:, 0], zu[:, 1]) if w.ndim == 1 else (zu[:, :k], zu[:, k:])
             u = loss.curvature_product(z, y[sl], u)
             if weights is not None:
-                u = _row_weighted(u, weights[sl])
+                u = row_weighted(u, weights[sl])
             out += self._weighted_rows_sum(Xb, u, sb, ib)
         return out
 
@@ -681,7 +682,7 @@ class Design:
         weights = np.asarray(weights, dtype=np.float64)
         return self._weighted_gram(lambda Xb, sb, ib, sl: weights[sl])
 
-    def glm_hessian(self, loss, theta, y, *, weights=None) -> np.ndarray:
+    def glm_hessian(self, loss, theta, y, *, weights=None, stride: int = 1) -> np.ndarray:
         """Σᵢ wᵢ φ''(x̃ᵢᵀθ, yᵢ) x̃ᵢ x̃ᵢᵀ, the (unnormalized) Hessian of a GLM loss, in one
         pass (d_eff × d_eff, O(n d²) work): for Newton steps on narrow designs.
 
@@ -691,6 +692,9 @@ class Design:
         theta : ndarray of shape (d_eff,)
         y : ndarray of shape (n,)
         weights : ndarray of shape (n,), optional
+        stride : int ≥ 1, default 1
+            s > 1: s × the sum over every s-th row of each block of rows, a sub-sampled
+            estimate on the scale of the full sum that reads ~n/s rows (sub-sampled Newton).
 
         Returns
         -------
@@ -702,18 +706,19 @@ class Design:
             h = np.asarray(loss.second_derivative(self._margins_block(Xb, w, t0, sb, ib), y[sl]))
             return h if weights is None else h * weights[sl]
 
-        return self._weighted_gram(block_weights)
+        return self._weighted_gram(block_weights, stride)
 
-    def _weighted_gram(self, block_weights) -> np.ndarray:
-        """Σᵢ wᵢ x̃ᵢ x̃ᵢᵀ with wᵢ from ``block_weights(Xb, sb, ib, rows)`` (None = 1).
-
-        Dense blocks with wᵢ ≥ 0 (every convex loss' φ'', every Gram matrix) go
-        through the symmetric rank-k update Aᵀ A of A = diag(√(wᵢ) cᵢ) X_b (half
-        the work of a general product); otherwise Xᵀ (w ⊙ X)."""
+    def _weighted_gram(self, block_weights, stride: int = 1) -> np.ndarray:
+        """Σᵢ wᵢ x̃ᵢ x̃ᵢᵀ, wᵢ from ``block_weights(Xb, sb, ib, rows)`` (None = 1), or ``stride`` ×
+        the sum over every stride-th row of each block.  Dense blocks with wᵢ ≥ 0 go through
+        the symmetric rank-k update AᵀA, A = diag(√wᵢ cᵢ) X_b (half the work of Xᵀ(w ⊙ X))."""
         d, D = self.n_features, self.shape[1]
         G = np.zeros((D, D))
         buf = None  # sparse designs: each block's d×d product densified into one buffer
         for Xb, sb, ib, sl in self._blocks(chunked=True):
+            if stride > 1:  # every stride-th row of the block (views for dense X)
+                Xb, sb, ib = (every_row(a, stride) for a in (Xb, sb, ib))
+                sl = slice(sl.start, sl.stop, stride)
             m = Xb.shape[0]
             wb = block_weights(Xb, sb, ib, sl)
             w = np.ones(m) if wb is None else np.asarray(wb, dtype=np.float64)
@@ -736,7 +741,7 @@ class Design:
                 G[d, d] += float(np.sum(w * b * b))
         if self._icol is not None:
             G[d, :d] = G[:d, d]
-        return G
+        return G * stride if stride > 1 else G
 
     def to_dense(self) -> np.ndarray:
         """The effective matrix X̃ as a new dense float64 array of shape (n, d_eff).
@@ -772,11 +777,6 @@ class Design:
             return sp.csr_matrix(Xs)
         col = np.broadcast_to(np.asarray(self._icol, dtype=np.float64), (self.shape[0],))
         return sp.hstack([Xs, sp.csr_matrix(col[:, None])], format="csr")
-
-
-def _row_weighted(s: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Per-row weights applied to a per-row vector (n,) or matrix (n, k)."""
-    return s * w if s.ndim == 1 else s * w[:, None]
 
 
 def _as64(block):

@@ -139,7 +139,6 @@ class SmoothObjective:
         self.loss, self.X, self.y, self.l2, self.linear = loss, X, y, l2, linear
         self.passes = 0
         self._last: dict = {}
-        self._subsamples: dict = {}
 
     @property
     def explicit_hessian(self) -> bool:
@@ -179,30 +178,18 @@ class SmoothObjective:
         self.passes += 1
         return self.loss.hessian_vector_product(theta, self.X, self.y, p) + self.l2 * p
 
-    def hessian(self, theta, step: int = 1) -> np.ndarray:
-        """∇²f(θ) with the loss's part averaged over the rows 0, step, 2·step, …
-        (all rows for step 1): a (d, d) array, one pass over those rows.
+    def hessian(self, theta, stride: int = 1) -> np.ndarray:
+        """∇²f(θ) with the loss's part estimated from every ``stride``-th row of each
+        block of rows (all rows for stride 1; :meth:`Design.glm_hessian`, computed
+        where the rows are — on the workers for a Dask design): a (d, d) array.
 
         For the second-order solver only: a sub-sampled Hessian gives a descent
         direction (it is positive definite when l2 > 0), the gradient stays exact,
         so the iterates converge to the exact minimizer whatever the subsample."""
         self.passes += 1
         base, weights = self.loss._design_terms()
-        if step == 1:
-            sub, y, w = self.X, self.y, weights
-        else:
-            if step not in self._subsamples:
-                rows = slice(0, self.X.shape[0], step)
-                self._subsamples = {
-                    step: (
-                        self.X.take(rows),
-                        np.asarray(self.y[rows]),
-                        None if weights is None else np.asarray(weights[rows]),
-                    )
-                }
-            sub, y, w = self._subsamples[step]
-        H = sub.glm_hessian(base, theta, y, weights=w)
-        H /= sub.shape[0]
+        H = self.X.glm_hessian(base, theta, self.y, weights=weights, stride=stride)
+        H /= self.X.shape[0]
         H[np.diag_indices_from(H)] += self.l2
         return H
 

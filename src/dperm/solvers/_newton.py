@@ -40,7 +40,7 @@ __all__ = ["hessian_rows", "newton"]
 
 #: smallest subsample of rows for a sub-sampled Hessian
 _MIN_HESSIAN_ROWS = 1 << 16
-#: largest subsample held at once: 2²⁵ float64 values (256 MiB) of rows
+#: the subsample's rows × columns at most (2²⁵: the d×d Hessian then costs ≤ 2²⁵·d flops)
 _MAX_HESSIAN_VALUES = 1 << 25
 #: a full step that keeps more than this fraction of ‖∇f‖ enlarges the subsample
 _SLOW = 0.3
@@ -128,7 +128,7 @@ def newton(obj: SmoothObjective, theta0: np.ndarray, tol: float, max_iter: int) 
     """
     n = obj.X.shape[0]
     explicit = obj.explicit_hessian
-    step = max(1, -(-n // hessian_rows(n, obj.X.shape[1]))) if explicit else 1
+    stride = max(1, -(-n // hessian_rows(n, obj.X.shape[1]))) if explicit else 1
     theta = np.asarray(theta0, dtype=np.float64).copy()
     with np.errstate(over="ignore", invalid="ignore"):
         f, g = obj.fg(theta)
@@ -137,7 +137,7 @@ def newton(obj: SmoothObjective, theta0: np.ndarray, tol: float, max_iter: int) 
     while gn > tol and it < max_iter and math.isfinite(gn):
         with np.errstate(over="ignore", invalid="ignore"):
             if explicit:
-                p = _cholesky_direction(obj.hessian(theta, step), g)
+                p = _cholesky_direction(obj.hessian(theta, stride), g)
             else:
                 p = _cg_direction(obj, theta, g, gn, tol)
         slope = float(g @ p)
@@ -161,17 +161,17 @@ def newton(obj: SmoothObjective, theta0: np.ndarray, tol: float, max_iter: int) 
         it += 1
         if not accepted:
             break  # no representable progress along p
-        if explicit and step > 1 and t == 1.0 and gn_new > _SLOW * gn:
+        if explicit and stride > 1 and t == 1.0 and gn_new > _SLOW * gn:
             # slow full step: the subsample's fault if p solves the exact Newton system
             # poorly (‖∇²f p + ∇f‖ is the linear rate of sub-sampled Newton), else the
             # nonlinearity of f far from the optimum
             with np.errstate(over="ignore", invalid="ignore"):
                 miss = float(np.linalg.norm(obj.hessp(theta, p) + g))
             if not miss <= 0.5 * _SLOW * gn:
-                step = max(1, step // 4)
+                stride = max(1, stride // 4)
         theta, f, g, gn = cand, f_new, g_new, gn_new
     if explicit:
-        kind = "newton" if step == 1 else "subsampled-newton"
+        kind = "newton" if stride == 1 else "subsampled-newton"
     else:
         kind = "newton-cg"
     return obj.result(theta, f, gn, tol, it, kind)
