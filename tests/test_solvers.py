@@ -239,3 +239,34 @@ def test_warm_start_and_huge_linear_term(rng):
     lin = np.full(5, 1e4)
     far = minimize(Logistic(), X, y, l2=1e-2, linear=lin, tol=1e-8)
     assert far.converged and np.linalg.norm(far.theta) > 1e5
+
+
+def test_strided_hessian_is_the_subsample_sum_on_both_backends(rng):
+    """glm_hessian(stride=s) = s × Σ over every s-th row of each block (numpy) or
+    partition (Dask, computed on the partitions: no row reaches the client)."""
+    from dperm.design import as_design
+
+    n, d, s, chunk = 300, 5, 4, 70
+    X = rng.normal(size=(n, d))
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    w = rng.random(n)
+    theta = rng.normal(size=d + 1)
+    D = as_design(X, 1.5, intercept_scaling=0.5, warn=False)
+    A = D.to_dense()
+    p = 1.0 / (1.0 + np.exp(-(A @ theta)))
+    h = p * (1 - p) * w
+
+    def strided(starts):
+        rows = np.concatenate([np.arange(a, b, s) for a, b in starts])
+        return s * A[rows].T @ (A[rows] * h[rows, None])
+
+    got = D.glm_hessian(Logistic(), theta, y, weights=w, stride=s)
+    np.testing.assert_allclose(got, strided([(0, n)]), rtol=1e-12)
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    Dd = as_design(da.from_array(X, chunks=(chunk, d)), 1.5, intercept_scaling=0.5, warn=False)
+    with dask.config.set(scheduler="synchronous"):
+        got = Dd.glm_hessian(Logistic(), theta, da.from_array(y, chunks=chunk), weights=w, stride=s)
+    parts = [(a, min(n, a + chunk)) for a in range(0, n, chunk)]
+    np.testing.assert_allclose(got, strided(parts), rtol=1e-12)

@@ -455,10 +455,11 @@ class Design:
         return self.shape[0]
 
     # ----- fused passes ----------------------------------------------------------------
-    def _blocks(self, rows=None, *, chunked: bool = False):
+    def _blocks(self, rows=None, *, chunked: bool = False, widen: int = 1):
         """(raw block, scale block, intercept block, row selector) for a pass: chunks of
         rows over the whole design (one block for float64 CSR, whose scipy products need
-        no copy, unless ``chunked``), or the gathered batch ``rows`` as one block."""
+        no copy, unless ``chunked``; ``widen`` × the usual rows, for strided passes), or
+        the gathered batch ``rows`` as one block."""
         if rows is not None:
             Xb = _gather(self.X, rows)
             yield Xb, self._sub(self._scale, rows), self._sub(self._icol, rows), rows
@@ -467,7 +468,7 @@ class Design:
         width = self.n_features
         if self.is_sparse:  # blocks of ~the same number of stored values
             width = max(1, self.X.nnz // max(1, n))
-        step = rows_per_chunk(width)
+        step = rows_per_chunk(width) * widen
         whole = self.is_sparse and self.X.dtype == np.float64 and not chunked
         if n <= step or whole:
             yield self.X, self._scale, self._icol, slice(0, n)
@@ -715,7 +716,7 @@ class Design:
         d, D = self.n_features, self.shape[1]
         G = np.zeros((D, D))
         buf = None  # sparse designs: each block's d×d product densified into one buffer
-        for Xb, sb, ib, sl in self._blocks(chunked=True):
+        for Xb, sb, ib, sl in self._blocks(chunked=True, widen=stride):
             if stride > 1:  # every stride-th row of the block (views for dense X)
                 Xb, sb, ib = (every_row(a, stride) for a in (Xb, sb, ib))
                 sl = slice(sl.start, sl.stop, stride)

@@ -22,6 +22,10 @@ certified).  H is
   conjugate gradients to the forcing tolerance min(1/2, √‖∇f‖)·‖∇f‖ of
   inexact Newton (truncated Newton-CG, Nocedal & Wright 2006, Algorithm 7.1).
 
+A full step that contracts ‖∇f‖ at least 10× keeps its Hessian factor for the next
+step (Shamanskii's modification of Newton's method): near the optimum the Hessian
+barely moves and the subsample's error dominates anyway.
+
 f is strongly convex whenever l2 > 0 (the private fits), so the iterates converge
 from any start (``x0`` warm starts them).  Whether the caller's residual was
 reached is decided on an exact gradient, never on the method's own estimates.
@@ -44,6 +48,9 @@ _MIN_HESSIAN_ROWS = 1 << 16
 _MAX_HESSIAN_VALUES = 1 << 25
 #: a full step that keeps more than this fraction of ‖∇f‖ enlarges the subsample
 _SLOW = 0.3
+#: a full step that kept at most this fraction of ‖∇f‖ lets the next step reuse its
+#: Hessian factor (Shamanskii's variant: near the optimum the Hessian barely moves)
+_REUSE = 0.1
 #: Armijo's sufficient-decrease constant
 _ARMIJO = 1e-4
 #: step halvings before the line search gives up
@@ -63,19 +70,18 @@ def hessian_rows(n: int, d: int) -> int:
     return min(n, m)
 
 
-def _cholesky_direction(H: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """−H⁻¹g by Cholesky; a singular H (l2 = 0 on rows where the loss is flat) is
-    damped by μI, μ growing from 10⁻¹²·max diag(H)."""
+def _cholesky(H: np.ndarray):
+    """The Cholesky factor of H for :func:`scipy.linalg.cho_solve`; a singular H (l2 = 0
+    on rows where the loss is flat) is damped by μI, μ growing from 10⁻¹²·max diag(H);
+    None if even that fails (the caller then takes a steepest-descent step)."""
     scale = max(float(np.max(np.diag(H))), 1e-300)
     mu = 0.0
     for _ in range(12):  # damping attempts, not rows
         try:
-            if mu:
-                H = H + mu * np.eye(H.shape[0])
-            return -sla_dense.cho_solve(sla_dense.cho_factor(H), g)
+            return sla_dense.cho_factor(H + mu * np.eye(H.shape[0]) if mu else H)
         except (np.linalg.LinAlgError, ValueError):
             mu = scale * 1e-12 if mu == 0.0 else mu * 100.0
-    return -g
+    return None
 
 
 def _cg_direction(obj: SmoothObjective, theta, g, gn: float, tol: float) -> np.ndarray:
@@ -134,12 +140,15 @@ def newton(obj: SmoothObjective, theta0: np.ndarray, tol: float, max_iter: int) 
         f, g = obj.fg(theta)
     gn = float(np.linalg.norm(g))
     it = 0
+    factor = None  # the Cholesky factor of the last (sub-sampled) Hessian, when reused
     while gn > tol and it < max_iter and math.isfinite(gn):
+        fresh = factor is None
         with np.errstate(over="ignore", invalid="ignore"):
-            if explicit:
-                p = _cholesky_direction(obj.hessian(theta, stride), g)
-            else:
+            if not explicit:
                 p = _cg_direction(obj, theta, g, gn, tol)
+            else:
+                factor = _cholesky(obj.hessian(theta, stride)) if fresh else factor
+                p = -sla_dense.cho_solve(factor, g) if factor is not None else -g
         slope = float(g @ p)
         if not slope < 0.0:  # not a descent direction (rounding): steepest descent
             p, slope = -g, -gn * gn
@@ -161,7 +170,9 @@ def newton(obj: SmoothObjective, theta0: np.ndarray, tol: float, max_iter: int) 
         it += 1
         if not accepted:
             break  # no representable progress along p
-        if explicit and stride > 1 and t == 1.0 and gn_new > _SLOW * gn:
+        if not (t == 1.0 and gn_new <= _REUSE * gn):
+            factor = None  # a fresh Hessian for the next step
+        if explicit and fresh and stride > 1 and t == 1.0 and gn_new > _SLOW * gn:
             # slow full step: the subsample's fault if p solves the exact Newton system
             # poorly (‖∇²f p + ∇f‖ is the linear rate of sub-sampled Newton), else the
             # nonlinearity of f far from the optimum
