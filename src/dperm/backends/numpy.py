@@ -161,6 +161,7 @@ class Design:
         self._icol = _freeze(intercept)  # None, a float s, or per-row values (n,)
         self._xnorms = _freeze(xnorms)
         self._norms = None
+        self._curv = None  # (loss, y, θ, per-block curvature) of the last HVP pass
         self.data_norm = data_norm
         self.bound = float(bound)
         self.n_clipped = int(n_clipped)
@@ -569,13 +570,24 @@ class Design:
         both = np.column_stack([w, wv]) if w.ndim == 1 else np.hstack([w, wv])
         both0 = None if t0 is None else np.hstack([np.atleast_1d(t0), np.atleast_1d(v0)])
         out = np.zeros((self.shape[1], *w.shape[1:]))
-        for Xb, sb, ib, sl in self._blocks():
-            zu = self._margins_block(Xb, both, both0, sb, ib)
-            z, u = (zu[:, 0], zu[:, 1]) if w.ndim == 1 else (zu[:, :k], zu[:, k:])
-            u = loss.curvature_product(z, y[sl], u)
+        # the per-row curvature at θ is kept (≤ 1/8 of X's values) for the next product
+        # at the same θ, loss and y (the CG steps of one Newton step): then only X̃v
+        c = self._curv
+        hit = c is not None and c[0] is loss and c[1] is y and np.array_equal(c[2], theta)
+        states = self._curv[3] if hit else []
+        for i, (Xb, sb, ib, sl) in enumerate(self._blocks()):
+            if hit:
+                st, u = states[i], self._margins_block(Xb, wv, v0, sb, ib)
+            else:
+                zu = self._margins_block(Xb, both, both0, sb, ib)
+                z, u = (zu[:, 0], zu[:, 1]) if w.ndim == 1 else (zu[:, :k], zu[:, k:])
+                states.append(st := loss.curvature_state(z, y[sl]))
+            u = loss.apply_curvature(st, u)
             if weights is not None:
                 u = row_weighted(u, weights[sl])
             out += self._weighted_rows_sum(Xb, u, sb, ib)
+        if not hit and 8 * k <= self.n_features:
+            self._curv = (loss, y, np.array(theta, copy=True), states)
         return out
 
     def glm_clipped_sum(

@@ -177,13 +177,22 @@ class Softmax:
         E[rows, y] -= 1.0
         return value, E
 
-    def curvature_product(self, Z: np.ndarray, y: np.ndarray, U: np.ndarray) -> np.ndarray:
-        """(diag(pᵢ) − pᵢpᵢᵀ) uᵢ for every row, shape (n, k): the per-record Hessian of
-        ℓ in the scores applied to U = X̃V (Hessian-vector products)."""
-        P = softmax(Z, axis=1)
+    def curvature_state(self, Z: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """P = softmax(Z), shape (n, k): what the per-record Hessian diag(pᵢ) − pᵢpᵢᵀ
+        of ℓ in the scores depends on."""
+        return softmax(Z, axis=1)
+
+    @staticmethod
+    def apply_curvature(P: np.ndarray, U: np.ndarray) -> np.ndarray:
+        """(diag(pᵢ) − pᵢpᵢᵀ) uᵢ for every row, shape (n, k), U = X̃V."""
         PU = P * U
         PU -= P * PU.sum(axis=1, keepdims=True)
         return PU
+
+    def curvature_product(self, Z: np.ndarray, y: np.ndarray, U: np.ndarray) -> np.ndarray:
+        """(diag(pᵢ) − pᵢpᵢᵀ) uᵢ for every row, shape (n, k): the per-record Hessian of
+        ℓ in the scores applied to U = X̃V (Hessian-vector products)."""
+        return self.apply_curvature(self.curvature_state(Z, y), U)
 
     def residual_from_scores(self, Z: np.ndarray, y: np.ndarray) -> np.ndarray:
         """R = softmax(Z) − onehot(y), shape (n, k) (a new array)."""
