@@ -192,8 +192,9 @@ class Design:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the view itself (not X): the per-row vectors."""
+        """Bytes held by the view itself (not X): the per-row vectors and kept curvature."""
         own = [self._scale, self._icol, self._xnorms, self._norms, getattr(self, "_info", None)]
+        own += [] if self._curv is None else self._curv[3]
         return int(sum(a.nbytes for a in own if isinstance(a, np.ndarray)))
 
     def __repr__(self) -> str:
