@@ -45,10 +45,10 @@ def lbfgs(obj: SmoothObjective, theta0, constraint, tol: float, max_iter: int) -
         )
         theta = res.x
         f, g = obj.fg(theta)
-    if constraint is None:
-        opt = float(np.linalg.norm(g))
-    else:
-        opt = gradient_mapping_norm(theta, g, prox, 1.0)
+        if constraint is None:
+            opt = float(np.linalg.norm(g))
+        else:
+            opt = gradient_mapping_norm(theta, g, prox, 1.0)
     return obj.result(theta, f, opt, tol, res.nit, "L-BFGS-B")
 
 

@@ -132,23 +132,28 @@ def newton(obj: SmoothObjective, theta0: np.ndarray, tol: float, max_iter: int) 
     SolverResult
         ``optimality`` = ‖∇f(θ)‖₂ at the returned θ (an exact gradient).
     """
+    # far-off trial points (a gigantic perturbation term) overflow the loss or the norms:
+    # they are rejected by the line search and the certified residual, not warned about
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _newton(obj, theta0, tol, max_iter)
+
+
+def _newton(obj: SmoothObjective, theta0: np.ndarray, tol: float, max_iter: int) -> SolverResult:
     n = obj.X.shape[0]
     explicit = obj.explicit_hessian
     stride = max(1, -(-n // hessian_rows(n, obj.X.shape[1]))) if explicit else 1
     theta = np.asarray(theta0, dtype=np.float64).copy()
-    with np.errstate(over="ignore", invalid="ignore"):
-        f, g = obj.fg(theta)
+    f, g = obj.fg(theta)
     gn = float(np.linalg.norm(g))
     it = 0
     factor = None  # the Cholesky factor of the last (sub-sampled) Hessian, when reused
     while gn > tol and it < max_iter and math.isfinite(gn):
         fresh = factor is None
-        with np.errstate(over="ignore", invalid="ignore"):
-            if not explicit:
-                p = _cg_direction(obj, theta, g, gn, tol)
-            else:
-                factor = _cholesky(obj.hessian(theta, stride)) if fresh else factor
-                p = -sla_dense.cho_solve(factor, g) if factor is not None else -g
+        if not explicit:
+            p = _cg_direction(obj, theta, g, gn, tol)
+        else:
+            factor = _cholesky(obj.hessian(theta, stride)) if fresh else factor
+            p = -sla_dense.cho_solve(factor, g) if factor is not None else -g
         slope = float(g @ p)
         if not slope < 0.0:  # not a descent direction (rounding): steepest descent
             p, slope = -g, -gn * gn
@@ -156,8 +161,7 @@ def newton(obj: SmoothObjective, theta0: np.ndarray, tol: float, max_iter: int) 
         accepted = False
         for _ in range(_HALVINGS):  # step halvings, not rows
             cand = theta + t * p
-            with np.errstate(over="ignore", invalid="ignore"):
-                f_new, g_new = obj.fg(cand)
+            f_new, g_new = obj.fg(cand)
             gn_new = float(np.linalg.norm(g_new))
             if math.isfinite(f_new) and math.isfinite(gn_new):
                 if f_new <= f + _ARMIJO * t * slope:
@@ -176,8 +180,7 @@ def newton(obj: SmoothObjective, theta0: np.ndarray, tol: float, max_iter: int) 
             # slow full step: the subsample's fault if p solves the exact Newton system
             # poorly (‖∇²f p + ∇f‖ is the linear rate of sub-sampled Newton), else the
             # nonlinearity of f far from the optimum
-            with np.errstate(over="ignore", invalid="ignore"):
-                miss = float(np.linalg.norm(obj.hessp(theta, p) + g))
+            miss = float(np.linalg.norm(obj.hessp(theta, p) + g))
             if not miss <= 0.5 * _SLOW * gn:
                 stride = max(1, stride // 4)
         theta, f, g, gn = cand, f_new, g_new, gn_new
