@@ -170,3 +170,47 @@ def test_logistic_is_stable_for_huge_margins():
     v = loss.pointwise(z, y)
     assert np.all(np.isfinite(v)) and v[0] == pytest.approx(1e4) and v[1] == 0.0
     assert np.all(np.isfinite(loss.derivative(z, y)))
+
+
+def test_fused_logistic_value_and_derivative_equal_the_separate_ones(rng):
+    z = np.concatenate([rng.normal(size=1000) * 40.0, [0.0, -745.0, 745.0, 1e4, -1e4]])
+    y = np.where(rng.random(z.size) < 0.5, -1.0, 1.0)
+    loss = Logistic()
+    v, s = loss.value_and_derivative(z, y)
+    np.testing.assert_allclose(v, loss.pointwise(z, y), rtol=2e-15, atol=0)
+    np.testing.assert_allclose(s, loss.derivative(z, y), rtol=2e-15, atol=0)
+    for other in (HuberSVM(0.5), Squared(label_bound=3.0)):  # the default: the two methods
+        v, s = other.value_and_derivative(z / 40.0, y)
+        np.testing.assert_array_equal(v, other.pointwise(z / 40.0, y))
+        np.testing.assert_array_equal(s, other.derivative(z / 40.0, y))
+
+
+def test_hessian_vector_products_reuse_the_curvature_only_at_the_same_point(rng):
+    """The Design keeps the per-row curvature of its last Hessian-vector pass; a
+    product at another θ, with another loss or other labels never reuses it."""
+    from dperm.design import as_design
+
+    X = rng.normal(size=(400, 16))
+    y = np.where(rng.random(400) < 0.5, -1.0, 1.0)
+    D = as_design(X, 3.0, intercept_scaling=1.0, warn=False)
+    A = D.to_dense()
+    th, th2, v = rng.normal(size=(3, 17))
+
+    def direct(loss, theta, labels):
+        h = loss.second_derivative(A @ theta, labels)
+        return A.T @ (h * (A @ v)) / 400
+
+    logistic, huber = Logistic(), HuberSVM(0.5)
+    for loss, theta, labels in [
+        (logistic, th, y),
+        (logistic, th, y),  # reused
+        (logistic, th2, y),
+        (huber, th2, y),
+        (huber, th2, -y),
+        (logistic, th, y),
+    ]:
+        np.testing.assert_allclose(
+            loss.hessian_vector_product(theta, D, labels, v),
+            direct(loss, theta, labels),
+            atol=1e-14,
+        )

@@ -180,3 +180,34 @@ def test_flat_softmax_is_the_softmax_loss_on_vec_theta():
     res = minimize(flat, X, y, l2=0.1, tol=1e-10, x0=np.zeros(d * k))
     grad = loss.gradient(res.theta.reshape(d, k), X, y) + 0.1 * res.theta.reshape(d, k)
     assert res.converged and np.linalg.norm(grad) <= 1e-10
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_design_fused_passes_equal_the_materialized_products(sparse):
+    """On a Design (clipped rows, implicit intercept) the softmax value, gradient and
+    Hessian-vector product come from the fused passes; they equal the same products
+    on the materialized effective matrix (float32 X accumulated in float64)."""
+    from dperm.design import as_design
+
+    X, y, _ = _problem(3, 300, 7, 4, sparse=sparse, scale=1.0)
+    X = X.astype(np.float32)
+    D = as_design(X, 2.0, intercept_scaling=0.7, warn=False)
+    ref = D.to_dense()
+    rng = np.random.default_rng(4)
+    theta, V = rng.normal(size=(2, 8, 4))
+    loss = Softmax(4)
+    v, g = loss.value_and_gradient(theta, D, y)
+    v_ref, g_ref = loss.value_and_gradient(theta, ref, y)
+    assert v == pytest.approx(v_ref, rel=1e-12)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(
+        loss.hessian_vector_product(theta, D, y, V),
+        loss.hessian_vector_product(theta, ref, y, V),
+        rtol=1e-10,
+        atol=1e-13,
+    )
+    # the fused value and residual are the ones of the separate functions
+    Z = ref @ theta
+    val, R = loss.value_and_derivative(Z, y)
+    np.testing.assert_allclose(val, loss.pointwise(Z, y), rtol=1e-13)
+    np.testing.assert_allclose(R, loss.residual_from_scores(Z, y), atol=1e-15)

@@ -98,3 +98,42 @@ def test_bad_input(data):
         accuracy(np.zeros(3), X, y)
     with pytest.raises(InvalidDataError, match="unseen"):
         excess_empirical_risk(clf, X, np.where(y > 0, 5.0, -1.0))
+
+
+def test_multinomial_reference_is_sklearns_multinomial_minimizer():
+    """The non-private reference of a multinomial model is one softmax problem (the
+    block Hessian-vector products of the solver): it equals scikit-learn's
+    multinomial LogisticRegression with the same ridge (no intercept: scikit-learn
+    leaves it unpenalized), and the excess risk against it is ≥ 0 and 0 at it."""
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+
+    from dperm.exceptions import ClippingWarning
+
+    rng = np.random.default_rng(5)
+    n, d, k = 1500, 4, 3
+    X = rng.normal(size=(n, d)) / 3
+    y = np.argmax(X @ rng.normal(size=(d, k)) * 4 + rng.gumbel(size=(n, k)), axis=1)
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]  # no row is clipped
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClippingWarning)
+        model = DPLogisticRegression(
+            mechanism="objective",
+            multi_class="multinomial",
+            epsilon=2.0,
+            data_norm=1.0,
+            fit_intercept=False,
+            classes=[0, 1, 2],
+            random_state=0,
+        ).fit(X, y)
+    (problem,) = objective_problems(model, X, y)
+    assert problem["theta"].shape == (d * k,)
+    ref = nonprivate_fit(model, X, y)
+    sk = LogisticRegression(
+        C=1.0 / (n * model.l2_), fit_intercept=False, tol=1e-12, max_iter=10_000
+    )
+    sk.fit(X, y)
+    np.testing.assert_allclose(ref.coef_, sk.coef_, atol=1e-6)
+    assert excess_empirical_risk(model, X, y) > 0.0
+    assert excess_empirical_risk(ref, X, y) == pytest.approx(0.0, abs=1e-12)

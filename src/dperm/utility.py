@@ -32,6 +32,7 @@ from .accounting.events import NonPrivate
 from .design import as_design, check_X_y, validate_estimator_input
 from .exceptions import InvalidDataError, InvalidPrivacyParameter
 from .losses.base import GLMLoss
+from .losses.softmax import FlatSoftmax, Softmax
 from .solvers import minimize, objective_value
 
 __all__ = [
@@ -52,10 +53,12 @@ def objective_problems(model, X, y):
     Returns
     -------
     list of dict
-        One per problem (one for binary / regression, k for one-vs-rest), with
-        keys ``X`` (the clipped, intercept-augmented :class:`~dperm.design.Design`
-        of X, shared by the problems), ``y`` (±1 labels or
-        targets), ``theta`` (the released parameter in the augmented space),
+        One per problem (one for binary / regression and for the multinomial model,
+        k for one-vs-rest), with keys ``X`` (the clipped, intercept-augmented
+        :class:`~dperm.design.Design` of X, shared by the problems), ``y`` (±1 labels,
+        targets, or class indices 0…k−1 for the multinomial model), ``theta`` (the
+        released parameter in the augmented space; vec(Θ), Θ of shape (d_eff, k), with
+        the loss :class:`~dperm.losses.softmax.FlatSoftmax` for the multinomial model),
         ``loss``, ``l2``, ``regularizer``, ``constraint``.
 
     Raises
@@ -81,6 +84,19 @@ def objective_problems(model, X, y):
             targets = [np.where(y == c, 1.0, -1.0) for c in classes]
     else:
         targets = [model.loss_.check_labels(y)]
+    if isinstance(model.loss_, Softmax):  # multinomial: one problem, vec(Θ) with Θ (d_eff, k)
+        k = len(model.classes_)
+        theta = W.T if not model.fit_intercept else np.vstack([W.T, b / model.intercept_scaling])
+        problem = {
+            "X": Xd,
+            "y": np.searchsorted(model.classes_, y),
+            "theta": np.asarray(theta, dtype=float).ravel(),
+            "loss": FlatSoftmax(Softmax(k), k),
+            "l2": model.l2_,
+            "regularizer": model.regularizer_,
+            "constraint": model.constraint_,
+        }
+        return [problem]
     problems = []
     for k, target in enumerate(targets):
         theta = W[k]
@@ -246,6 +262,8 @@ def nonprivate_fit(model, X, y, *, tol: float = 1e-10, max_iter: int = 10_000):
     """
     problems = objective_problems(model, X, y)
     thetas = np.vstack([_solve_reference(p, tol, max_iter).theta for p in problems])
+    if isinstance(problems[0]["loss"], FlatSoftmax):  # vec(Θ) → one row per class
+        thetas = thetas.reshape(-1, len(model.classes_)).T
     ref = copy.deepcopy(model)
     if model.fit_intercept:
         coef, intercept = thetas[:, :-1], thetas[:, -1] * float(model.intercept_scaling)

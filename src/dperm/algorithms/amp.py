@@ -481,7 +481,8 @@ def _residual(loss, theta, X, y, cal: AmpCalibration, b1, constraint):
 
 
 def _approximate_minimizer(loss, X, y, cal: AmpCalibration, b1, constraint, max_iter):
-    """θ_approx with an independently certified residual ≤ γ (or ConvergenceError).
+    """(θ_approx with an independently certified residual ≤ γ, the solver's report
+    as data-dependent diagnostics) — or ConvergenceError.
 
     The solver may be asked again, warm-started and with a tighter tolerance, on
     the *same* b₁ (at most 3 rounds): any point with residual ≤ γ is covered by
@@ -490,6 +491,7 @@ def _approximate_minimizer(loss, X, y, cal: AmpCalibration, b1, constraint, max_
     x0 = np.zeros(b1.shape[0])  # vec(Θ) for the softmax loss, θ otherwise
     tol = 0.5 * gamma
     residual = math.inf
+    report = {"solver_method": "", "solver_iterations": 0, "solver_passes": 0}
     for _ in range(3):  # refinement rounds on the same noise, not a retry with new noise
         res = minimize(
             loss,
@@ -503,9 +505,13 @@ def _approximate_minimizer(loss, X, y, cal: AmpCalibration, b1, constraint, max_
             x0=x0,
         )
         x0 = np.asarray(res.theta, dtype=float)
+        report["solver_method"] = res.method
+        report["solver_iterations"] += res.n_iter
+        report["solver_passes"] += res.n_passes
         point, residual = _residual(loss, x0, X, y, cal, b1, constraint)
         if residual <= gamma:
-            return point
+            report["solver_optimality"] = residual
+            return point, report
         tol *= 0.1
     raise ConvergenceError(  # [AMP-4] fail closed (also when the residual is NaN)
         f"AMP: the optimizer did not reach the gradient-norm tolerance gamma={gamma:.3g} "
@@ -569,7 +575,7 @@ def _run(
     # Both noises are drawn before the data is touched, b₁ first, then b₂.
     b1 = gaussian_noise(n_coords, cal.sigma_objective, rng)  # [AMP-3]
     b2 = gaussian_noise(n_coords, cal.sigma_output, rng)  # [AMP-5]
-    theta_approx = _approximate_minimizer(loss, X, y, cal, b1, constraint, max_iter)
+    theta_approx, solver = _approximate_minimizer(loss, X, y, cal, b1, constraint, max_iter)
     theta = (theta_approx + b2).reshape(shape)  # [AMP-6]
     event = Composed(
         (
@@ -588,6 +594,7 @@ def _run(
         "constrained": constraint is not None,
         "Lambda": n * cal.alpha,
         **cal.as_dict(),
+        **solver,  # data-dependent (like n_clipped): for the data owner
     }
     return Result(theta=theta, event=event, diagnostics=diagnostics)
 
@@ -669,8 +676,10 @@ def fit(
         ``theta`` of shape (d,); ``event``
         ``Composed((EpsilonDelta(ε₁, δ₁), EpsilonDelta(ε₂, δ₂)))`` (basic
         composition gives exactly (ε, δ)); ``diagnostics`` with every constant
-        of :class:`AmpCalibration`, ``Lambda`` = n·alpha, ``n_clipped`` (which,
-        like nothing else here, depends on the data: it is for the data owner).
+        of :class:`AmpCalibration`, ``Lambda`` = n·alpha, ``n_clipped`` and the
+        solver's report ``solver_method``, ``solver_iterations``, ``solver_passes``,
+        ``solver_optimality`` (these depend on the data and are not covered by the
+        guarantee: they are for the data owner).
 
     Raises
     ------

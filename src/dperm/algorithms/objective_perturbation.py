@@ -495,5 +495,6 @@ def fit(
         solver_method=res.method,
         solver_iterations=res.n_iter,
         solver_optimality=res.optimality,
+        solver_passes=res.n_passes,
     )
     return Result(theta=theta, event=event, diagnostics=diagnostics)

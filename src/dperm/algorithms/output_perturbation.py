@@ -171,6 +171,7 @@ def fit(
         solver_method=res.method,
         solver_iterations=res.n_iter,
         solver_optimality=res.optimality,
+        solver_passes=res.n_passes,
     )
     if kind == "gamma":
         b = gamma_norm_noise(n_coords, epsilon, sensitivity, rng)  # [OUT-3] ε-DP

@@ -186,7 +186,9 @@ def _partial(op, p, xb, auxb, yb, wb, spec, args, rows):
     elif op == "gram":
         res = view.gram(wb)
     elif op == "hess":
-        res = view.glm_hessian(args["loss"], args["theta"], yb, weights=wb)
+        res = view.glm_hessian(
+            args["loss"], args["theta"], yb, weights=wb, stride=args.get("stride", 1)
+        )
     elif op == "count":
         res = np.array([float(view.X.shape[0] if rows is None else len(rows))])
     else:  # pragma: no cover - internal
@@ -588,11 +590,13 @@ class DaskDesign(Design):
         D = self.shape[1]
         return self._pass("gram", weights=weights, size=D * D).reshape(D, D)
 
-    def glm_hessian(self, loss, theta, y, *, weights=None) -> np.ndarray:
-        """Σᵢ wᵢ φ''ᵢ x̃ᵢ x̃ᵢᵀ (d_eff, d_eff), reduced over the partitions."""
+    def glm_hessian(self, loss, theta, y, *, weights=None, stride: int = 1) -> np.ndarray:
+        """Σᵢ wᵢ φ''ᵢ x̃ᵢ x̃ᵢᵀ (d_eff, d_eff), reduced over the partitions (``stride``: the
+        sub-sampled estimate of :meth:`dperm.design.Design.glm_hessian`, per partition)."""
         theta, _ = self._theta_size(theta)
         D = self.shape[1]
-        out = self._pass("hess", y=y, weights=weights, size=D * D, loss=loss, theta=theta)
+        args = dict(size=D * D, loss=loss, theta=theta, stride=int(stride))
+        out = self._pass("hess", y=y, weights=weights, **args)
         return out.reshape(D, D)
 
     def take(self, rows) -> Design:

@@ -52,6 +52,7 @@ import numpy as np
 
 from .._validation import check_positive, rows_per_chunk, sp
 from ..exceptions import InvalidDataError
+from ._products import every_row, mm, row_weighted, tmm
 from .rows import (
     clip_factors,
     clip_scale,
@@ -160,6 +161,7 @@ class Design:
         self._icol = _freeze(intercept)  # None, a float s, or per-row values (n,)
         self._xnorms = _freeze(xnorms)
         self._norms = None
+        self._curv = None  # (loss, y, θ, per-block curvature) of the last HVP pass
         self.data_norm = data_norm
         self.bound = float(bound)
         self.n_clipped = int(n_clipped)
@@ -190,8 +192,9 @@ class Design:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the view itself (not X): the per-row vectors."""
+        """Bytes held by the view itself (not X): the per-row vectors and kept curvature."""
         own = [self._scale, self._icol, self._xnorms, self._norms, getattr(self, "_info", None)]
+        own += [] if self._curv is None else self._curv[3]
         return int(sum(a.nbytes for a in own if isinstance(a, np.ndarray)))
 
     def __repr__(self) -> str:
@@ -225,30 +228,30 @@ class Design:
     def _raw_matvec(self, X, w: np.ndarray) -> np.ndarray:
         """X @ w in float64 for a block (or all) of raw rows, no copy of X."""
         if X.dtype == np.float64:
-            return np.asarray(X @ w)
+            return mm(X, w)
         n = X.shape[0]
         out = np.empty((n, *w.shape[1:]))
         step = rows_per_chunk(X.shape[1])
         if n <= step:
-            out[...] = _as64(X) @ w
+            out[...] = mm(_as64(X), w)
             return out
         with blas_controller().limit(limits=1, user_api="blas"):  # see _blocks
             for a in range(0, n, step):
-                out[a : a + step] = _as64(X[a : a + step]) @ w
+                out[a : a + step] = mm(_as64(X[a : a + step]), w)
         return out
 
     def _raw_rmatvec(self, X, u: np.ndarray) -> np.ndarray:
         """Xᵀ u in float64 for raw rows, no copy of X."""
         if X.dtype == np.float64:
-            return np.asarray(X.T @ u)
+            return tmm(X, u)
         n = X.shape[0]
         step = rows_per_chunk(X.shape[1])
         if n <= step:
-            return np.asarray(_as64(X).T @ u)
+            return tmm(_as64(X), u)
         out = np.zeros((X.shape[1], *u.shape[1:]))
         with blas_controller().limit(limits=1, user_api="blas"):  # see _blocks
             for a in range(0, n, step):
-                out += _as64(X[a : a + step]).T @ u[a : a + step]
+                out += tmm(_as64(X[a : a + step]), u[a : a + step])
         return out
 
     def _sub(self, a, rows):
@@ -454,10 +457,11 @@ class Design:
         return self.shape[0]
 
     # ----- fused passes ----------------------------------------------------------------
-    def _blocks(self, rows=None, *, chunked: bool = False):
+    def _blocks(self, rows=None, *, chunked: bool = False, widen: int = 1):
         """(raw block, scale block, intercept block, row selector) for a pass: chunks of
         rows over the whole design (one block for float64 CSR, whose scipy products need
-        no copy, unless ``chunked``), or the gathered batch ``rows`` as one block."""
+        no copy, unless ``chunked``; ``widen`` × the usual rows, for strided passes), or
+        the gathered batch ``rows`` as one block."""
         if rows is not None:
             Xb = _gather(self.X, rows)
             yield Xb, self._sub(self._scale, rows), self._sub(self._icol, rows), rows
@@ -466,7 +470,7 @@ class Design:
         width = self.n_features
         if self.is_sparse:  # blocks of ~the same number of stored values
             width = max(1, self.X.nnz // max(1, n))
-        step = rows_per_chunk(width)
+        step = rows_per_chunk(width) * widen
         whole = self.is_sparse and self.X.dtype == np.float64 and not chunked
         if n <= step or whole:
             yield self.X, self._scale, self._icol, slice(0, n)
@@ -530,44 +534,61 @@ class Design:
     def _glm_pass(self, loss, theta, y, weights, rows, need_value):
         w, t0 = self._split(theta)
         total = 0.0
-        grad = np.zeros(self.shape[1])
+        grad = np.zeros((self.shape[1], *w.shape[1:]))
         for Xb, sb, ib, sl in self._blocks(rows):
             z = self._margins_block(Xb, w, t0, sb, ib)
             yb = y[sl]
-            s = np.asarray(loss.derivative(z, yb), dtype=np.float64)
-            if weights is not None:
-                s = s * weights[sl]
             if need_value:
-                val = loss.pointwise(z, yb)
+                val, s = loss.value_and_derivative(z, yb)
                 total += float(np.sum(val if weights is None else val * weights[sl]))
+            else:
+                s = loss.derivative(z, yb)
+            s = np.asarray(s, dtype=np.float64)
+            if weights is not None:
+                s = row_weighted(s, weights[sl])
             grad += self._weighted_rows_sum(Xb, s, sb, ib)
         return total, grad
 
     def glm_hessian_vector(self, loss, theta, y, v, *, weights=None) -> np.ndarray:
-        """Σᵢ wᵢ φ''(x̃ᵢᵀθ, yᵢ) (x̃ᵢᵀv) x̃ᵢ = X̃ᵀ diag(w ⊙ φ'') X̃ v in one pass (both
-        margins from the same block of rows).
+        """Σᵢ wᵢ ∇²φ(x̃ᵢᵀθ, yᵢ)[x̃ᵢᵀv] x̃ᵢ = X̃ᵀ diag(w ⊙ φ'') X̃ v in one pass (both
+        margins in one product per block), the curvature applied by the loss's
+        ``curvature_product`` (φ''·u; the softmax's k×k blocks for θ of shape (d_eff, k)).
 
         Parameters
         ----------
-        loss : GLMLoss
-        theta, v : ndarray of shape (d_eff,)
+        loss : GLMLoss or Softmax
+        theta, v : ndarray of shape (d_eff,) or (d_eff, k)
         y : ndarray of shape (n,)
         weights : ndarray of shape (n,), optional
 
         Returns
         -------
-        ndarray of shape (d_eff,)
+        ndarray of the shape of ``theta``
         """
         w, t0 = self._split(theta)
         wv, v0 = self._split(v)
-        out = np.zeros(self.shape[1])
-        for Xb, sb, ib, sl in self._blocks():
-            h = loss.second_derivative(self._margins_block(Xb, w, t0, sb, ib), y[sl])
-            u = self._margins_block(Xb, wv, v0, sb, ib)
-            u *= h
+        k = 1 if w.ndim == 1 else w.shape[1]
+        both = np.column_stack([w, wv]) if w.ndim == 1 else np.hstack([w, wv])
+        both0 = None if t0 is None else np.hstack([np.atleast_1d(t0), np.atleast_1d(v0)])
+        out = np.zeros((self.shape[1], *w.shape[1:]))
+        # the per-row curvature at θ is kept (≤ 1/8 of X's values) for the next product
+        # at the same θ, loss and y (the CG steps of one Newton step): then only X̃v
+        c = self._curv
+        hit = c is not None and c[0] is loss and c[1] is y and np.array_equal(c[2], theta)
+        states = self._curv[3] if hit else []
+        for i, (Xb, sb, ib, sl) in enumerate(self._blocks()):
+            if hit:
+                st, u = states[i], self._margins_block(Xb, wv, v0, sb, ib)
+            else:
+                zu = self._margins_block(Xb, both, both0, sb, ib)
+                z, u = (zu[:, 0], zu[:, 1]) if w.ndim == 1 else (zu[:, :k], zu[:, k:])
+                states.append(st := loss.curvature_state(z, y[sl]))
+            u = loss.apply_curvature(st, u)
             if weights is not None:
-                u *= weights[sl]
+                u = row_weighted(u, weights[sl])
             out += self._weighted_rows_sum(Xb, u, sb, ib)
+        if not hit and 8 * k <= self.n_features:
+            self._curv = (loss, y, np.array(theta, copy=True), states)
         return out
 
     def glm_clipped_sum(
@@ -675,7 +696,7 @@ class Design:
         weights = np.asarray(weights, dtype=np.float64)
         return self._weighted_gram(lambda Xb, sb, ib, sl: weights[sl])
 
-    def glm_hessian(self, loss, theta, y, *, weights=None) -> np.ndarray:
+    def glm_hessian(self, loss, theta, y, *, weights=None, stride: int = 1) -> np.ndarray:
         """Σᵢ wᵢ φ''(x̃ᵢᵀθ, yᵢ) x̃ᵢ x̃ᵢᵀ, the (unnormalized) Hessian of a GLM loss, in one
         pass (d_eff × d_eff, O(n d²) work): for Newton steps on narrow designs.
 
@@ -685,6 +706,9 @@ class Design:
         theta : ndarray of shape (d_eff,)
         y : ndarray of shape (n,)
         weights : ndarray of shape (n,), optional
+        stride : int ≥ 1, default 1
+            s > 1: s × the sum over every s-th row of each block of rows, a sub-sampled
+            estimate on the scale of the full sum that reads ~n/s rows (sub-sampled Newton).
 
         Returns
         -------
@@ -696,25 +720,34 @@ class Design:
             h = np.asarray(loss.second_derivative(self._margins_block(Xb, w, t0, sb, ib), y[sl]))
             return h if weights is None else h * weights[sl]
 
-        return self._weighted_gram(block_weights)
+        return self._weighted_gram(block_weights, stride)
 
-    def _weighted_gram(self, block_weights) -> np.ndarray:
-        """Σᵢ wᵢ x̃ᵢ x̃ᵢᵀ with wᵢ from ``block_weights(Xb, sb, ib, rows)`` (None = 1)."""
+    def _weighted_gram(self, block_weights, stride: int = 1) -> np.ndarray:
+        """Σᵢ wᵢ x̃ᵢ x̃ᵢᵀ, wᵢ from ``block_weights(Xb, sb, ib, rows)`` (None = 1), or ``stride`` ×
+        the sum over every stride-th row of each block.  Dense blocks with wᵢ ≥ 0 go through
+        the symmetric rank-k update AᵀA, A = diag(√wᵢ cᵢ) X_b (half the work of Xᵀ(w ⊙ X))."""
         d, D = self.n_features, self.shape[1]
         G = np.zeros((D, D))
         buf = None  # sparse designs: each block's d×d product densified into one buffer
-        for Xb, sb, ib, sl in self._blocks(chunked=True):
+        for Xb, sb, ib, sl in self._blocks(chunked=True, widen=stride):
+            if stride > 1:  # every stride-th row of the block (views for dense X)
+                Xb, sb, ib = (every_row(a, stride) for a in (Xb, sb, ib))
+                sl = slice(sl.start, sl.stop, stride)
             m = Xb.shape[0]
             wb = block_weights(Xb, sb, ib, sl)
             w = np.ones(m) if wb is None else np.asarray(wb, dtype=np.float64)
             c = np.ones(m) if sb is None else sb
             wc = w * c
-            Xb = _as64(Xb)
             if self.is_sparse:
+                Xb = _as64(Xb)
                 buf = np.empty((d, d)) if buf is None else buf
                 (Xb.T @ (sp.diags(wc * c) @ Xb)).toarray(out=buf)
                 G[:d, :d] += buf
+            elif np.all(w >= 0.0):
+                A = Xb * (np.sqrt(w) * c)[:, None]  # float64 (c and w are)
+                G[:d, :d] += A.T @ A  # numpy calls BLAS syrk for Aᵀ A
             else:
+                Xb = _as64(Xb)
                 G[:d, :d] += Xb.T @ (Xb * (wc * c)[:, None])
             if ib is not None:
                 b = np.broadcast_to(ib, (m,))
@@ -722,7 +755,7 @@ class Design:
                 G[d, d] += float(np.sum(w * b * b))
         if self._icol is not None:
             G[d, :d] = G[:d, d]
-        return G
+        return G * stride if stride > 1 else G
 
     def to_dense(self) -> np.ndarray:
         """The effective matrix X̃ as a new dense float64 array of shape (n, d_eff).

@@ -94,6 +94,26 @@ class GLMLoss(ABC):
     def second_derivative(self, z: np.ndarray, y: np.ndarray) -> np.ndarray:
         """∂²φ/∂z² (zᵢ, yᵢ) elementwise, shape (n,) (0 at kinks of non-smooth losses)."""
 
+    def value_and_derivative(self, z: np.ndarray, y: np.ndarray):
+        """(φ(zᵢ, yᵢ), ∂φ/∂z (zᵢ, yᵢ)) elementwise, each of shape (n,): the fused
+        passes of a Design call this (a loss may override it to share work)."""
+        return self.pointwise(z, y), self.derivative(z, y)
+
+    def curvature_state(self, z: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """The per-record curvature φ''(zᵢ, yᵢ), shape (n,), that
+        :meth:`apply_curvature` applies (kept across the Hessian-vector products at
+        one θ)."""
+        return self.second_derivative(z, y)
+
+    def apply_curvature(self, state: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """φ''ᵢ·uᵢ for the margins u = X̃v of a Hessian-vector product, shape (n,)."""
+        return state * u
+
+    def curvature_product(self, z: np.ndarray, y: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """φ''(zᵢ, yᵢ)·uᵢ elementwise, shape (n,): the per-record curvature applied to
+        the margins u = X̃v of a Hessian-vector product."""
+        return self.apply_curvature(self.curvature_state(z, y), u)
+
     def check_labels(self, y) -> np.ndarray:
         """Return ``y`` as float64 after checking the loss can take it: labels in
         {−1, +1} for a classification loss, finite reals otherwise (a loss with a

@@ -33,6 +33,7 @@ import scipy.sparse as sp
 from scipy.special import logsumexp, softmax
 
 from .._validation import check_count
+from ..design import Design
 from ..exceptions import InvalidDataError, LabelError, PrivacyLeakWarning
 from .base import _check_data_norm
 
@@ -159,6 +160,40 @@ class Softmax:
         """ℓᵢ = logsumexp(zᵢ) − zᵢ[yᵢ] from the (n, k) scores, shape (n,)."""
         return logsumexp(Z, axis=1) - Z[np.arange(Z.shape[0]), y]
 
+    def derivative(self, Z: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """∂ℓᵢ/∂zᵢ = pᵢ − e_{yᵢ} from the (n, k) scores (= :meth:`residual_from_scores`):
+        the block function of the Design's fused gradient pass."""
+        return self.residual_from_scores(Z, y)
+
+    def value_and_derivative(self, Z: np.ndarray, y: np.ndarray):
+        """(ℓᵢ, pᵢ − e_{yᵢ}) from the (n, k) scores with one exponential of Z, shapes
+        (n,) and (n, k)."""
+        rows = np.arange(Z.shape[0])
+        top = Z.max(axis=1, keepdims=True)
+        E = np.exp(Z - top)
+        total = E.sum(axis=1)
+        value = np.log(total) + top[:, 0] - Z[rows, y]
+        E /= total[:, None]
+        E[rows, y] -= 1.0
+        return value, E
+
+    def curvature_state(self, Z: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """P = softmax(Z), shape (n, k): what the per-record Hessian diag(pᵢ) − pᵢpᵢᵀ
+        of ℓ in the scores depends on."""
+        return softmax(Z, axis=1)
+
+    @staticmethod
+    def apply_curvature(P: np.ndarray, U: np.ndarray) -> np.ndarray:
+        """(diag(pᵢ) − pᵢpᵢᵀ) uᵢ for every row, shape (n, k), U = X̃V."""
+        PU = P * U
+        PU -= P * PU.sum(axis=1, keepdims=True)
+        return PU
+
+    def curvature_product(self, Z: np.ndarray, y: np.ndarray, U: np.ndarray) -> np.ndarray:
+        """(diag(pᵢ) − pᵢpᵢᵀ) uᵢ for every row, shape (n, k): the per-record Hessian of
+        ℓ in the scores applied to U = X̃V (Hessian-vector products)."""
+        return self.apply_curvature(self.curvature_state(Z, y), U)
+
     def residual_from_scores(self, Z: np.ndarray, y: np.ndarray) -> np.ndarray:
         """R = softmax(Z) − onehot(y), shape (n, k) (a new array)."""
         R = softmax(Z, axis=1)
@@ -175,21 +210,23 @@ class Softmax:
 
     def value(self, theta, X, y) -> float:
         """Empirical risk L(Θ) = mean ℓ(Θ; xᵢ, yᵢ)."""
-        theta = self._theta(theta, X)
-        y = np.asarray(y, dtype=np.int64)
-        return float(np.mean(self.pointwise(_scores(X, theta), y)))
+        return self.value_and_gradient(theta, X, y)[0]
 
     def gradient(self, theta, X, y) -> np.ndarray:
         """∇L(Θ) = (1/n) Xᵀ R, shape (d, k)."""
-        return _rmat(X, self.residual(theta, X, y)) / X.shape[0]
+        return self.value_and_gradient(theta, X, y)[1]
 
     def value_and_gradient(self, theta, X, y) -> tuple[float, np.ndarray]:
-        """(L(Θ), ∇L(Θ)) with one product XΘ."""
+        """(L(Θ), ∇L(Θ)) with one product XΘ (on a Design: one fused pass over X,
+        :meth:`~dperm.design.Design.glm_value_and_gradient`)."""
         theta = self._theta(theta, X)
         y = np.asarray(y, dtype=np.int64)
-        Z = _scores(X, theta)
-        value = float(np.mean(self.pointwise(Z, y)))
-        return value, _rmat(X, self.residual_from_scores(Z, y)) / X.shape[0]
+        n = X.shape[0]
+        if isinstance(X, Design):
+            value, grad = X.glm_value_and_gradient(self, theta, y)
+            return value / n, grad / n
+        value, R = self.value_and_derivative(_scores(X, theta), y)
+        return float(np.mean(value)), _rmat(X, R) / n
 
     def per_example_gradients(self, theta, X, y) -> np.ndarray:
         """The (n, d, k) array of per-example gradients xᵢ rᵢᵀ (for tests; the
@@ -210,11 +247,14 @@ class Softmax:
         return np.sqrt(np.einsum("ij,ij->i", R, R)) * xn
 
     def hessian_vector_product(self, theta, X, y, V) -> np.ndarray:
-        """∇²L(Θ)[V] = (1/n) Xᵀ (P ⊙ U − P ⊙ rowsum(P ⊙ U)), U = XV; shape (d, k)."""
-        P = self.probabilities(theta, X)
-        U = _scores(X, np.asarray(V, dtype=np.float64))
-        PU = P * U
-        W = PU - P * PU.sum(axis=1, keepdims=True)
+        """∇²L(Θ)[V] = (1/n) Xᵀ (P ⊙ U − P ⊙ rowsum(P ⊙ U)), U = XV; shape (d, k)
+        (on a Design: one fused pass, :meth:`~dperm.design.Design.glm_hessian_vector`)."""
+        theta = self._theta(theta, X)
+        V = np.asarray(V, dtype=np.float64)
+        if isinstance(X, Design):
+            y = np.asarray(y, dtype=np.int64)
+            return X.glm_hessian_vector(self, theta, y, V) / X.shape[0]
+        W = self.curvature_product(_scores(X, theta), y, _scores(X, V))
         return _rmat(X, W) / X.shape[0]
 
     # ----- constants -----------------------------------------------------------------
