@@ -24,9 +24,12 @@ Two more modes measure DP-SGD's per-step cost (issue #22 §3):
   the client and scattered to a 2-worker ``LocalCluster`` (one thread each); the
   same ``DPLogisticRegression(mechanism="dp-sgd", epochs=1)`` fit (default batch
   √n, ε = 1, replace-one, the same ``random_state``) is timed on the numpy array and
-  on the Dask array, alternating, for ``--seeds`` seeds, after one untimed warm-up
-  fit (so the calibration is cached on both sides: the stricter ratio).  Printed:
-  both times, the ratio (target ≤ 3), the steps, and the largest coefficient
+  on the Dask array, alternating, for ``--seeds`` seeds, after an untimed one-step
+  warm-up fit on each side (so the calibration is cached on both sides — the
+  stricter ratio — and the workers have imported dperm).  Printed: both times, the
+  ratio (target ≤ 3), the steps, the fixed cost of each side (the same fit with one
+  step: validation, the row-norm pass, calibration, the session's opening) and the
+  time per step ((fit − fixed) / (steps − 1)), and the largest coefficient
   difference between the two models (same seed → same model up to rounding).
 * ``--latency``: the per-step latency model of docs/cluster.md.  For 1 and 2
   workers and expected batch sizes ``--batches``, ``dp_sgd.fit`` runs ``--steps``
@@ -248,31 +251,40 @@ def sgd_ratio(args) -> list[dict]:
     try:
         Xd, yd = scatter(X, y, args.chunk)
         print(f"n={n} d={d} float32, 2 workers, chunk {args.chunk}; load {_load()}", flush=True)
+        one_step = dict(kw, epochs=round(np.sqrt(n)) / n)  # q (default b = √n): one step
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            DPLogisticRegression(**kw, random_state=0).fit(X, y)  # warm-up (calibration)
+            for A, b in ((X, y), (Xd, yd)):  # warm-up: calibration cached, workers' imports
+                DPLogisticRegression(**one_step, random_state=0).fit(A, b)
             for seed in range(args.seeds):
                 sides = [("numpy", X, y), ("dask", Xd, yd)]
-                times, models = {}, {}
+                times, models, fixed = {}, {}, {}
                 for name, A, b in sides if seed % 2 == 0 else sides[::-1]:
                     gc.collect()
                     t0 = time.perf_counter()
                     models[name] = DPLogisticRegression(**kw, random_state=seed).fit(A, b)
                     times[name] = time.perf_counter() - t0
+                    t0 = time.perf_counter()  # the same fit's fixed cost: one step
+                    DPLogisticRegression(**one_step, random_state=seed).fit(A, b)
+                    fixed[name] = time.perf_counter() - t0
                 steps = models["dask"].diagnostics_["steps"]
                 diff = np.max(np.abs(models["dask"].coef_ - models["numpy"].coef_))
+                per_step = {k: 1e3 * (times[k] - fixed[k]) / (steps - 1) for k in times}
                 row = {
                     "mode": "sgd-ratio", "n": n, "d": d, "seed": seed, "steps": steps,
                     "numpy_s": times["numpy"], "dask_s": times["dask"],
                     "ratio": times["dask"] / times["numpy"], "max_coef_diff": float(diff),
+                    "numpy_fixed_s": fixed["numpy"], "dask_fixed_s": fixed["dask"],
+                    "numpy_ms_step": per_step["numpy"], "dask_ms_step": per_step["dask"],
                     "load": _load(),
                 }  # fmt: skip
                 rows.append(row)
                 print(
                     f"seed {seed}: numpy {times['numpy']:.2f} s, dask {times['dask']:.2f} s, "
-                    f"ratio {row['ratio']:.2f} ({steps} steps, "
-                    f"{1e3 * times['dask'] / steps:.2f} ms a step on Dask), "
-                    f"max |coef diff| {diff:.1e}, load {row['load']}",
+                    f"ratio {row['ratio']:.2f}; {steps} steps; fixed cost numpy "
+                    f"{fixed['numpy']:.2f} s, dask {fixed['dask']:.2f} s; per step numpy "
+                    f"{per_step['numpy']:.2f} ms, dask {per_step['dask']:.2f} ms; "
+                    f"max |coef diff| {diff:.1e}; load {row['load']}",
                     flush=True,
                 )
         ratios = [r["ratio"] for r in rows]

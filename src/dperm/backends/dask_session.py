@@ -273,6 +273,7 @@ class StepSession:
         self.shape = tuple(shape)
         self.size = int(np.prod(self.shape))
         self._socks: dict = {}
+        self._lock = threading.Lock()  # one step at a time on the connections
         schemes = {w.partition("://")[0] for w in self.groups}
         if not schemes <= {"tcp", "tls"}:
             raise SessionError(f"no step session over {sorted(schemes)} comms")
@@ -331,6 +332,10 @@ class StepSession:
         RuntimeError
             The worker's arithmetic raised (its message).
         """
+        with self._lock:
+            return self._step(theta, blocks)
+
+    def _step(self, theta, blocks) -> np.ndarray:
         if self.closed:
             raise SessionError("the step session is closed")
         theta = np.ascontiguousarray(theta, dtype=np.float64).ravel()
