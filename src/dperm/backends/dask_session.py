@@ -296,6 +296,9 @@ class StepSession:
             for w in self.groups
         ]
         try:
+            from distributed import wait
+
+            wait(futs, timeout=ACCEPT_TIMEOUT)  # a worker that went away: no hang
             addresses = client.gather(futs)
         except Exception as exc:
             raise SessionError(f"could not open a step session: {exc}") from exc
