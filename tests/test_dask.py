@@ -483,6 +483,13 @@ def test_nan_in_one_partition(data, client):
         DPLogisticRegression(epsilon=1.0, data_norm=1.0, classes=[-1, 1]).fit(
             Xd, da.ones(N, chunks=CHUNK)
         )
+    y = np.ones(N)
+    y[5000] = np.nan  # raised by the label step that reads the (lazily) checked y
+    for classes in ([-1, 1], None):
+        with pytest.raises(InvalidDataError, match="y contains NaN"):
+            DPLogisticRegression(epsilon=1.0, data_norm=1.0, classes=classes).fit(
+                da.from_array(data[0], chunks=(CHUNK, D)), da.from_array(y, chunks=CHUNK)
+            )
 
 
 def test_bad_input_gives_the_numpy_exceptions(data, ddata):

@@ -648,14 +648,16 @@ def _row_vector(v, chunks, name: str):
     return v if v.chunks[0] == chunks else v.rechunk({0: chunks})
 
 
-def _checked_target(X, y, name: str = "y"):
+def _checked_target(X, y, name: str = "y", force: bool = True):
     """y aligned to X's row partitions, persisted, with ``check_X_y``'s rules
-    (numeric targets as finite float64), errors raised now."""
+    (numeric targets as finite float64), errors raised now — or, with ``force=False``,
+    by the first computation that reads it (every pass does: a bad y never fits)."""
     y = _row_vector(y, X.chunks[0], name)
     if y.dtype.kind in "biuf":
         y = y.map_blocks(_target_block, dtype=np.float64)
     y = y.persist()
-    _force(y)
+    if force:
+        _force(y)
     return checked(y)
 
 

@@ -172,7 +172,10 @@ def validate_estimator_input(
         )
     if y is None:
         return X
-    return X, _checked_target(X, y)
+    # not forced here: the estimators' label step that follows (label_set,
+    # count_outside or map_labels) computes on this y and raises its errors, before
+    # anything is fitted — one round trip to the cluster less per fit
+    return X, _checked_target(X, y, force=False)
 
 
 def label_set(y) -> np.ndarray:
