@@ -5,13 +5,15 @@ of the next step depends on this step's noisy sum: the steps are a chain of T
 round trips client → workers → client, and the time of a step on a cluster is
 the latency of that round trip.  Submitting one Dask task per worker and step
 (:meth:`dperm.backends.dask.DaskDesign._pass_by_worker`) costs five scheduler
-messages a step, 10–20 ms on a loaded 2-core machine; ``distributed``'s own comms
-(tornado streams) cost 1–2 ms.  A *session* opens, once per fit, one plain TCP
+messages a step — 18 ms for an echo on a loaded 2-core machine, 0.4–0.7 s a DP-SGD
+step at 10⁷ rows, each task rebuilding its partition's per-row arrays;
+``distributed``'s own comms (tornado streams) cost 1.2–1.9 ms for the echo.  A
+*session* opens, once per fit, one plain TCP
 connection from the client to every worker that holds partitions; the worker
 keeps the one-machine views of its partitions (persistent per-partition state,
 built once) and answers each step's message — θ and the batch's local row
 indices — with its partitions' sum; no task, no graph and no scheduler message
-per step.  Measured: 0.1–0.3 ms a round trip on the same machine (docs/cluster.md).
+per step.  Measured: 0.1–0.5 ms for the echo on the same machine (docs/cluster.md).
 
 What crosses the connection is what the task path sends (θ, the rows of the
 batch in the worker's partitions, the clipped sum before noise), so the trust
