@@ -141,7 +141,19 @@ def test_x_is_never_gathered(client, data, ddata, monkeypatch):
     def no_asarray(self, *args, **kwargs):
         raise AssertionError("a Dask array was gathered with numpy.asarray")
 
+    from dperm.backends import dask_session
+
+    real_recv = dask_session._recv
+
+    replies = []
+
+    def recv(sock):  # the step session's replies: d-vectors too
+        out = real_recv(sock)
+        replies.append(len(out))
+        return out
+
     monkeypatch.setattr(distributed.Client, "gather", gather)
+    monkeypatch.setattr(dask_session, "_recv", recv)
     monkeypatch.setattr(da.Array, "__array__", no_asarray)
     for mechanism in ("objective", "dp-gd", "dp-sgd"):
         est = DPLogisticRegression(
@@ -153,7 +165,8 @@ def test_x_is_never_gathered(client, data, ddata, monkeypatch):
             est.set_params(epochs=10)
         est.fit(Xd, yd)
     assert received, "nothing went through the distributed client"
-    assert max(received) < 4096 < Xd.nbytes / 40
+    assert len(replies) >= 10  # DP-SGD's 10 steps (q = 600/6000) came through the session
+    assert max(received + replies) < 4096 < Xd.nbytes / 40
     design = as_design(Xd, 1.2)
     with pytest.raises(TypeError):
         np.asarray(design)
@@ -265,6 +278,198 @@ def test_dp_sgd_poisson_same_model_as_numpy(data, ddata):
     assert np.mean(np.sign(X @ r1.theta) == y) > 0.8
 
 
+# ------------------------------------------------------------------ the step session
+def _session_threads(client) -> int:
+    import threading
+
+    def count():
+        return sum(t.name == "dperm-step-session" for t in threading.enumerate())
+
+    return sum(client.run(count).values())
+
+
+def _wait_no_session_threads(client, timeout=10.0) -> int:
+    import gc
+    import time
+
+    gc.collect()
+    deadline = time.monotonic() + timeout
+    while _session_threads(client) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _session_threads(client)
+
+
+def test_dp_sgd_steps_go_through_one_session_per_fit(data, ddata, client, monkeypatch):
+    """A DP-SGD fit submits O(workers) tasks, not one per worker and step; its model
+    is bitwise the model of the task path (the same additions in the same order)
+    and the numpy model up to rounding; the workers' session threads end with it."""
+    X, y = data
+    Xd, yd = ddata
+    kw = dict(
+        epsilon=1.0, delta=1e-6, data_norm=1.2, neighbouring="replace-one",
+        accountant="pld", sampling_rate=0.05, steps=60, learning_rate=2.0, random_state=3,
+    )  # fmt: skip
+    submitted = []
+    real_submit = distributed.Client.submit
+
+    def submit(self, fn, *args, **kwargs):
+        submitted.append(getattr(fn, "__name__", fn))
+        return real_submit(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(distributed.Client, "submit", submit)
+    r_session = dp_sgd.fit(Logistic(), Xd, yd, **kw)
+    assert submitted.count("open_session") == 2  # one per worker, once
+    assert len(submitted) < 10 < kw["steps"]
+    assert _wait_no_session_threads(client) == 0  # closed with the fit's design
+    monkeypatch.setattr(DaskDesign, "use_session", False)
+    submitted.clear()
+    r_tasks = dp_sgd.fit(Logistic(), Xd, yd, **kw)
+    assert submitted.count("_partial_group") >= kw["steps"]
+    np.testing.assert_array_equal(r_session.theta, r_tasks.theta)
+    r_numpy = dp_sgd.fit(Logistic(), X, y, **kw)
+    np.testing.assert_allclose(r_session.theta, r_numpy.theta, rtol=1e-9, atol=1e-12)
+
+
+def _open(client, key, design, y):
+    """A session opened by hand on the worker holding partition 0 (its address)."""
+    import functools
+
+    from dperm.backends import dask as backend
+    from dperm.backends import dask_tasks as tasks
+    from dperm.backends.dask_session import open_session
+
+    where = design._placement()
+    _, groups, xf, af = where
+    worker = next(w for w, ps in groups.items() if 0 in ps)
+    yf = backend._block_futures(design.align(y), client)
+    blocks = [(xf[p], af[p], yf[p], None) for p in groups[worker]]
+    args = dict(size=design.shape[1], loss=Logistic(), C=0.3)
+    fut = client.submit(
+        open_session, key, functools.partial(tasks._local_design, spec=design._spec),
+        tasks._apply, "clip", args, (design.shape[1],), blocks, workers=[worker], pure=False,
+    )  # fmt: skip
+    return tuple(fut.result()), groups[worker]
+
+
+def test_session_refuses_a_peer_without_the_key(client, ddata):
+    """A connection that does not prove the session key is dropped before anything
+    is read or sent; the client that has the key is still served, by the
+    one-machine arithmetic, and the worker's thread ends when it disconnects."""
+    import socket
+
+    from dperm.backends import dask_session as ds
+
+    Xd, yd = ddata
+    design = as_design(Xd, 1.2, warn=False)
+    key = b"k" * 32
+    address, parts = _open(client, key, design, yd)
+    intruder = socket.create_connection(address, timeout=10)
+    with pytest.raises((ds.SessionError, EOFError, OSError)):
+        ds._prove_client(intruder, b"x" * 32)
+        ds._recv(intruder)
+    intruder.close()
+    sock = socket.create_connection(address, timeout=10)
+    ds._prove_client(sock, key)
+    theta = np.random.default_rng(0).normal(size=D)
+    rows = np.arange(0, N, 7)
+    local = [(p, r) for p, r in design._blocks_for(rows) if p in parts]
+    counts = [ds._STEP] + [len(dict(local).get(p, ())) for p in parts]
+    ds._send(sock, np.array(counts), theta, *[r for _, r in local])
+    reply = ds._recv(sock)
+    got = np.frombuffer(reply, np.float64, offset=8)
+    want = sum(
+        as_design(Xd[p * CHUNK : (p + 1) * CHUNK].compute(), 1.2, warn=False).glm_clipped_sum(
+            Logistic(), theta, yd[p * CHUNK : (p + 1) * CHUNK].compute(), 0.3, rows=r
+        )
+        for p, r in local
+    )
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    sock.close()
+    assert _wait_no_session_threads(client) == 0
+
+
+def test_session_errors_and_a_lost_connection(client, data, ddata):
+    """A worker-side error is raised on the client (never a hang or a silent zero);
+    a lost connection falls back to the task path for that step, same sum."""
+    from dperm.backends.dask_session import SessionError
+
+    X, y = data
+    Xd, yd = ddata
+    D0, D1 = as_design(X, 1.2, warn=False), as_design(Xd, 1.2, warn=False)
+    theta, rows, loss = np.full(D, 0.1), np.arange(3, N, 11), Logistic()
+    want = D0.glm_clipped_sum(loss, theta, y, 0.3, rows=rows)
+    np.testing.assert_allclose(D1.glm_clipped_sum(loss, theta, yd, 0.3, rows=rows), want)
+    session = D1._session[2]
+    with pytest.raises(RuntimeError, match="IndexError"):
+        session.step(theta, [(0, np.array([CHUNK + 5]))])  # a row outside partition 0
+    assert session.closed
+    np.testing.assert_allclose(D1.glm_clipped_sum(loss, theta, yd, 0.3, rows=rows), want)
+    session = D1._session[2]  # reopened
+    for sock in session._socks.values():
+        sock.close()  # the connections go away under the open session
+    np.testing.assert_allclose(D1.glm_clipped_sum(loss, theta, yd, 0.3, rows=rows), want)
+    assert session.closed and D1._session is None  # that step ran as tasks
+    with pytest.raises(SessionError):
+        session.step(theta, D1._blocks_for(rows))
+
+
+def test_session_on_a_tls_cluster_is_encrypted(tmp_path, data):
+    """On a cluster whose comms are TLS, the session's connections are TLS with the
+    cluster's own certificates (and the model is the numpy model)."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost",
+         "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    pem = {f"tls_{role}_{kind}": str(path) for role in ("client", "scheduler", "worker")
+           for kind, path in (("cert", cert), ("key", key))}  # fmt: skip
+    security = distributed.Security(tls_ca_file=str(cert), require_encryption=True, **pem)
+    X, y = data
+    kw = dict(
+        epsilon=1.0, delta=1e-6, data_norm=1.2, neighbouring="replace-one", accountant="pld",
+        sampling_rate=0.05, steps=20, learning_rate=2.0, random_state=1,
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, protocol="tls://",
+            security=security, dashboard_address=":0", memory_limit="1GiB",
+        )  # fmt: skip
+        tls_client = distributed.Client(cluster, security=security, set_as_default=False)
+    try:
+        with tls_client.as_current():
+            Xd = tls_client.persist(da.from_array(X, chunks=(CHUNK, D)))
+            yd = tls_client.persist(da.from_array(y, chunks=CHUNK))
+            design = as_design(Xd, 1.2, warn=False)
+            got = design.glm_clipped_sum(
+                Logistic(), np.full(D, 0.1), yd, 0.3, rows=np.arange(0, N, 3)
+            )
+            session = design._session[2]
+            assert all(isinstance(s, ssl.SSLSocket) for s in session._socks.values())
+            assert all(s.version().startswith("TLS") for s in session._socks.values())
+            want = as_design(X, 1.2, warn=False).glm_clipped_sum(
+                Logistic(), np.full(D, 0.1), y, 0.3, rows=np.arange(0, N, 3)
+            )
+            np.testing.assert_allclose(got, want, rtol=1e-10)
+            r1 = dp_sgd.fit(Logistic(), Xd, yd, **kw)
+        r0 = dp_sgd.fit(Logistic(), X, y, **kw)
+        np.testing.assert_allclose(r1.theta, r0.theta, rtol=1e-9, atol=1e-12)
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tls_client.close()
+            cluster.close()
+
+
 # ------------------------------------------------------------------ bad input
 def test_nan_in_one_partition(data, client):
     X = data[0].copy()
@@ -278,6 +483,13 @@ def test_nan_in_one_partition(data, client):
         DPLogisticRegression(epsilon=1.0, data_norm=1.0, classes=[-1, 1]).fit(
             Xd, da.ones(N, chunks=CHUNK)
         )
+    y = np.ones(N)
+    y[5000] = np.nan  # raised by the label step that reads the (lazily) checked y
+    for classes in ([-1, 1], None):
+        with pytest.raises(InvalidDataError, match="y contains NaN"):
+            DPLogisticRegression(epsilon=1.0, data_norm=1.0, classes=classes).fit(
+                da.from_array(data[0], chunks=(CHUNK, D)), da.from_array(y, chunks=CHUNK)
+            )
 
 
 def test_bad_input_gives_the_numpy_exceptions(data, ddata):

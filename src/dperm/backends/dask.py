@@ -39,33 +39,48 @@ batches, the same clipped sums up to the order of floating-point additions, and
 the same model as the numpy backend; the event comes from the same sampler
 object.  Full batches (DP-GD): every row, no draw.
 
-Per-step latency.  A DP-SGD step is one round trip: the client sends θ and the
-step's row indices, every partition holding some returns a d-vector, the
-scheduler reduces them.  θ of a step depends on the previous step's noisy
-gradient, so steps cannot be batched; the fixed overhead (a few ms per step on a
-local cluster, measured in ``benchmarks/REPORT.md``) dominates when batches are
-small.  DP-GD and the perturbation methods need tens to hundreds of passes, each
-bandwidth-bound on the workers.
+Per-step latency.  θ of a DP-SGD step depends on the previous step's noisy sum, so
+a step is one round trip; it goes through a step session
+(:mod:`dperm.backends.dask_session`: one connection per worker, the partitions'
+views kept there, no task per step), not through the scheduler.  Model and
+measurements: docs/cluster.md, "Performance".
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import math
 import numbers
+import warnings
+import weakref
 
 import numpy as np
 
 from ..exceptions import InvalidDataError
+from .dask_session import SessionError, StepSession
+from .dask_tasks import (
+    _NORM,
+    _SCALE,
+    _XNORM,
+    _apply,
+    _count_block,
+    _local_design,
+    _margins_block,
+    _one,
+    _partial,
+    _partial_group,
+    _reclip_block,
+    _Spec,
+    _sum,
+    _target_block,
+)
 from .numpy import Design
-from .rows import clip_scale, clipped_count, safe_row_norms, warn_clipped
+from .rows import warn_clipped
 
 __all__ = ["DaskDesign", "is_dask_collection"]
 
 #: fan-in of the tree that adds the per-partition results on the scheduler
 _FAN_IN = 8
-#: columns of the per-row auxiliary array persisted next to each partition
-_XNORM, _SCALE, _ICOL, _NORM = range(4)
 
 
 def is_dask_collection(obj) -> bool:
@@ -87,132 +102,6 @@ def _check_known(A, name: str) -> None:
             f"aligned; call {name}.compute_chunk_sizes() or build it with known lengths "
             "(e.g. dataframe.to_dask_array(lengths=True))"
         )
-
-
-# ============================================================================ worker side
-@dataclasses.dataclass(frozen=True)
-class _Spec:
-    """What a worker needs to rebuild the view of its partition (small, picklable)."""
-
-    data_norm: float | None
-    bound: float
-    intercept: float | None  # constant s, or None
-    per_row_intercept: bool  # intercept values in the aux column (after a re-clip)
-    clipped: bool  # the scale column is used (data_norm given or re-clipped)
-
-
-def _local_design(xb, auxb, spec: _Spec) -> Design:
-    """The one-machine :class:`Design` of one partition (views of its arrays)."""
-    icol = auxb[:, _ICOL] if spec.per_row_intercept else spec.intercept
-    view = Design(
-        xb,
-        scale=auxb[:, _SCALE] if spec.clipped else None,
-        intercept=icol,
-        xnorms=auxb[:, _XNORM],
-        data_norm=spec.data_norm,
-        bound=spec.bound,
-    )
-    view._norms = auxb[:, _NORM]
-    return view
-
-
-def _aux_block(xb, data_norm, width, intercept):
-    """(m, 4) float64 per-row vectors of a partition: raw norm ‖xᵢ‖, clip scale cᵢ,
-    intercept value bᵢ, effective norm ‖x̃ᵢ‖ — the formulas of
-    :func:`dperm.design.as_design` and :meth:`Design.row_norms`, row by row.
-
-    Raises InvalidDataError on NaN/inf (the finite check of the same pass)."""
-    norms = safe_row_norms(xb)
-    out = np.empty((norms.shape[0], 4))
-    out[:, _XNORM] = norms
-    out[:, _SCALE] = 1.0
-    nx = norms
-    if data_norm is not None:
-        scale, _ = clip_scale(norms, data_norm, width)
-        if scale is not None:
-            out[:, _SCALE] = scale
-            nx = norms * scale
-    out[:, _ICOL] = 0.0 if intercept is None else intercept
-    if intercept is not None:
-        nx = np.sqrt(nx * nx + np.square(intercept))
-    out[:, _NORM] = nx
-    return out
-
-
-def _reclip_block(auxb, data_norm, width, has_intercept):
-    """Re-clip the whole effective rows of a partition to ``data_norm``
-    (:func:`dperm.design._reclip`, row by row)."""
-    out = np.array(auxb, dtype=np.float64, copy=True)
-    t, _ = clip_scale(auxb[:, _NORM], data_norm, width)
-    if t is not None:
-        out[:, _SCALE] *= t
-        if has_intercept:
-            out[:, _ICOL] *= t
-        out[:, _NORM] *= t
-    return out
-
-
-def _flat(result) -> np.ndarray:
-    """A pass's result as one float64 vector (value first when there is one)."""
-    if isinstance(result, tuple):
-        value, grad = result
-        return np.concatenate([[float(value)], np.ravel(grad)])
-    if np.ndim(result) == 0:
-        return np.array([float(result)])
-    return np.ravel(np.asarray(result, dtype=np.float64))
-
-
-def _partial(op, p, xb, auxb, yb, wb, spec, args, rows):
-    """One partition's contribution to a pass (runs on a worker)."""
-    view = _local_design(xb, auxb, spec)
-    if rows is not None and len(rows) == 0:
-        return np.zeros(args["size"])
-    if op == "vg":
-        res = view.glm_value_and_gradient(args["loss"], args["theta"], yb, weights=wb, rows=rows)
-    elif op == "g":
-        res = view.glm_gradient_sum(args["loss"], args["theta"], yb, weights=wb, rows=rows)
-    elif op == "v":
-        res = view.glm_value(args["loss"], args["theta"], yb, weights=wb)
-    elif op == "hv":
-        res = view.glm_hessian_vector(args["loss"], args["theta"], yb, args["v"], weights=wb)
-    elif op == "clip":
-        res = view.glm_clipped_sum(
-            args["loss"], args["theta"], yb, args["C"], weights=wb, rows=rows
-        )
-    elif op == "softclip":
-        res = view.softmax_clipped_sum(args["loss"], args["theta"], yb, args["C"], rows=rows)
-    elif op == "rmatvec":
-        res = view.rmatvec(yb)
-    elif op == "gram":
-        res = view.gram(wb)
-    elif op == "hess":
-        res = view.glm_hessian(
-            args["loss"], args["theta"], yb, weights=wb, stride=args.get("stride", 1)
-        )
-    elif op == "count":
-        res = np.array([float(view.X.shape[0] if rows is None else len(rows))])
-    else:  # pragma: no cover - internal
-        raise ValueError(op)
-    return _flat(res)
-
-
-def _partial_group(op, ps, xs, auxs, ys, ws, spec, args, rows):
-    """The sum of :func:`_partial` over the partitions ``ps`` held by one worker."""
-    out = None
-    for i, p in enumerate(ps):
-        r = _partial(
-            op,
-            p,
-            xs[i],
-            auxs[i],
-            None if ys is None else ys[i],
-            None if ws is None else ws[i],
-            spec,
-            args,
-            rows[i],
-        )
-        out = r if out is None else out + r
-    return out
 
 
 def _block_futures(arr, client):
@@ -254,30 +143,6 @@ def _placement(X, aux):
     return client, groups, xf, af
 
 
-def _sum(*parts):
-    out = np.array(parts[0], dtype=np.float64, copy=True)
-    for a in parts[1:]:
-        out += a
-    return out
-
-
-def _margins_block(xb, auxb, spec, theta):
-    return _local_design(xb, auxb, spec).matvec(theta)
-
-
-def _target_block(yb):
-    """check_X_y's rules for a numeric target on one partition."""
-    yb = np.asarray(yb)
-    if yb.ndim == 2:
-        yb = yb.ravel()
-    if yb.dtype.kind not in "biuf":
-        return yb
-    yb = yb.astype(np.float64)
-    if not np.all(np.isfinite(yb)):
-        raise InvalidDataError("y contains NaN or infinite values")
-    return yb
-
-
 # ============================================================================ the view
 class DaskDesign(Design):
     """A :class:`~dperm.design.Design` whose rows live in the partitions of a Dask
@@ -317,6 +182,8 @@ class DaskDesign(Design):
         self._offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
         self._aligned: dict = {}
         self._where = None  # (client, partitions per worker, futures), found on first pass
+        self._session = None  # (key, loss, StepSession) of the mini-batch sums
+        self._session_failed = False
 
     # ----- description -------------------------------------------------------------
     @property
@@ -374,7 +241,11 @@ class DaskDesign(Design):
         """``check_X_y``'s rules for y, run on the workers: 1-D, length n, numeric
         targets as float64 and finite (non-numeric targets are kept).  Errors are
         raised here, on the client, before anything is fitted."""
-        out = _checked_target(self.X, y, name)
+        key = getattr(y, "name", None) if is_dask_collection(y) else None
+        if key in _CHECKED and y.chunks[0] == self.X.chunks[0]:
+            out = y  # already checked by these rules (the same Dask key: the same array)
+        else:
+            out = _checked_target(self.X, y, name)
         self._aligned[out.name] = out
         return out
 
@@ -548,8 +419,79 @@ class DaskDesign(Design):
     def _clipped(self, op, loss, theta, y, clipping_norm, weights, rows):
         theta, shape = self._theta_size(theta)
         C = float(clipping_norm)
+        if rows is not None:  # a mini-batch (a DP-SGD step): through the step session
+            out = self._session_step(op, loss, C, y, weights, theta, rows)
+            if out is not None:
+                return out.reshape(shape)
         args = dict(size=theta.size, loss=loss, theta=theta, C=C)
         return self._pass(op, y=y, weights=weights, rows=rows, **args).reshape(shape)
+
+    # ----- the step session (dperm.backends.dask_session) ------------------------------
+    #: serve mini-batch clipped sums through a step session when a distributed Client
+    #: holds X (False: one task per worker and step, the slower path)
+    use_session = True
+
+    def _session_step(self, op, loss, C, y, weights, theta, rows):
+        """The batch's clipped sum through the open step session (opened on first
+        use, once per (op, loss, C, y, weights)), or None to use the task path
+        (no Client, X not persisted, a session that could not open or was lost)."""
+        y = None if y is None else self.align(y)
+        weights = None if weights is None else self.align(weights, "weights")
+        blocks = self._blocks_for(rows)
+        if not blocks:
+            return np.zeros(theta.size)
+        key = (op, C, theta.shape, getattr(y, "name", None), getattr(weights, "name", None))
+        session = self._open_session(key, op, loss, C, y, weights, theta.shape)
+        if session is None:
+            return None
+        try:
+            return session.step(theta, blocks)
+        except SessionError:  # a worker went away: this step (and the next) by tasks
+            self._session = self._where = None
+            return None
+
+    def _open_session(self, key, op, loss, C, y, weights, shape):
+        old = self._session
+        if old is not None and old[0] == key and old[1] is loss and not old[2].closed:
+            return old[2]
+        if old is not None:
+            old[2].close()
+            self._session = None
+        where = self._placement() if self.use_session and not self._session_failed else None
+        if where is None:
+            return None
+        client, groups, xf, af = where
+        yf = None if y is None else _block_futures(y, client)
+        wf = None if weights is None else _block_futures(weights, client)
+        if (y is not None and yf is None) or (weights is not None and wf is None):
+            return None
+        blocks = {
+            w: [(xf[p], af[p], yf and yf[p], wf and wf[p]) for p in ps] for w, ps in groups.items()
+        }
+        try:
+            session = StepSession(
+                client,
+                groups,
+                blocks,
+                make_view=functools.partial(_local_design, spec=self._spec),
+                compute=_apply,
+                op=op,
+                args=dict(size=int(np.prod(shape)), loss=loss, C=C),
+                shape=shape,
+            )
+        except SessionError as exc:
+            self._session_failed = True
+            warnings.warn(
+                f"dperm could not open a step session on the Dask workers ({exc}); DP-SGD "
+                "steps run as one task per worker and step, which is slower "
+                "(docs/cluster.md, 'Performance')",
+                RuntimeWarning,
+                stacklevel=5,
+            )
+            return None
+        weakref.finalize(self, session.close)
+        self._session = (key, loss, session)
+        return session
 
     def batch_size(self, rows) -> int:
         """The number of records a row descriptor selects (a reduction; for tests
@@ -658,10 +600,6 @@ class DaskDesign(Design):
         return DaskDesign(self.X, aux, spec=spec, n_clipped=n_clipped)
 
 
-def _count_block(norms, bound, count_tol):
-    return np.array([clipped_count(norms, bound, count_tol)])
-
-
 def _count_clipped(aux, col, bound, count_tol: float = 0.0) -> int:
     """The rows counted as clipped by the rule of :func:`dperm.backends.rows.clipped_count`
     (norms in column ``col`` of ``aux`` above ``bound``·(1 + ``count_tol``)), counted
@@ -671,10 +609,6 @@ def _count_clipped(aux, col, bound, count_tol: float = 0.0) -> int:
     chunks = ((1,) * len(norms.chunks[0]),)
     counts = norms.map_blocks(_count_block, bound, count_tol, chunks=chunks, dtype=np.int64)
     return int(counts.sum().compute())
-
-
-def _one(block):
-    return np.zeros(1)
 
 
 def _force(A) -> None:
@@ -716,12 +650,27 @@ def _row_vector(v, chunks, name: str):
     return v if v.chunks[0] == chunks else v.rechunk({0: chunks})
 
 
-def _checked_target(X, y, name: str = "y"):
+def _checked_target(X, y, name: str = "y", force: bool = True):
     """y aligned to X's row partitions, persisted, with ``check_X_y``'s rules
-    (numeric targets as finite float64), errors raised now."""
+    (numeric targets as finite float64), errors raised now — or, with ``force=False``,
+    by the first computation that reads it (every pass does: a bad y never fits)."""
     y = _row_vector(y, X.chunks[0], name)
     if y.dtype.kind in "biuf":
         y = y.map_blocks(_target_block, dtype=np.float64)
     y = y.persist()
-    _force(y)
+    if force:
+        _force(y)
+    return checked(y)
+
+
+#: Dask keys of persisted targets known to satisfy ``check_X_y``'s rules (1-D, numeric
+#: as finite float64); a key names one computation, so its check need not run again
+_CHECKED: set = set()
+
+
+def checked(y):
+    """Record the persisted target ``y`` as checked (see :data:`_CHECKED`); returns y."""
+    if len(_CHECKED) >= 1024:
+        _CHECKED.clear()
+    _CHECKED.add(y.name)
     return y

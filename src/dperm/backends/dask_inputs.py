@@ -14,19 +14,18 @@ import math
 
 import numpy as np
 
-from .._validation import check_positive
+from .._validation import check_binary_labels, check_positive, float_labels
 from ..exceptions import InvalidDataError
 from .dask import (
-    _XNORM,
     DaskDesign,
-    _aux_block,
     _check_known,
     _checked_target,
     _count_clipped,
     _force,
     _is_dataframe,
-    _Spec,
+    checked,
 )
+from .dask_tasks import _XNORM, _aux_block, _Spec
 from .numpy import Design
 from .numpy_inputs import check_weight_values
 from .rows import augmented_bound, count_tolerance, warn_clipped
@@ -173,7 +172,10 @@ def validate_estimator_input(
         )
     if y is None:
         return X
-    return X, _checked_target(X, y)
+    # not forced here: the estimators' label step that follows (label_set,
+    # count_outside or map_labels) computes on this y and raises its errors, before
+    # anything is fitted — one round trip to the cluster less per fit
+    return X, _checked_target(X, y, force=False)
 
 
 def label_set(y) -> np.ndarray:
@@ -196,7 +198,17 @@ def one_vs_rest(y, classes) -> list:
     the workers."""
     import dask.array as da
 
-    return [da.where(y == c, 1.0, -1.0).persist() for c in classes]
+    out = [checked(da.where(y == c, 1.0, -1.0).persist()) for c in classes]
+    if len(_SIGNS) >= 1024:
+        _SIGNS.clear()
+    _SIGNS.update(t.name for t in out)
+    return out
+
+
+#: Dask keys of the ±1 float64 targets made by :func:`one_vs_rest`, which the label
+#: checks of :data:`_IDENTITY_ON_SIGNS` return unchanged (no second pass over them)
+_SIGNS: set = set()
+_IDENTITY_ON_SIGNS = (check_binary_labels, float_labels)
 
 
 def _labels_block(yb, check, name):
@@ -209,6 +221,8 @@ def map_labels(check, y, name: str = "y"):
     float64 labels, raising :class:`~dperm.exceptions.LabelError`) to every
     partition of a Dask vector on the workers; the checked labels are persisted
     (chunked like ``y``) and any error is raised here, on the client."""
+    if check in _IDENTITY_ON_SIGNS and getattr(y, "name", None) in _SIGNS:
+        return y  # ±1 float64 labels of one_vs_rest: these checks return them unchanged
     out = y.map_blocks(_labels_block, check, name, dtype=np.float64).persist()
     _force(out)
     return out

@@ -82,6 +82,8 @@ def _gather(A, rows):
     rows = np.asarray(rows)
     if rows.dtype == bool:
         rows = np.flatnonzero(rows)
+    if not A.flags.aligned:  # np.take copies a whole unaligned array (e.g. a block
+        return A[rows]  # received by a Dask worker); indexing gathers only the rows
     return np.take(A, rows, axis=0)
 
 
