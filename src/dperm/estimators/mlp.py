@@ -151,6 +151,10 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
     ('replace-one', True)
     """
 
+    #: read by dperm.io: the fitted attribute that marks a fitted model, its own statement
+    _fitted_attribute = "coefs_"
+    _own_statement = True
+
     def __init__(
         self,
         hidden_layer_sizes=(1000,),
@@ -433,6 +437,30 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
                 "occur is not protected."
             )
         return "\n".join(lines) + "\n"
+
+    def _rebuild_from_file(self) -> None:
+        """Check a model read by :func:`dperm.io.load` (public parameters and array
+        shapes consistent; raises a DpermError, ValueError or TypeError otherwise)."""
+        sizes, _, _ = check_architecture(
+            self.hidden_layer_sizes, self.activation, self.tempered_sigmoid
+        )
+        check_epsilon(self.epsilon_)
+        check_delta(self.delta_, allow_zero=False)
+        check_positive(self.input_scale_, "input_scale_")
+        if self.dp_event_.neighbouring != check_neighbouring(self.neighbouring_):
+            raise InvalidDataError("the event's relation differs from neighbouring_")
+        coefs, intercepts = list(self.coefs_), list(self.intercepts_)
+        n_in = self.n_features_in_ if self.pca_components_ is None else self.n_components_
+        widths = [int(n_in), *sizes, len(self.classes_)]
+        if len(coefs) != len(widths) - 1 or len(intercepts) != len(coefs):
+            raise InvalidDataError(f"{len(coefs)} layers saved, the architecture has {widths}")
+        for W, b, a, c in zip(coefs, intercepts, widths[:-1], widths[1:], strict=True):
+            if W.shape != (a, c) or b.shape != (c,) or W.dtype.kind != "f" or b.dtype.kind != "f":
+                raise InvalidDataError(f"a layer of shape {W.shape} where {(a, c)} was expected")
+        if self.pca_components_ is not None:
+            expected = (self.n_components_, self.n_features_in_)
+            if self.pca_components_.shape != expected:
+                raise InvalidDataError(f"pca_components_ must have shape {expected}")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
