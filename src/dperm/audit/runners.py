@@ -73,6 +73,7 @@ from .fits import (
     _run_estimator_dp_sgd,
     _run_gaussian,
     _run_laplace,
+    _run_network_dp_sgd,
     _run_snapping,
     _run_tukey,
     _run_tukey_unsafe,
@@ -264,6 +265,15 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         description="DPLogisticRegression(mechanism='dp-sgd') with every default (logistic "
         "loss, intercept, batch size, epochs, learning rate, calibration) and the public "
         f"label set classes={list(_LABELS)}; n = {_AR_SIZE}; scores coef_",
+    ),
+    # ---------------------------------------------------------------- networks (#24)
+    dict(
+        name="network-dp-sgd", fn=_run_network_dp_sgd, module="torch",
+        neighbouring="replace-one", n=_AR_SIZE, **_GAUSSIAN_SUM,
+        description="dperm.networks.fit (DP-SGD for a torch module) on its default path "
+        f"(replace-one, n = {_AR_SIZE}; default lot size, epochs, learning rate, clipping, "
+        "PLD calibration, tail averaging), a linear module and the canary gradient "
+        "−50·y·x (clipping always binds); needs torch",
     ),
     # ---------------------------------------------------------------- noise primitives
     dict(

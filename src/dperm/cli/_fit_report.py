@@ -94,7 +94,7 @@ def measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose) -
             "fit_seconds": fit_seconds,
             "metric": metric,
             "delta_default": delta is None,
-            "alpha": float(est.alpha_),
+            "alpha": None if getattr(est, "alpha_", None) is None else float(est.alpha_),
             "dp_event": est.dp_event_.to_dict(),
             # the relation ε and δ are stated for (docs/neighbouring.md)
             "neighbouring": est.neighbouring_,
