@@ -161,6 +161,8 @@ def _clip_factors(sq_norms, clipping_norm: float):
     torch = require_torch()
     norms = torch.sqrt(sq_norms)
     finite = torch.isfinite(norms)
+    if bool(finite.all()):
+        return clipping_norm / torch.clamp(norms, min=clipping_norm), finite
     c = clipping_norm / torch.clamp(torch.where(finite, norms, 0.0), min=clipping_norm)
     return torch.where(finite, c, 0.0), finite
 
@@ -192,11 +194,13 @@ def _ghost_clipped_sum(module, loss_fn, Xb, yb, clipping_norm: float):
         a2 = torch.linalg.vector_norm(A, dim=1, dtype=torch.float64) ** 2
         sq += g2 * (a2 + (0.0 if m.bias is None else 1.0))
     c, finite = _clip_factors(sq, clipping_norm)
+    all_finite = bool(finite.all())
     parts = []
     for m, A, G in zip(layers, inputs, grads, strict=True):
-        keep = finite[:, None]
-        Gc = torch.where(keep, G, 0.0) * c[:, None].to(G.dtype)
-        parts.append((Gc.T @ torch.where(keep, A, 0.0)).reshape(-1))
+        if not all_finite:
+            G, A = torch.where(finite[:, None], G, 0.0), torch.where(finite[:, None], A, 0.0)
+        Gc = G * c[:, None].to(G.dtype)
+        parts.append((Gc.T @ A).reshape(-1))
         if m.bias is not None:
             parts.append(Gc.sum(dim=0))
     return torch.cat(parts)
