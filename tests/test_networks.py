@@ -157,7 +157,7 @@ def test_calibration_spends_its_epsilon_by_an_independent_accountant(ratio):
     (the noise is not over-calibrated); with the PCA companion the *composed* event
     is the one certified."""
     sampler, steps, _ = make_plan(
-        6000, epsilon=1.0, neighbouring="replace-one", dataset_size=None, epochs=5
+        6000, epsilon=1.0, neighbouring="replace-one", dataset_size=None, epochs=2
     )
     z, event, spent = calibrate(
         sampler, steps, epsilon=1.0, delta=1e-5, accountant="pld", companion_ratio=ratio

@@ -51,9 +51,9 @@ def test_network_runner_is_the_default_path_with_a_canary_gradient():
 
 
 def test_honest_network_dp_sgd_is_not_refuted():
-    # 150 runs per dataset: a smoke test of the default path (a Gaussian release's
+    # 100 runs per dataset: a smoke test of the default path (a Gaussian release's
     # ε_LB at this size is ≈ 0); the powered audit is the CLI's (module docstring)
-    res = audit("network-dp-sgd", epsilon=EPSILON, runs=150, random_state=11, n_jobs=1)
+    res = audit("network-dp-sgd", epsilon=EPSILON, runs=100, random_state=11, n_jobs=1)
     assert not res.violated and not res.violated_assumption_free, res.summary()
 
 
@@ -63,5 +63,5 @@ def test_mutation_clipping_skipped_is_caught():
     assert broken.mutant
     # the canary's contribution grows 50-fold: the two release distributions barely
     # overlap, refuted with a few dozen runs
-    res = audit(broken, epsilon=EPSILON, runs=60, random_state=12, n_jobs=1)
+    res = audit(broken, epsilon=EPSILON, runs=50, random_state=12, n_jobs=1)
     assert res.violated and res.epsilon_lower_bound > 2.0, res.summary()
