@@ -46,7 +46,7 @@ _SAVED_ATTRIBUTES = (
     "intercepts_",
     "pca_components_",
     "n_components_",
-    "input_scale_",
+    "input_scales_",
     "noise_multiplier_",
     "n_iter_",
 )
