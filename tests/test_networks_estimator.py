@@ -47,7 +47,7 @@ def test_pca_and_training_are_one_event_calibrated_once(wide):
     ev = clf.dp_event_
     assert isinstance(ev, Composed) and ev.neighbouring == "replace-one"
     z = clf.noise_multiplier_
-    assert ev.events[0] == Gaussian(2.0 * z) and isinstance(ev.events[1], SelfComposed)
+    assert ev.events[0] == Gaussian(4.0 * z) and isinstance(ev.events[1], SelfComposed)
     assert ev.events[1].count == clf.n_iter_ == 60
     spent = dperm.epsilon_spent(ev, 1e-5, accountant="pld")
     assert 0.99 * 2.0 <= spent <= 2.0 * (1 + 1e-9)
