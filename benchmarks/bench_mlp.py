@@ -120,8 +120,10 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-home", default=str(HERE.parent.parent / "shared" / "data"))
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--replace-one", default="0.5,2", help="ε values, replace-one")
     ap.add_argument("--add-remove", default="0.5,2,8", help="ε values, add/remove")
+    ap.add_argument("--opacus-at", default="0.5,2", help="add/remove ε values run by Opacus")
     ap.add_argument("--timing-repeats", type=int, default=3)
     ap.add_argument("--no-opacus", action="store_true")
     ap.add_argument("--out", default="bench-mlp-out")
@@ -141,7 +143,7 @@ def main(argv=None) -> None:
     ):
         for eps in [float(e) for e in grid.split(",") if e]:
             runs = []
-            for seed in range(seeds):
+            for seed in range(args.first_seed, args.first_seed + seeds):
                 clf, wall, cpu = _fit(X, y, eps, relation, seed)
                 acc = float(clf.score(Xt, yt))
                 runs.append({"seed": seed, "accuracy": acc, "wall_s": wall, "cpu_s": cpu})
@@ -157,7 +159,8 @@ def main(argv=None) -> None:
                 "learning_rate": d["learning_rate"],
                 "epsilon_spent": d["epsilon_spent"],
             }
-            if relation == "add-remove" and py is not None:
+            opacus_at = [float(e) for e in args.opacus_at.split(",") if e]
+            if relation == "add-remove" and py is not None and eps in opacus_at:
                 P, Pt = clf._inputs(X), clf._inputs(Xt)
                 job = {
                     "hidden": 1000, "activation": "relu", "batch_size": int(d["batch_size"]),
