@@ -163,7 +163,7 @@ def test_calibration_spends_its_epsilon_by_an_independent_accountant(ratio):
         sampler, steps, epsilon=1.0, delta=1e-5, accountant="pld", companion_ratio=ratio
     )
     if ratio is None:
-        assert event == SelfComposed(PoissonSampled(0.01, Gaussian(z)), steps)
+        assert event == SelfComposed(PoissonSampled(0.02, Gaussian(z)), steps)
     else:
         assert event.events[0] == Gaussian(ratio * z)
     eps = _dp_accounting_epsilon(event, 1e-5)

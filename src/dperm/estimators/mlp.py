@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._rng import check_random_state
 from .._validation import check_delta, check_epsilon, check_positive
-from ..accounting.events import ADD_REMOVE, Composed, DpEvent
+from ..accounting.events import Composed, DpEvent
 from ..accounting.ledger import charge
 from ..algorithms._gradient_loop import resolve_accountant
 from ..design import encode_class_targets, validate_estimator_input
@@ -38,7 +38,7 @@ from ..networks.mlp import (
     init_parameters,
     module_parameters,
 )
-from ..networks.pca import analyze_gauss, covariance_sensitivity, row_scales
+from ..networks.pca import analyze_gauss, covariance_sensitivity, resolve_delta, row_scales
 from ..sampling import check_neighbouring
 
 __all__ = ["DPMLPClassifier", "default_pca_components"]
@@ -224,18 +224,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
     def _privacy_params(self, n: int) -> tuple[float, float, str]:
         eps = check_epsilon(self.epsilon)
         nb = check_neighbouring(self.neighbouring)
-        if self.delta is None:
-            if nb == ADD_REMOVE:
-                raise InvalidPrivacyParameter(
-                    "under neighbouring='add-remove' delta must be given (the default 1/n² "
-                    "would read the private record count), got delta=None"
-                )
-            if n < 2:
-                raise InvalidPrivacyParameter(
-                    f"the default delta = 1/n² needs n_samples ≥ 2, got n_samples = {n}"
-                )
-            return eps, 1.0 / float(n) ** 2, nb
-        return eps, check_delta(self.delta, allow_zero=False), nb
+        return eps, resolve_delta(self.delta, nb, n), nb
 
     def _components(self, d: int) -> int | None:
         k = self.n_components

@@ -132,23 +132,19 @@ def make_plan(
     neighbouring = gl.check_neighbouring(neighbouring)
     dataset_size = gl.check_dataset_size(dataset_size)
     size = gl.public_size(neighbouring, dataset_size, n_rows, "the dataset size")
-    if sampling_rate is not None:
-        sampling_rate = check_probability(sampling_rate, "sampling_rate")
-    if batch_size is not None:
-        batch_size = check_count(batch_size, "batch_size")
-    if sampling_rate is not None and batch_size is not None:
-        raise InvalidPrivacyParameter(
-            f"give sampling_rate or batch_size, not both (got sampling_rate={sampling_rate!r}, "
-            f"batch_size={batch_size!r})"
-        )
-    if steps is not None:
-        steps = check_count(steps, "steps")
-    if epochs is not None:
-        epochs = check_positive(epochs, "epochs")
-    if steps is not None and epochs is not None:
-        raise InvalidPrivacyParameter(
-            f"give epochs or steps, not both (got epochs={epochs!r}, steps={steps!r})"
-        )
+    given = {
+        "sampling_rate": (sampling_rate, check_probability),
+        "batch_size": (batch_size, check_count),
+        "epochs": (epochs, check_positive),
+        "steps": (steps, check_count),
+    }
+    v = {name: None if x is None else check(x, name) for name, (x, check) in given.items()}
+    for a, b in (("sampling_rate", "batch_size"), ("epochs", "steps")):
+        if v[a] is not None and v[b] is not None:
+            raise InvalidPrivacyParameter(
+                f"give {a} or {b}, not both (got {a}={v[a]!r}, {b}={v[b]!r})"
+            )
+    sampling_rate, batch_size, epochs, steps = (v[k] for k in given)
     defaults = default_hyperparameters(size, epsilon)
     if sampling_rate is None and batch_size is None:
         batch_size = defaults["batch_size"]

@@ -56,7 +56,7 @@ from ..exceptions import ClippingWarning, InvalidDataError, InvalidPrivacyParame
 from ..exceptions import UnknownNameError as _UnknownName
 from ..mechanisms.gaussian import gaussian_noise
 
-__all__ = ["DPPCA", "analyze_gauss", "covariance_sensitivity", "row_scales"]
+__all__ = ["DPPCA", "analyze_gauss", "covariance_sensitivity", "resolve_delta", "row_scales"]
 
 MODES = ("ball", "sphere")
 
@@ -75,6 +75,29 @@ def covariance_sensitivity(data_norm: float, neighbouring: str) -> float:
     R = check_positive(data_norm, "data_norm")
     nb = check_neighbouring(neighbouring)
     return R * R if nb == ADD_REMOVE else math.sqrt(2.0) * R * R
+
+
+def resolve_delta(delta, neighbouring: str, n: int) -> float:
+    """δ of a fit: the given one, or 1/n² under replace-one (n public; the estimators'
+    default).  Under add/remove the record count is private, so δ must be given.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        ``delta=None`` under add/remove or with n < 2; δ ∉ (0, 1).
+    """
+    if delta is not None:
+        return check_delta(delta, allow_zero=False)
+    if check_neighbouring(neighbouring) == ADD_REMOVE:
+        raise InvalidPrivacyParameter(
+            "under neighbouring='add-remove' delta must be given (the default 1/n² would "
+            "read the private record count), got delta=None"
+        )
+    if n < 2:
+        raise InvalidPrivacyParameter(
+            f"the default delta = 1/n² needs n_samples ≥ 2, got n_samples = {n}"
+        )
+    return 1.0 / float(n) ** 2
 
 
 def row_scales(X, data_norm: float, mode: str) -> tuple[np.ndarray, int]:
@@ -244,16 +267,7 @@ class DPPCA(TransformerMixin, BaseEstimator):
 
     def _privacy(self, n: int) -> tuple[float, float, float]:
         """(s, ε, δ) from the parameters (public inputs and n only under replace-one)."""
-        nb = check_neighbouring(self.neighbouring)
-        if self.delta is None:
-            if nb == ADD_REMOVE:
-                raise InvalidPrivacyParameter(
-                    "under neighbouring='add-remove' delta must be given (the default 1/n² "
-                    "would read the private record count), got delta=None"
-                )
-            delta = 1.0 / float(max(n, 2)) ** 2
-        else:
-            delta = check_delta(self.delta, allow_zero=False)
+        delta = resolve_delta(self.delta, self.neighbouring, n)
         if self.noise_multiplier is None:
             eps = check_epsilon(self.epsilon)
             return analytic_gaussian_noise_multiplier(eps, delta), eps, delta
