@@ -47,8 +47,6 @@ _SAVED_ATTRIBUTES = (
     "pca_components_",
     "n_components_",
     "input_scales_",
-    "noise_multiplier_",
-    "n_iter_",
 )
 #: the fitted attributes saved per dperm.preprocessing transformer (n_clipped_ and
 #: n_unknown_ describe the data and are never written)
