@@ -141,9 +141,10 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
     epsilon_, delta_ : float
     neighbouring_ : str
     noise_multiplier_ : float
-        z of the training steps (the PCA's is ``pca_noise_ratio``·z).
+        z of the training steps (the PCA's is ``pca_noise_ratio``·z); not saved by
+        :func:`dperm.save` (it is in ``dp_event_``).
     n_iter_ : int
-        DP-SGD steps T.
+        DP-SGD steps T (likewise in ``dp_event_``).
     diagnostics_ : dict
         Public facts of the run (not privatized where they describe the data).
     n_features_in_ : int
@@ -419,6 +420,9 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
 
         check_is_fitted(self, "coefs_")
         acc = self.accountant or "pld"
+        ev = self.dp_event_  # the training part: T steps of multiplier z
+        train = ev.events[-1] if isinstance(ev, Composed) else ev
+        z, steps = train.event.event.noise_multiplier, train.count
         pca = (
             f"a {self.n_components_}-dimensional PCA projection released by the Gaussian "
             "mechanism on the second-moment matrix of the rows scaled to norm "
@@ -439,8 +443,8 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
             f"Mechanism. {pca}DP-SGD with per-example clipping (Abadi et al. 2016, Alg. 1) "
             f"of an MLP with hidden layers {tuple(W.shape[1] for W in self.coefs_[:-1])}"
             f" and {self.activation} activations: Poisson-sampled lots, per-example gradients "
-            f"clipped to {float(self.clipping_norm):g}, noise multiplier z = "
-            f"{self.noise_multiplier_:.6g}, {self.n_iter_} steps.",
+            f"clipped to {float(self.clipping_norm):g}, noise multiplier z = {z:.6g}, "
+            f"{steps} steps.",
             "",
             f"Accounting. One event for everything released, calibrated once and certified "
             f"at δ by {ACCOUNTANT_TEXTS.get(acc, acc)}: {self.dp_event_.to_json()}",
