@@ -114,3 +114,12 @@ def test_cli_fit_model_mlp(tmp_path):
     assert dperm.load(out["saved_model"]).predict(np.zeros((1, 30))).shape == (1,)
     with pytest.raises(InvalidPrivacyParameter, match="tune"):
         run_fit(model="mlp", tune=True)
+
+
+def test_default_epochs_follow_epsilon_and_the_run_is_the_calibrated_event(wide):
+    """The default number of epochs is a function of ε; the training run (given z, not
+    ε) must use the calibrated plan, or the fail-closed check refuses the release."""
+    X, y = wide
+    clf = _fit(X, y, epochs=None, batch_size=None, hidden_layer_sizes=(4,))
+    assert clf.diagnostics_["steps"] == clf.dp_event_.events[1].count
+    assert clf.diagnostics_["batch_size"] == 24.0  # n/50

@@ -346,8 +346,10 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
             neighbouring=nb,
             dataset_size=dataset_size,
             clipping_norm=self.clipping_norm,
-            batch_size=self.batch_size,
-            epochs=self.epochs,
+            # the plan that was calibrated (its epochs are a function of ε; fit is
+            # given z, not ε): the same q and T, so the run is the calibrated event
+            sampling_rate=sampler.sampling_rate,
+            steps=steps,
             learning_rate=self.learning_rate,
             momentum=self.momentum,
             averaging=self.averaging,
