@@ -68,6 +68,7 @@ _AUDITED_ELSEWHERE = {
     "dp-sgd",
     "dp-sgd-replace-one",
     "estimator-dp-sgd",
+    "network-dp-sgd",  # tests/test_networks_audit.py (torch; in-process runs)
 }
 
 

@@ -48,6 +48,7 @@ _LAZY = {
     "DPElasticNet": "dperm.estimators",
     "DPQuantileRegressor": "dperm.estimators",
     "DPHuberRegressor": "dperm.estimators",
+    "DPMLPClassifier": "dperm.estimators",
     "register_mechanism": "dperm.estimators",
     "available_mechanisms": "dperm.estimators",
     # losses

@@ -61,6 +61,7 @@ from .exceptions import (
 )
 from .mechanisms.gaussian import gaussian_noise
 from .mechanisms.laplace import laplace_noise
+from .networks.pca import DPPCA  # DP PCA (Analyze Gauss), with the network code
 
 try:  # scikit-learn ≥ 1.6
     from sklearn.utils.validation import validate_data as _sk_validate_data
@@ -71,6 +72,7 @@ except ImportError:  # pragma: no cover - older scikit-learn
 
 
 __all__ = [
+    "DPPCA",
     "DPStandardScaler",
     "PublicMinMaxScaler",
     "PublicOneHotEncoder",

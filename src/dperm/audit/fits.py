@@ -232,6 +232,41 @@ def _run_estimator_auto(X, y, epsilon, delta, rng):
     return est.fit(X, y).coef_
 
 
+# ============================================================ networks (dperm.networks)
+#: gain K of the canary loss ℓ(w; x, y) = −K·y·⟨w, x⟩ of the network runner: its
+#: per-example gradient −K·y·x has norm K·‖x‖ ≫ C = 1, so clipping always binds and
+#: the canary (x = e_d) moves the lot's sum by exactly ±C·e_d — a "gradient canary"
+#: (Nasr et al. 2021) that never saturates; without clipping it would move it by K
+_CANARY_GAIN = 50.0
+
+
+def _canary_loss(output, target):
+    """Per-example −K·y·output of the network runner (module-level: picklable)."""
+    return -_CANARY_GAIN * target * output[:, 0]
+
+
+def _run_network_dp_sgd(X, y, epsilon, delta, rng):
+    """⟨w, ·⟩ of a linear torch module trained by :func:`dperm.networks.fit` on the
+    default path (replace-one, default lot size, epochs, learning rate, clipping norm,
+    PLD calibration, tail averaging) with the canary loss (:data:`_CANARY_GAIN`)."""
+    import torch
+
+    from ..networks import fit
+
+    net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 1, bias=False))
+    with torch.no_grad():
+        net[0].weight.zero_()  # a public starting point
+    return fit(
+        net,
+        np.asarray(X, dtype=np.float32),
+        np.asarray(y, dtype=np.float32),
+        loss=_canary_loss,
+        epsilon=epsilon,
+        delta=delta,
+        random_state=rng,
+    ).theta
+
+
 # ============================================================ noise primitives
 def _run_gaussian(X, y, epsilon, delta, rng):
     """The Gaussian mechanism (analytic calibration) on the ℓ2-clipped signed sum."""

@@ -74,6 +74,7 @@ from .fits import (
     _run_estimator_dp_sgd,
     _run_gaussian,
     _run_laplace,
+    _run_network_dp_sgd,
     _run_snapping,
     _run_tukey,
     _run_tukey_unsafe,
@@ -280,6 +281,16 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         description="DPLogisticRegression() with every default: mechanism='auto' (the public "
         "rule of dperm.estimators._auto; AMP on this binary pair), Λ, intercept, calibration; "
         f"classes={list(_LABELS)}; n = {_AR_SIZE}; scores coef_",
+    ),
+    # ---------------------------------------------------------------- networks (#24)
+    dict(
+        name="network-dp-sgd", fn=_run_network_dp_sgd, module="torch",
+        neighbouring="replace-one", n=_AR_SIZE,
+        **{**_GAUSSIAN_SUM, "default_runs": 2000},  # ≈ 0.07 s of CPU per run (torch)
+        description="dperm.networks.fit (DP-SGD for a torch module) on its default path "
+        f"(replace-one, n = {_AR_SIZE}; default lot size, epochs, learning rate, clipping, "
+        "PLD calibration, tail averaging), a linear module and the canary gradient "
+        "−50·y·x (clipping always binds); needs torch",
     ),
     # ---------------------------------------------------------------- noise primitives
     dict(

@@ -95,7 +95,7 @@ def measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose) -
             "fit_seconds": fit_seconds,
             "metric": metric,
             "delta_default": delta is None,
-            "alpha": float(est.alpha_),
+            "alpha": None if getattr(est, "alpha_", None) is None else float(est.alpha_),
             # mechanism="auto": what the public rule chose and why (None for a named one)
             "auto": None if getattr(est, "auto_", None) is None else est.auto_.describe(),
             "dp_event": est.dp_event_.to_dict(),

@@ -53,7 +53,12 @@ from ._fit_report import NON_PRIVATE_KEYS, measure, print_fit_table
 
 __all__ = ["FIT_KEYS", "NON_PRIVATE_KEYS", "fit_command", "run_fit"]
 
-_MODELS = ("logistic", "svm", "linear")
+_MODELS = ("logistic", "svm", "linear", "mlp")
+#: the DPMLPClassifier parameters `dperm fit --model mlp` passes on (docs/neural_networks.md)
+_MLP_PARAMS = (
+    "epsilon", "delta", "data_norm", "random_state", "classes", "batch_size", "epochs",
+    "learning_rate",
+)  # fmt: skip
 #: the keys of ``dperm fit --json`` for a classification task: the release (ε, δ spent
 #: and the test accuracy of the private model) and the diagnostics of
 #: :data:`NON_PRIVATE_KEYS`
@@ -94,6 +99,16 @@ def _make_model(model: str, task: str, params: dict[str, Any], label_bound, cons
         raise InvalidPrivacyParameter(
             f"the dataset is a {task} classification task; use --model logistic or svm"
         )
+    if model == "mlp":  # DP PCA + DP-SGD network (dperm.estimators.mlp); needs torch
+        from ..estimators.mlp import DPMLPClassifier
+
+        unused = sorted(k for k in params if k not in (*_MLP_PARAMS, "verbose"))
+        if unused or constraint_radius is not None:
+            raise InvalidPrivacyParameter(
+                f"--model mlp does not take {unused or ['--constraint-radius']} (options of "
+                "the linear models)"
+            )
+        return DPMLPClassifier(**{k: v for k, v in params.items() if k in _MLP_PARAMS})
     cls = DPLogisticRegression if model == "logistic" else DPLinearSVC
     if constraint_radius is not None and params.get("constraint") is None:
         params = {**params, "constraint": "l2"}  # a radius alone means the ℓ2 ball
@@ -282,7 +297,11 @@ def run_fit(
     if model is None:  # the task's natural model
         model = "linear" if ds.task == "regression" else "logistic"
     est = _make_model(model, ds.task, params, ds.label_bound, constraint_radius)
-    mechanism = est.mechanism  # "auto" until fitted: then the mechanism the rule chose
+    mechanism = getattr(est, "mechanism", "dp-sgd-network")  # --model mlp: DP PCA + DP-SGD
+    if model == "mlp":
+        if tune:
+            raise InvalidPrivacyParameter("--tune is not available for --model mlp")
+        reference = False  # no non-private reference of a network (not convex)
     t0 = time.perf_counter()
     tuned = None
     with step(f"private fit ({mechanism}, {ds.n_train} rows)", verbose_steps):
@@ -376,7 +395,9 @@ _OPTIONS = {
     "scheduler": Opt(
         str | None, None, "Dask scheduler: local (a LocalCluster) or ADDRESS (tcp://…)."
     ),
-    "model": Opt(str | None, None, "logistic | svm | linear (default: linear for regression)"),
+    "model": Opt(
+        str | None, None, "logistic | svm | linear | mlp (default: linear for regression)"
+    ),
     "mechanism": Opt(
         str | None,
         None,

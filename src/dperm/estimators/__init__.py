@@ -18,6 +18,7 @@ from ._mechanisms import (
 )
 from .linear import DPLinearRegression
 from .logistic import DPLogisticRegression
+from .mlp import DPMLPClassifier
 from .regression import DPElasticNet, DPHuberRegressor, DPLasso, DPQuantileRegressor
 from .svm import DPLinearSVC
 
@@ -28,6 +29,7 @@ __all__ = [
     "DPLinearRegression",
     "DPLinearSVC",
     "DPLogisticRegression",
+    "DPMLPClassifier",
     "DPQuantileRegressor",
     "auto_alpha",
     "available_mechanisms",

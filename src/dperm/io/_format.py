@@ -42,6 +42,12 @@ _SAVED_ATTRIBUTES = (
     "delta_",
     "neighbouring_",
     "mechanism_",  # mechanism="auto": the mechanism the public rule chose (a str)
+    # DPMLPClassifier (dperm.estimators.mlp): the released weights and PCA directions
+    "coefs_",
+    "intercepts_",
+    "pca_components_",
+    "n_components_",
+    "input_scales_",
 )
 #: the fitted attributes saved per dperm.preprocessing transformer (n_clipped_ and
 #: n_unknown_ describe the data and are never written)
@@ -84,11 +90,12 @@ def _allowed_classes() -> dict[str, type]:
     """The allow-list: estimator classes exported by :mod:`dperm.estimators`."""
     from .. import estimators
     from ..estimators._base import DPLinearModelBase
+    from ..estimators.mlp import DPMLPClassifier
 
     out = {}
     for name in getattr(estimators, "__all__", ()):
         obj = getattr(estimators, name, None)
-        if isinstance(obj, type) and issubclass(obj, DPLinearModelBase):
+        if isinstance(obj, type) and issubclass(obj, DPLinearModelBase | DPMLPClassifier):
             out[name] = obj
     return out
 
@@ -123,7 +130,7 @@ def _fitted_model(model: Any) -> None:
             f"only dperm estimators can be saved ({sorted(allowed)}), got "
             f"{type(model).__name__} (for a private search, save search.best_estimator_)"
         )
-    check_is_fitted(model, "coef_")
+    check_is_fitted(model, getattr(model, "_fitted_attribute", "coef_"))
 
 
 def _is_pipeline(model: Any) -> bool:

@@ -194,8 +194,15 @@ def _load_estimator(zf, meta: dict, prefix: str):
             _caveats(est)
     except (KeyError, TypeError, DpermError) as exc:
         raise ModelFileError(f"the privacy event of the model file is invalid: {exc}") from None
-    _rebuild(est, meta)
-    check_estimator(est, meta)
+    own = getattr(est, "_rebuild_from_file", None)  # e.g. DPMLPClassifier: its own checks
+    if own is not None:
+        try:
+            own()
+        except (DpermError, AttributeError, TypeError, ValueError) as exc:
+            raise ModelFileError(f"the model file's parameters are inconsistent: {exc}") from None
+    else:
+        _rebuild(est, meta)
+        check_estimator(est, meta)
     return est
 
 

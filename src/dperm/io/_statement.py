@@ -60,4 +60,6 @@ def privacy_statement(model) -> str:
         event, epsilon, delta = _pipeline_privacy(model)
         return pipeline_statement(model, event, epsilon, delta, privacy_statement)
     _fitted_model(model)
+    if getattr(model, "_own_statement", False):  # e.g. DPMLPClassifier (no coef_)
+        return model.privacy_statement()
     return estimator_statement(model)

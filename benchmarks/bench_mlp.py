@@ -1,0 +1,232 @@
+"""Abadi et al.'s MNIST experiment with dperm's DPMLPClassifier, next to Opacus.
+
+    python benchmarks/bench_mlp.py --data-home ../shared/data [--seeds 3] [--out DIR]
+    bash benchmarks/opacus_env.sh      # once: the Opacus peer's own environment
+
+Reproduces Abadi, Chu, Goodfellow, McMahan, Mironov, Talwar, Zhang, "Deep Learning
+with Differential Privacy" (CCS 2016), §5.1: MNIST, a 60-dimensional differentially
+private PCA projection, one hidden layer of 1 000 ReLU units, lots of 600 — their
+test accuracy ≈ 90 / 95 / 97 % at (ε, δ) ≈ (0.5 / 2 / 8, 10⁻⁵), add/remove-one,
+moments accountant, PCA included.  Here:
+
+1. **dperm, replace-one** (dperm's default relation) at ε ∈ {0.5, 2}, δ = 10⁻⁵, every
+   other setting the estimator's default (public rule of
+   :func:`dperm.networks.default_hyperparameters`: lot n/100 = 600, epochs, learning
+   rate, tail averaging, whitened PCA inputs), PCA and training in one event;
+   ``--seeds`` seeds each.  Targets (issue #24): mean ≥ 95 % at ε = 2, ≥ 90 % at 0.5.
+2. **dperm, add/remove-one** at ε ∈ {0.5, 2, 8} with the public N = 60 000.
+3. **Opacus** on the same network inputs (dperm's DP-PCA projection of the add/remove
+   run) with the same noise multiplier, lot, clipping norm, learning rate and epochs;
+   its own accountant's ε (training only; it has no PCA) is reported.  Opacus releases
+   its last iterate (dperm its tail average).
+4. **Time per epoch**, one run: dperm's network DP-SGD and Opacus on the same model,
+   lot and noise multiplier, both single-threaded, alternated ``--timing-repeats``
+   times; CPU seconds per epoch and the ratio dperm / Opacus (target ≤ 1).
+
+Writes ``results.json`` and ``results.md`` (the REPORT.md section) to ``--out``; prints
+the markdown.  The machine load (/proc/loadavg) is recorded next to the timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+DELTA = 1e-5
+N_TRAIN = 60_000
+
+
+def _load(data_home):
+    from dperm.datasets import load
+
+    ds = load("mnist", data_home)
+    return ds.X_train, ds.y_train, ds.X_test, ds.y_test
+
+
+def _fit(X, y, epsilon, neighbouring, seed, **kw):
+    from dperm import DPMLPClassifier
+
+    extra = {"dataset_size": N_TRAIN} if neighbouring == "add-remove" else {}
+    clf = DPMLPClassifier(
+        hidden_layer_sizes=(1000,),
+        activation="relu",
+        epsilon=epsilon,
+        delta=DELTA,
+        n_components=60,
+        classes=list(range(10)),
+        neighbouring=neighbouring,
+        random_state=seed,
+        **extra,
+        **kw,
+    )
+    t0, c0 = time.perf_counter(), time.process_time()
+    clf.fit(X, y)
+    return clf, time.perf_counter() - t0, time.process_time() - c0
+
+
+def _opacus_python() -> Path | None:
+    env = os.environ.get("DPERM_OPACUS_ENV") or str(
+        Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dperm" / "opacus_env"
+    )
+    py = Path(env) / "bin" / "python"
+    return py if py.exists() else None
+
+
+def _run_opacus(py: Path, inputs, job: dict) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, arr in zip(("X_train", "y_train", "X_test", "y_test"), inputs, strict=True):
+            np.save(Path(tmp) / f"{name}.npy", arr)
+        (Path(tmp) / "job.json").write_text(json.dumps(job))
+        out = subprocess.run(
+            [str(py), str(HERE / "_peer_opacus.py"), tmp],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _time_dperm(P, y, clf, epochs: int) -> float:
+    """CPU seconds per epoch of dperm's network DP-SGD (the fit's noise multiplier, lot
+    and learning rate; no calibration: the noise multiplier is given)."""
+    import torch
+
+    from dperm.networks import fit
+    from dperm.networks.mlp import build_module, init_parameters
+
+    d = clf.diagnostics_
+    co, ic = init_parameters([P.shape[1], 1000, 10], np.random.default_rng(0))
+    net = build_module(co, ic, "relu")
+    torch.set_num_threads(1)
+    c0 = time.process_time()
+    fit(
+        net, P, y, noise_multiplier=d["noise_multiplier"], batch_size=int(d["batch_size"]),
+        epochs=epochs, learning_rate=d["learning_rate"], random_state=0,
+    )  # fmt: skip
+    return (time.process_time() - c0) / epochs
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-home", default=str(HERE.parent.parent / "shared" / "data"))
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--replace-one", default="0.5,2", help="ε values, replace-one")
+    ap.add_argument("--add-remove", default="0.5,2,8", help="ε values, add/remove")
+    ap.add_argument("--opacus-at", default="0.5,2", help="add/remove ε values run by Opacus")
+    ap.add_argument("--timing-repeats", type=int, default=3)
+    ap.add_argument("--no-opacus", action="store_true")
+    ap.add_argument("--out", default="bench-mlp-out")
+    args = ap.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)
+    X, y, Xt, yt = _load(args.data_home)
+    res: dict = {"load_start": os.getloadavg(), "replace-one": {}, "add-remove": {}}
+    py = None if args.no_opacus else _opacus_python()
+    if py is None and not args.no_opacus:
+        print("Opacus peer skipped: run benchmarks/opacus_env.sh first", file=sys.stderr)
+    last = None
+    for relation, grid, seeds in (
+        ("replace-one", args.replace_one, args.seeds),
+        ("add-remove", args.add_remove, 1),
+    ):
+        for eps in [float(e) for e in grid.split(",") if e]:
+            runs = []
+            for seed in range(args.first_seed, args.first_seed + seeds):
+                clf, wall, cpu = _fit(X, y, eps, relation, seed)
+                acc = float(clf.score(Xt, yt))
+                runs.append({"seed": seed, "accuracy": acc, "wall_s": wall, "cpu_s": cpu})
+                print(f"{relation} ε={eps:g} seed {seed}: {acc:.4f} ({cpu:.0f} s CPU)", flush=True)
+            d = clf.diagnostics_
+            entry = {
+                "runs": runs,
+                "mean_accuracy": float(np.mean([r["accuracy"] for r in runs])),
+                "noise_multiplier": d["noise_multiplier"],
+                "pca_noise_multiplier": d["pca_noise_multiplier"],
+                "epochs": d["epochs"],
+                "batch_size": d["batch_size"],
+                "learning_rate": d["learning_rate"],
+                "epsilon_spent": d["epsilon_spent"],
+            }
+            opacus_at = [float(e) for e in args.opacus_at.split(",") if e]
+            if relation == "add-remove" and py is not None and eps in opacus_at:
+                P, Pt = clf._inputs(X), clf._inputs(Xt)
+                job = {
+                    "hidden": 1000, "activation": "relu", "batch_size": int(d["batch_size"]),
+                    "learning_rate": d["learning_rate"], "clipping_norm": d["clipping_norm"],
+                    "delta": DELTA, "threads": 1,
+                    "runs": [{"noise_multiplier": d["noise_multiplier"], "seed": 0,
+                              "epochs": round(d["epochs"])}],
+                }  # fmt: skip
+                entry["opacus"] = _run_opacus(py, (P, y, Pt, yt), job)
+                last = (clf, P, Pt)
+            res[relation][f"{eps:g}"] = entry
+    if last is not None and args.timing_repeats:
+        clf, P, Pt = last
+        d = clf.diagnostics_
+        job = {
+            "hidden": 1000, "activation": "relu", "batch_size": int(d["batch_size"]),
+            "learning_rate": d["learning_rate"], "clipping_norm": d["clipping_norm"],
+            "delta": DELTA, "threads": 1,
+            "timing": {"noise_multiplier": d["noise_multiplier"], "epochs": 1, "repeats": 1},
+        }  # fmt: skip
+        ours, theirs = [], []
+        for _ in range(args.timing_repeats):  # alternated: both see the same load
+            ours.append(_time_dperm(P, y, clf, 1))
+            theirs += _run_opacus(py, (P, y, Pt, yt), job)["timing"]["cpu_seconds_per_epoch"]
+        res["timing"] = {
+            "dperm_cpu_s_per_epoch": ours,
+            "opacus_cpu_s_per_epoch": theirs,
+            "ratio_median": float(np.median(ours) / np.median(theirs)),
+        }
+    res["load_end"] = os.getloadavg()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(res, indent=2))
+    md = _markdown(res)
+    (out / "results.md").write_text(md)
+    print(md)
+
+
+def _markdown(res: dict) -> str:
+    lines = [
+        "| relation | ε | dperm test accuracy (mean of seeds) | seeds | z (training) | "
+        "z (PCA) | epochs | Opacus accuracy, same z | Opacus ε (training only) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for relation in ("replace-one", "add-remove"):
+        for eps, e in res[relation].items():
+            op = e.get("opacus", {}).get("runs", [{}])[0]
+            seeds = ", ".join(f"{r['accuracy']:.4f}" for r in e["runs"])
+            lines.append(
+                f"| {relation} | {eps} | {e['mean_accuracy']:.4f} | "
+                f"{seeds} | "
+                f"{e['noise_multiplier']:.3f} | {e['pca_noise_multiplier']:.3f} | "
+                f"{e['epochs']:g} | {op.get('accuracy', float('nan')):.4f} | "
+                f"{op.get('epsilon_opacus', float('nan')):.3f} |"
+            )
+    t = res.get("timing")
+    if t:
+        lines += [
+            "",
+            f"CPU seconds per epoch (1 thread, lot {600}, same z): dperm "
+            f"{np.median(t['dperm_cpu_s_per_epoch']):.2f}, Opacus "
+            f"{np.median(t['opacus_cpu_s_per_epoch']):.2f}: ratio {t['ratio_median']:.2f} "
+            f"(load {res['load_start'][0]:.1f} → {res['load_end'][0]:.1f}).",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,496 @@
+"""A differentially private multi-layer perceptron classifier (scikit-learn API).
+
+:class:`DPMLPClassifier` is Abadi et al.'s recipe (CCS 2016, §5.1) as an estimator: an
+optional differentially private PCA projection (:func:`dperm.networks.pca.analyze_gauss`),
+then an MLP trained by DP-SGD with per-example gradients from PyTorch
+(:func:`dperm.networks.fit`), both accounted as **one** event calibrated once: the
+PCA's Gaussian mechanism (multiplier r·z) composed with T Poisson-sampled Gaussian
+steps (multiplier z), z the smallest multiplier the accountant certifies for the
+whole at (ε, δ) (:func:`dperm.networks.calibrate`).
+
+Prediction is numpy only (``coefs_``/``intercepts_`` in scikit-learn's
+``MLPClassifier`` layout): a saved model loads and predicts without torch.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+from scipy.special import softmax
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._rng import check_random_state
+from .._validation import check_delta, check_epsilon, check_positive
+from ..accounting.events import Composed, DpEvent
+from ..accounting.ledger import charge
+from ..algorithms._gradient_loop import resolve_accountant
+from ..design import encode_class_targets, validate_estimator_input
+from ..exceptions import InvalidDataError, InvalidPrivacyParameter, PrivacyLeakWarning
+from ..networks import calibrate, fit, make_plan
+from ..networks.mlp import (
+    build_module,
+    check_architecture,
+    forward_numpy,
+    init_parameters,
+    module_parameters,
+)
+from ..networks.pca import analyze_gauss, covariance_sensitivity, resolve_delta, row_scales
+from ..sampling import check_neighbouring
+
+__all__ = ["DPMLPClassifier", "default_pca_components"]
+
+
+def n_in_width(model) -> int:
+    """Number of network inputs of a fitted model: the PCA dimension, or n_features."""
+    return int(model.n_features_in_ if model.pca_components_ is None else model.n_components_)
+
+
+#: PCA dimension of the default rule (Abadi et al.'s 60) and the smallest input
+#: dimension at which the rule projects (below it the network takes the raw features)
+PCA_COMPONENTS = 60
+PCA_MIN_FEATURES = 100
+
+
+def default_pca_components(n_features: int) -> int | None:
+    """The public rule of ``n_components="auto"``: Abadi et al.'s 60-dimensional
+    projection when there are at least 100 features, else no projection (None)."""
+    return PCA_COMPONENTS if n_features >= PCA_MIN_FEATURES else None
+
+
+class DPMLPClassifier(ClassifierMixin, BaseEstimator):
+    """Differentially private MLP classifier: DP PCA + DP-SGD, one privacy event.
+
+    Neighbouring relation: ``neighbouring``, **replace-one** by default (n public), or
+    add/remove-one with the public ``dataset_size``.  No convexity: the guarantee is
+    privacy only (no excess-risk bound; docs/neural_networks.md).
+
+    Privacy.  Released: the PCA directions ``pca_components_`` (Analyze Gauss, DTTZ
+    STOC 2014, Algorithm 1: Gaussian noise of multiplier r·z on the upper triangle of
+    Σ xᵢxᵢᵀ over rows scaled onto the sphere of radius ``data_norm``; sensitivity
+    ``data_norm``² (add/remove) or √2·``data_norm``² (replace-one),
+    :func:`~dperm.networks.pca.covariance_sensitivity`) and the network weights (DP-SGD,
+    Abadi et al. 2016, Algorithm 1: lots by Poisson sampling, per-example gradients
+    clipped to ``clipping_norm``, Gaussian noise of multiplier z on the sum).  The
+    composed event ``Composed((Gaussian(r·z), SelfComposed(PoissonSampled(q,
+    Gaussian(z)), T)))`` is calibrated once and certified by ``accountant`` (PLD by
+    default).  Everything else (the lot size, epochs, learning rate, the architecture
+    and its initialisation) is a function of public inputs (n, d, k, ε) only.
+
+    Parameters
+    ----------
+    hidden_layer_sizes : int or tuple of int, default (1000,)
+        Abadi et al.'s MNIST network: one hidden layer of 1 000 units.
+    activation : {"relu", "tanh", "sigmoid", "tempered_sigmoid"}, default "relu"
+    epsilon : float, default 1.0
+        Total ε of the fit (PCA and training together).
+    delta : float, optional
+        Default 1/n² under replace-one; required under add/remove.
+    n_components : int, "auto" or None, default "auto"
+        PCA dimension k; "auto" = :func:`default_pca_components` (60 when
+        n_features ≥ 100, else no PCA); None: no PCA.
+    pca_noise_ratio : float, default 4.0
+        r: the PCA noise multiplier is r·z (Abadi et al. use σ_PCA ≈ 2σ with a longer
+        run; with 60 epochs on MNIST, r = 4 and r = 2 gave the same accuracy and r = 4
+        leaves more of ε to the training).
+    data_norm : float, default 1.0
+        Radius R of the sphere the rows are scaled onto before the PCA (a public
+        per-record map; Abadi et al. use unit rows).  Unused without PCA.
+    input_scale : "auto" or float, default "auto"
+        How the network's inputs are scaled (post-processing of public and private
+        releases only).  "auto": with PCA, each component j is divided by the root mean
+        square √(λ̂ⱼ/N) of the projected rows, from the PCA's *noisy* eigenvalue λ̂ⱼ
+        (already released) floored at the noise level 2σ√d (the spectral radius of the
+        symmetric noise matrix) and N the public size — whitening, worth one point of
+        accuracy on MNIST (benchmarks/bench_mlp.py); without PCA, x ↦ x·√d/R (rows of
+        norm ≤ R get coordinates of order one).  A number: that fixed factor.
+    clipping_norm : float, default 1.0
+        C, the per-example gradient bound.
+    batch_size, epochs, learning_rate : optional
+        Default: :func:`dperm.networks.default_hyperparameters` of the public size.
+    momentum : float, default 0.0
+    averaging : {"tail", "last", "uniform"}, default "tail"
+    tempered_sigmoid : (scale, inverse_temperature, offset), default (2.0, 2.0, 1.0)
+        φ(x) = s·σ(Tx) − o for ``activation="tempered_sigmoid"`` (Papernot et al.,
+        AAAI 2021); the default is tanh.
+    neighbouring : {"replace-one", "add-remove"}, default "replace-one"
+    dataset_size : int, optional
+        Public record count; required under add/remove.
+    classes : array-like, optional
+        The public label set (else read off y, with a PrivacyLeakWarning).
+    accountant : {"pld", "rdp"}, optional
+        Default "pld" ("rdp" cannot account replace-one Poisson sampling).
+    device : {"cpu", "auto"} or str, default "cpu"
+    random_state : None, int, SeedSequence or Generator
+        Lots, noise, PCA noise and the initial weights; None = fresh OS entropy.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (k,)
+    coefs_, intercepts_ : list of ndarray
+        Weights (n_in, n_out) and biases of each layer (float64).
+    pca_components_ : ndarray of shape (n_components, n_features) or None
+    n_components_ : int or None
+    input_scales_ : ndarray of shape (n_inputs,)
+        Per-input factors of the network's inputs (``input_scale``).
+    dp_event_ : DpEvent
+        What the fit spent (PCA and training composed).
+    epsilon_, delta_ : float
+    neighbouring_ : str
+    noise_multiplier_ : float
+        z of the training steps (the PCA's is ``pca_noise_ratio``·z); not saved by
+        :func:`dperm.save` (it is in ``dp_event_``).
+    n_iter_ : int
+        DP-SGD steps T (likewise in ``dp_event_``).
+    diagnostics_ : dict
+        Public facts of the run (not privatized where they describe the data).
+    n_features_in_ : int
+
+    Raises
+    ------
+    ImportError
+        ``fit`` without PyTorch (``pip install "dperm[torch]"``); ``predict`` needs
+        only numpy.
+    InvalidPrivacyParameter, InvalidDataError, LabelError, UnknownNameError
+
+    Examples
+    --------
+    Needs torch to fit (skipped by the doctests; see docs/neural_networks.md):
+
+    >>> import numpy as np
+    >>> from dperm import DPMLPClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(3000, 4)); y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    >>> clf = DPMLPClassifier(hidden_layer_sizes=(32,), epsilon=2.0, delta=1e-5,
+    ...                       classes=[0, 1], random_state=0).fit(X, y)  # doctest: +SKIP
+    >>> clf.neighbouring_, clf.score(X, y) > 0.9  # doctest: +SKIP
+    ('replace-one', True)
+    """
+
+    #: read by dperm.io: the fitted attribute that marks a fitted model, its own statement
+    _fitted_attribute = "coefs_"
+    _own_statement = True
+
+    def __init__(
+        self,
+        hidden_layer_sizes=(1000,),
+        activation="relu",
+        *,
+        epsilon=1.0,
+        delta=None,
+        n_components="auto",
+        pca_noise_ratio=4.0,
+        data_norm=1.0,
+        input_scale="auto",
+        clipping_norm=1.0,
+        batch_size=None,
+        epochs=None,
+        learning_rate=None,
+        momentum=0.0,
+        averaging="tail",
+        tempered_sigmoid=(2.0, 2.0, 1.0),
+        neighbouring="replace-one",
+        dataset_size=None,
+        classes=None,
+        accountant=None,
+        device="cpu",
+        random_state=None,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.epsilon = epsilon
+        self.delta = delta
+        self.n_components = n_components
+        self.pca_noise_ratio = pca_noise_ratio
+        self.data_norm = data_norm
+        self.input_scale = input_scale
+        self.clipping_norm = clipping_norm
+        self.batch_size = batch_size
+        self.epochs = epochs
+        self.learning_rate = learning_rate
+        self.momentum = momentum
+        self.averaging = averaging
+        self.tempered_sigmoid = tempered_sigmoid
+        self.neighbouring = neighbouring
+        self.dataset_size = dataset_size
+        self.classes = classes
+        self.accountant = accountant
+        self.device = device
+        self.random_state = random_state
+
+    # ----- parameters ---------------------------------------------------------------
+    def _privacy_params(self, n: int) -> tuple[float, float, str]:
+        eps = check_epsilon(self.epsilon)
+        nb = check_neighbouring(self.neighbouring)
+        return eps, resolve_delta(self.delta, nb, n), nb
+
+    def _components(self, d: int) -> int | None:
+        k = self.n_components
+        if isinstance(k, str):
+            if k != "auto":
+                raise InvalidPrivacyParameter(
+                    f"n_components must be an integer ≥ 1, 'auto' or None, got {k!r}"
+                )
+            return default_pca_components(d)
+        if k is None:
+            return None
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= d:
+            raise InvalidPrivacyParameter(
+                f"n_components must be an integer in [1, n_features={d}], 'auto' or None, got {k!r}"
+            )
+        return int(k)
+
+    # ----- fit ----------------------------------------------------------------------
+    def fit(self, X, y):
+        """Fit the private PCA and network.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Dense (float32 kept as is).
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ImportError
+            PyTorch is not installed.
+        InvalidPrivacyParameter
+            Bad ε, δ, relation, sizes, C, lot size, epochs, learning rate, PCA settings.
+        InvalidDataError, LabelError
+            Bad X or y; labels outside the public ``classes``; fewer than two classes.
+        """
+        if y is None:
+            raise InvalidDataError(f"{type(self).__name__} requires y, got None")
+        X, y = validate_estimator_input(self, X, y, reset=True)
+        if not isinstance(X, np.ndarray):
+            raise InvalidDataError(f"{type(self).__name__} needs a dense array X")
+        n, d = X.shape
+        eps, delta, nb = self._privacy_params(n)
+        sizes, act, ts = check_architecture(
+            self.hidden_layer_sizes, self.activation, self.tempered_sigmoid
+        )
+        k_pca = self._components(d)
+        ratio = check_positive(self.pca_noise_ratio, "pca_noise_ratio") if k_pca else None
+        if isinstance(self.input_scale, str):
+            if self.input_scale != "auto":
+                raise InvalidPrivacyParameter(
+                    f"input_scale must be 'auto' or a number > 0, got {self.input_scale!r}"
+                )
+            scale = None
+        else:
+            scale = check_positive(self.input_scale, "input_scale")
+        R = check_positive(self.data_norm, "data_norm")
+        encode_class_targets(self, y)
+        codes = np.searchsorted(self.classes_, y)
+        k = len(self.classes_)
+        rng = check_random_state(self.random_state)
+
+        dataset_size = self.dataset_size
+        sampler, steps, _ = make_plan(
+            n,
+            epsilon=eps,
+            neighbouring=nb,
+            dataset_size=dataset_size,
+            batch_size=self.batch_size,
+            epochs=self.epochs,
+        )
+        accountant = "pld" if self.accountant is None else self.accountant
+        accountant = resolve_accountant(accountant, sampler)
+        z, event, spent = calibrate(
+            sampler,
+            steps,
+            epsilon=eps,
+            delta=delta,
+            accountant=accountant,
+            companion_ratio=ratio,
+        )
+        charge(event, type(self).__name__)  # an active dperm.budget, before the data is read
+
+        if k_pca:
+            comps, eig, pca_event, n_clipped = analyze_gauss(
+                X,
+                k_pca,
+                noise_multiplier=ratio * z,
+                data_norm=R,
+                neighbouring=nb,
+                mode="sphere",
+                random_state=rng,
+            )
+            self.pca_components_ = comps
+            if scale is None:  # whitening by the released eigenvalues (post-processing)
+                floor = 2.0 * ratio * z * covariance_sensitivity(R, nb) * math.sqrt(d)
+                size = sampler.normalizer / sampler.sampling_rate  # public N
+                self.input_scales_ = np.sqrt(size / np.maximum(eig, floor))
+            else:
+                self.input_scales_ = np.full(k_pca, scale)
+            inputs = self._project(X, comps)
+        else:
+            self.pca_components_, pca_event, n_clipped = None, None, 0
+            self.input_scales_ = np.full(d, math.sqrt(d) / R if scale is None else scale)
+            inputs = (np.asarray(X) * self.input_scales_).astype(np.float32)
+        coefs, intercepts = init_parameters([inputs.shape[1], *sizes, k], rng)
+        module = build_module(coefs, intercepts, act, ts)
+        res = fit(
+            module,
+            inputs,
+            codes,
+            noise_multiplier=z,
+            delta=delta,
+            neighbouring=nb,
+            dataset_size=dataset_size,
+            clipping_norm=self.clipping_norm,
+            # the plan that was calibrated (its epochs are a function of ε; fit is
+            # given z, not ε): the same q and T, so the run is the calibrated event
+            sampling_rate=sampler.sampling_rate,
+            steps=steps,
+            learning_rate=self.learning_rate,
+            momentum=self.momentum,
+            averaging=self.averaging,
+            accountant=accountant,
+            device=self.device,
+            random_state=rng,
+        )
+        train_event = res.event
+        full: DpEvent = train_event if pca_event is None else Composed((pca_event, train_event))
+        if full != event:  # fail closed: the run must be the event that was calibrated
+            raise InvalidPrivacyParameter(
+                f"the fitted run's event {full!r} differs from the calibrated {event!r}; "
+                "nothing is released"
+            )
+        self.coefs_, self.intercepts_ = module_parameters(module)
+        self.n_components_ = k_pca
+        self.dp_event_ = event
+        self.epsilon_, self.delta_ = eps, delta
+        self.neighbouring_ = str(event.neighbouring)
+        self.noise_multiplier_ = z
+        self.n_iter_ = int(res.diagnostics["steps"])
+        self.n_clipped_ = int(n_clipped)
+        self.diagnostics_ = {
+            **res.diagnostics,
+            "epsilon": eps,
+            "epsilon_spent": spent,
+            "pca_noise_multiplier": None if ratio is None else ratio * z,
+        }
+        if getattr(self, "_classes_from_data", False):
+            warnings.warn(
+                f"{type(self).__name__}: classes=None, so the label set classes_ was read off "
+                "the private y; which labels occur is NOT protected by the privacy guarantee. "
+                "Pass the public label set, e.g. classes=range(10).",
+                PrivacyLeakWarning,
+                stacklevel=2,
+            )
+        return self
+
+    # ----- prediction ---------------------------------------------------------------
+    def _project(self, X, comps) -> np.ndarray:
+        """Rows scaled onto the sphere of radius ``data_norm``, projected, × input_scales_."""
+        s, _ = row_scales(X, float(self.data_norm), "sphere")
+        out = (np.asarray(X) @ comps.T) * s[:, None] * self.input_scales_
+        return out.astype(np.float32)
+
+    def _inputs(self, X) -> np.ndarray:
+        check_is_fitted(self, "coefs_")
+        X = validate_estimator_input(self, X, reset=False)
+        if self.pca_components_ is None:
+            return np.asarray(X, dtype=np.float64) * self.input_scales_
+        return self._project(X, self.pca_components_)
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, n_classes) (numpy, no torch)."""
+        logits = forward_numpy(
+            self._inputs(X), self.coefs_, self.intercepts_, self.activation,
+            self.tempered_sigmoid,
+        )  # fmt: skip
+        return softmax(logits, axis=1)
+
+    def predict(self, X):
+        """Predicted class labels, shape (n_samples,)."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def privacy_statement(self) -> str:
+        """A plain-language statement of the fitted model's guarantee (what is
+        protected, under which relation, ε and δ, the mechanisms and the accountant,
+        what is not covered)."""
+        from ..statement import ACCOUNTANT_TEXTS, relation_text
+
+        check_is_fitted(self, "coefs_")
+        acc = self.accountant or "pld"
+        ev = self.dp_event_  # the training part: T steps of multiplier z
+        train = ev.events[-1] if isinstance(ev, Composed) else ev
+        z, steps = train.event.event.noise_multiplier, train.count
+        pca = (
+            f"a {self.n_components_}-dimensional PCA projection released by the Gaussian "
+            "mechanism on the second-moment matrix of the rows scaled to norm "
+            f"{float(self.data_norm):g} (Analyze Gauss, Dwork, Talwar, Thakurta, Zhang, STOC "
+            f"2014, Alg. 1; noise multiplier {self.pca_noise_ratio:g}·z), then "
+            if self.n_components_
+            else ""
+        )
+        lines = [
+            f"Privacy statement for {type(self).__name__}",
+            "",
+            f"Guarantee. The released model ({'pca_components_, ' if self.n_components_ else ''}"
+            f"coefs_, intercepts_) is (ε, δ)-differentially private with ε = "
+            f"{float(self.epsilon_):.6g} and δ = {float(self.delta_):.6g}, protecting one "
+            f"training record under the neighbouring relation {relation_text(self.neighbouring_)}."
+            " Predictions inherit the guarantee (post-processing).",
+            "",
+            f"Mechanism. {pca}DP-SGD with per-example clipping (Abadi et al. 2016, Alg. 1) "
+            f"of an MLP with hidden layers {tuple(W.shape[1] for W in self.coefs_[:-1])}"
+            f" and {self.activation} activations: Poisson-sampled lots, per-example gradients "
+            f"clipped to {float(self.clipping_norm):g}, noise multiplier z = {z:.6g}, "
+            f"{steps} steps.",
+            "",
+            f"Accounting. One event for everything released, calibrated once and certified "
+            f"at δ by {ACCOUNTANT_TEXTS.get(acc, acc)}: {self.dp_event_.to_json()}",
+            "",
+            "Not covered:",
+            "- an excess-risk or accuracy guarantee: the loss of a network is not convex.",
+            "- hyperparameter tuning done outside this fit (each fit spends its own budget).",
+            "- the floating-point implementation (the guarantee is that of the ideal "
+            "real-valued mechanism, Mironov 2012).",
+        ]
+        if self.classes is None:
+            lines.append(
+                "- the label set classes_ was read from the training labels: which labels "
+                "occur is not protected."
+            )
+        return "\n".join(lines) + "\n"
+
+    def _rebuild_from_file(self) -> None:
+        """Check a model read by :func:`dperm.io.load` (public parameters and array
+        shapes consistent; raises a DpermError, ValueError or TypeError otherwise)."""
+        sizes, _, _ = check_architecture(
+            self.hidden_layer_sizes, self.activation, self.tempered_sigmoid
+        )
+        check_epsilon(self.epsilon_)
+        check_delta(self.delta_, allow_zero=False)
+        scales = np.asarray(self.input_scales_, dtype=np.float64)
+        if scales.shape != (n_in_width(self),) or not np.all(np.isfinite(scales) & (scales > 0)):
+            raise InvalidDataError("input_scales_ must be positive, one per network input")
+        if self.dp_event_.neighbouring != check_neighbouring(self.neighbouring_):
+            raise InvalidDataError("the event's relation differs from neighbouring_")
+        coefs, intercepts = list(self.coefs_), list(self.intercepts_)
+        n_in = self.n_features_in_ if self.pca_components_ is None else self.n_components_
+        widths = [int(n_in), *sizes, len(self.classes_)]
+        if len(coefs) != len(widths) - 1 or len(intercepts) != len(coefs):
+            raise InvalidDataError(f"{len(coefs)} layers saved, the architecture has {widths}")
+        for W, b, a, c in zip(coefs, intercepts, widths[:-1], widths[1:], strict=True):
+            if W.shape != (a, c) or b.shape != (c,) or W.dtype.kind != "f" or b.dtype.kind != "f":
+                raise InvalidDataError(f"a layer of shape {W.shape} where {(a, c)} was expected")
+        if self.pca_components_ is not None:
+            expected = (self.n_components_, self.n_features_in_)
+            if self.pca_components_.shape != expected:
+                raise InvalidDataError(f"pca_components_ must have shape {expected}")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        return tags

@@ -1,0 +1,314 @@
+"""Per-example gradients of a PyTorch module and their clipped sum (step P2 of DP-SGD).
+
+DP-SGD needs Σ_{i∈batch} clip_C(∇_θ ℓ(θ; xᵢ, yᵢ)) with clip_C(g) = g·min(1, C/‖g‖₂)
+(Abadi et al., CCS 2016, Algorithm 1, "clip gradient"): every term has norm ≤ C, so
+one record moves the sum by at most C (add/remove) or 2C (replace-one) — the
+sensitivity the Gaussian noise of :mod:`dperm.networks.dp_sgd` is calibrated to.
+Two exact ways to get it, both from PyTorch's autodiff (never a hand-written
+gradient):
+
+* ``"vmap"`` — any :class:`torch.nn.Module`: ``torch.func.vmap(torch.func.grad(ℓ))``
+  over the batch (the per-example gradients are materialised, b × p numbers, in
+  chunks of at most :data:`VMAP_CHUNK` numbers);
+* ``"ghost"`` — an :class:`torch.nn.Sequential` of :class:`torch.nn.Linear` layers and
+  parameter-free element-wise activations on (b, d) inputs: one backward pass gives
+  the gradients Gₗ = ∂(Σᵢ ℓᵢ)/∂Zₗ with respect to each layer's outputs, whose row i
+  is example i's own (rows of an MLP do not interact); example i's gradient of layer
+  l is the outer product Gₗ,ᵢ Aₗ,ᵢᵀ (Aₗ the layer's inputs) plus the bias Gₗ,ᵢ, so
+
+      ‖∇θ ℓᵢ‖² = Σₗ ‖Gₗ,ᵢ‖² (‖Aₗ,ᵢ‖² + 1)          (Goodfellow 2015, "Efficient
+                                                   per-example gradient computations")
+
+  and the clipped sum of layer l is (c ⊙ Gₗ)ᵀ Aₗ — no b × p tensor is formed.  Same
+  numbers as ``"vmap"`` up to float rounding (tests/test_networks.py).
+
+Per-example norms are accumulated in float64.  A per-example gradient that is not
+finite contributes zero (one bad record must not turn the release into NaN, which
+would itself leak).  Modules whose outputs mix the rows of a batch (batch
+normalisation) have no per-example gradient and are refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
+from ._torch import require_torch
+
+__all__ = [
+    "LOSSES",
+    "METHODS",
+    "VMAP_CHUNK",
+    "check_module",
+    "clipped_gradient_sum",
+    "ghost_eligible",
+    "per_example_gradients",
+    "resolve_loss",
+]
+
+METHODS = ("auto", "ghost", "vmap")
+LOSSES = ("cross_entropy", "mse")
+#: largest number of per-example gradient entries (b·p) the vmap path holds at once
+VMAP_CHUNK = 1 << 26
+
+
+def resolve_loss(loss) -> Callable[[Any, Any], Any]:
+    """The per-example loss ``loss(output, target) -> (b,)``.
+
+    Parameters
+    ----------
+    loss : {"cross_entropy", "mse"} or callable
+        "cross_entropy": softmax cross-entropy on logits of shape (b, k) with integer
+        targets in 0..k−1; "mse": ½‖output − target‖² per example.  A callable must
+        return one loss per example (``reduction="none"``), shape (b,).
+
+    Raises
+    ------
+    UnknownNameError
+        An unknown loss name.
+    """
+    torch = require_torch()
+    F = torch.nn.functional
+    if callable(loss):
+        return loss
+    if loss == "cross_entropy":
+        return lambda out, target: F.cross_entropy(out, target, reduction="none")
+    if loss == "mse":
+
+        def mse(out, target):
+            b = out.shape[0]
+            diff = out.reshape(b, -1) - target.reshape(b, -1).to(out.dtype)
+            return 0.5 * (diff * diff).sum(dim=1)
+
+        return mse
+    raise UnknownNameError(f"unknown loss {loss!r}; choose one of {list(LOSSES)} or a callable")
+
+
+def check_module(module) -> None:
+    """Refuse what has no per-example gradient.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        ``module`` is not a ``torch.nn.Module``, has no trainable parameter, or holds
+        a batch-normalisation layer (its output for one record depends on the other
+        records of the batch, and its running statistics are released unprotected).
+    """
+    torch = require_torch()
+    nn = torch.nn
+    if not isinstance(module, nn.Module):
+        raise InvalidPrivacyParameter(f"module must be a torch.nn.Module, got {module!r}")
+    if not any(p.requires_grad for p in module.parameters()):
+        raise InvalidPrivacyParameter(f"module {type(module).__name__} has no trainable parameter")
+    for name, m in module.named_modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm | nn.modules.instancenorm._InstanceNorm):
+            if isinstance(m, nn.modules.batchnorm._BatchNorm) or m.track_running_stats:
+                raise InvalidPrivacyParameter(
+                    f"module layer {name or type(m).__name__!r} ({type(m).__name__}) mixes the "
+                    "records of a batch, so DP-SGD has no per-example gradient for it; use "
+                    "GroupNorm or LayerNorm"
+                )
+
+
+def _elementwise_types():
+    nn = require_torch().nn
+    return (
+        nn.ReLU,
+        nn.Tanh,
+        nn.Sigmoid,
+        nn.LeakyReLU,
+        nn.ELU,
+        nn.GELU,
+        nn.SiLU,
+        nn.Softplus,
+        nn.Identity,
+    )
+
+
+def ghost_eligible(module, X_ndim: int = 2) -> bool:
+    """Whether the ``"ghost"`` path applies: a Sequential of Linear layers (with or
+    without bias, all parameters trainable) and parameter-free element-wise
+    activations (:class:`~dperm.networks.mlp.TemperedSigmoid` included), inputs of
+    shape (b, d)."""
+    nn = require_torch().nn
+    if X_ndim != 2 or not isinstance(module, nn.Sequential):
+        return False
+    linear = 0
+    for m in module:
+        if isinstance(m, nn.Linear):
+            if not all(p.requires_grad for p in m.parameters()):
+                return False
+            linear += 1
+        elif not (isinstance(m, _elementwise_types()) or getattr(m, "elementwise", False)):
+            return False
+        elif any(True for _ in m.parameters()):
+            return False
+    return linear > 0
+
+
+def _check_losses(values, b: int):
+    if tuple(values.shape) != (b,):
+        raise InvalidDataError(
+            f"loss must return one value per example (shape ({b},), reduction='none'), got "
+            f"shape {tuple(values.shape)}"
+        )
+    return values
+
+
+def _clip_factors(sq_norms, clipping_norm: float):
+    """cᵢ = C / max(‖gᵢ‖, C) from float64 squared norms (0 for a non-finite gᵢ)."""
+    torch = require_torch()
+    norms = torch.sqrt(sq_norms)
+    finite = torch.isfinite(norms)
+    if bool(finite.all()):
+        return clipping_norm / torch.clamp(norms, min=clipping_norm), finite
+    c = clipping_norm / torch.clamp(torch.where(finite, norms, 0.0), min=clipping_norm)
+    return torch.where(finite, c, 0.0), finite
+
+
+def _ghost_clipped_sum(module, loss_fn, Xb, yb, clipping_norm: float):
+    torch = require_torch()
+    nn, F = torch.nn, torch.nn.functional
+    b = Xb.shape[0]
+    inputs, outputs, layers = [], [], []
+    with torch.enable_grad():
+        h = Xb
+        for m in module:
+            if isinstance(m, nn.Linear):
+                bias = None if m.bias is None else m.bias.detach()
+                z = F.linear(h, m.weight.detach(), bias)
+                if not outputs:
+                    z.requires_grad_(True)
+                inputs.append(h.detach())
+                outputs.append(z)
+                layers.append(m)
+                h = z
+            else:
+                h = m(h)
+        total = _check_losses(loss_fn(h, yb), b).sum()
+        grads = torch.autograd.grad(total, outputs)
+    sq = torch.zeros(b, dtype=torch.float64, device=Xb.device)
+    for m, A, G in zip(layers, inputs, grads, strict=True):
+        g2 = torch.linalg.vector_norm(G, dim=1, dtype=torch.float64) ** 2
+        a2 = torch.linalg.vector_norm(A, dim=1, dtype=torch.float64) ** 2
+        sq += g2 * (a2 + (0.0 if m.bias is None else 1.0))
+    c, finite = _clip_factors(sq, clipping_norm)
+    all_finite = bool(finite.all())
+    parts = []
+    for m, A, G in zip(layers, inputs, grads, strict=True):
+        if not all_finite:
+            G, A = torch.where(finite[:, None], G, 0.0), torch.where(finite[:, None], A, 0.0)
+        Gc = G * c[:, None].to(G.dtype)
+        parts.append((Gc.T @ A).reshape(-1))
+        if m.bias is not None:
+            parts.append(Gc.sum(dim=0))
+    return torch.cat(parts)
+
+
+def _vmap_grads(module, loss_fn, Xb, yb):
+    """Per-example gradients, a dict name → (b, *shape), by torch.func."""
+    torch = require_torch()
+    from torch.func import functional_call, grad, vmap
+
+    params = {k: v.detach() for k, v in module.named_parameters() if v.requires_grad}
+    frozen = {k: v.detach() for k, v in module.named_parameters() if not v.requires_grad}
+    buffers = {k: v.detach() for k, v in module.named_buffers()}
+
+    def loss_one(p, x, y):
+        out = functional_call(module, ({**p, **frozen}, buffers), (x.unsqueeze(0),))
+        return loss_fn(out, y.unsqueeze(0)).sum()
+
+    with torch.enable_grad():
+        return vmap(grad(loss_one), in_dims=(None, 0, 0), randomness="different")(params, Xb, yb)
+
+
+def _trainable_names(module) -> list[str]:
+    return [k for k, v in module.named_parameters() if v.requires_grad]
+
+
+def per_example_gradients(module, loss, X, y):
+    """The per-example gradients ∇θ ℓ(θ; xᵢ, yᵢ), flattened in ``module.parameters()``
+    order (trainable parameters only), by ``torch.func.vmap(torch.func.grad(...))``.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+    loss : str or callable
+        See :func:`resolve_loss`.
+    X : torch.Tensor of shape (b, ...)
+    y : torch.Tensor of shape (b, ...)
+
+    Returns
+    -------
+    torch.Tensor of shape (b, p)
+        p = the number of trainable parameters.
+    """
+    check_module(module)
+    loss_fn = resolve_loss(loss)
+    g = _vmap_grads(module, loss_fn, X, y)
+    b = X.shape[0]
+    return require_torch().cat([g[k].reshape(b, -1) for k in _trainable_names(module)], dim=1)
+
+
+def _vmap_clipped_sum(module, loss_fn, Xb, yb, clipping_norm: float):
+    torch = require_torch()
+    b = Xb.shape[0]
+    names = _trainable_names(module)
+    p = sum(v.numel() for k, v in module.named_parameters() if v.requires_grad)
+    step = max(1, VMAP_CHUNK // max(p, 1))
+    total = None
+    for start in range(0, b, step):
+        g = _vmap_grads(module, loss_fn, Xb[start : start + step], yb[start : start + step])
+        G = torch.cat([g[k].reshape(g[k].shape[0], -1) for k in names], dim=1)
+        sq = torch.linalg.vector_norm(G, dim=1, dtype=torch.float64) ** 2
+        c, finite = _clip_factors(sq, clipping_norm)
+        part = c.to(G.dtype) @ torch.where(finite[:, None], G, 0.0)
+        total = part if total is None else total + part
+    return total
+
+
+def clipped_gradient_sum(module, loss, Xb, yb, clipping_norm: float, method: str = "auto"):
+    """Σᵢ clip_C(∇θ ℓ(θ; xᵢ, yᵢ)) over the batch, flattened (trainable parameters in
+    ``module.parameters()`` order).
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+    loss : str or callable
+        See :func:`resolve_loss` (per-example losses).
+    Xb : torch.Tensor of shape (b, ...)
+    yb : torch.Tensor of shape (b, ...)
+    clipping_norm : float
+        C > 0: every per-example gradient is scaled to ℓ2 norm ≤ C before the sum.
+    method : {"auto", "ghost", "vmap"}
+        "auto" takes "ghost" where it applies (:func:`ghost_eligible`), else "vmap".
+
+    Returns
+    -------
+    torch.Tensor of shape (p,)
+
+    Raises
+    ------
+    UnknownNameError
+        Unknown ``method``.
+    InvalidPrivacyParameter
+        ``method="ghost"`` for a module it does not cover.
+    """
+    torch = require_torch()
+    if method not in METHODS:
+        raise UnknownNameError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+    loss_fn = resolve_loss(loss)
+    ghost = ghost_eligible(module, Xb.ndim)
+    if method == "ghost" and not ghost:
+        raise InvalidPrivacyParameter(
+            "method='ghost' needs a torch.nn.Sequential of Linear layers and element-wise "
+            f"activations on (b, d) inputs, got {type(module).__name__} on inputs of "
+            f"dimension {Xb.ndim}"
+        )
+    if Xb.shape[0] == 0:
+        p = sum(v.numel() for v in module.parameters() if v.requires_grad)
+        return torch.zeros(p, dtype=next(module.parameters()).dtype, device=Xb.device)
+    if method == "vmap" or not ghost:
+        return _vmap_clipped_sum(module, loss_fn, Xb, yb, clipping_norm)
+    return _ghost_clipped_sum(module, loss_fn, Xb, yb, clipping_norm)
