@@ -76,15 +76,14 @@ def blas_controller():
 
 def _gather(A, rows):
     """Rows of a dense array (``np.take``: ~25 % faster than fancy indexing for a
-    mini-batch), of a CSR matrix, or of a per-row vector; slices are views."""
+    mini-batch, but it copies a whole *unaligned* array, e.g. a block a Dask worker
+    received), of a CSR matrix, or of a per-row vector; slices are views."""
     if isinstance(rows, slice) or not isinstance(A, np.ndarray):
         return A[rows]
     rows = np.asarray(rows)
     if rows.dtype == bool:
         rows = np.flatnonzero(rows)
-    if not A.flags.aligned:  # np.take copies a whole unaligned array (e.g. a block
-        return A[rows]  # received by a Dask worker); indexing gathers only the rows
-    return np.take(A, rows, axis=0)
+    return np.take(A, rows, axis=0) if A.flags.aligned else A[rows]
 
 
 def _freeze(a):
