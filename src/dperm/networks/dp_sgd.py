@@ -225,15 +225,7 @@ def calibrate(
         key = (make_event(1.0), eps, dlt, accountant)
         z = _JOINT_CACHE.get(key)
         if z is None:
-            mk, lo, hi = sampler.rdp_proxy(steps)
-
-            def proxy(v: float) -> DpEvent:
-                inner = mk(v)
-                return Composed((Gaussian(r * v, neighbouring=inner.neighbouring), inner))
-
-            z = gl.calibrate_noise_multiplier(
-                make_event, eps, dlt, accountant, neighbouring=nb, proxy=(proxy, lo, hi)
-            )
+            z = gl.calibrate_noise_multiplier(make_event, eps, dlt, accountant, neighbouring=nb)
             _JOINT_CACHE[key] = z
     else:
         z = check_positive(noise_multiplier, "noise_multiplier")
