@@ -540,7 +540,10 @@ class DPLinearModelBase(BaseEstimator):
         thetas, events, diagnostics = [], [], []
         for i, target in enumerate(problems):  # one problem per class (one-vs-rest)
             self._warm_theta0 = None if start is None else start.thetas[i]  # read by dp-gd…
-            res = adapter(self, fit_loss, Xd, target, eps_k, delta_k, rng)
+            try:
+                res = adapter(self, fit_loss, Xd, target, eps_k, delta_k, rng)
+            finally:  # never left behind for a later call
+                del self._warm_theta0
             theta = np.asarray(res.theta, dtype=np.float64)
             expected = (d_aug, len(self.classes_)) if multinomial else (d_aug,)
             theta = theta if multinomial else theta.ravel()
@@ -560,7 +563,6 @@ class DPLinearModelBase(BaseEstimator):
             events.append(res.event)
             diagnostics.append(dict(res.diagnostics))
 
-        del self._warm_theta0
         W = np.vstack(thetas)  # (k, d_aug)
         if self.fit_intercept:
             self.coef_ = W[:, :-1].copy()
