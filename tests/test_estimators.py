@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import inspect
 import math
+import typing
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import SkipTestWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+import dperm
 import dperm.estimators
 from dperm import DPLinearRegression, DPLinearSVC, DPLogisticRegression
 from dperm.accounting import epsilon_spent
@@ -37,19 +40,24 @@ YES_NO = ["no", "yes"]  # the public label set of the `blobs` data
 # test_regression_estimators.py)
 # A private estimator is randomized; the checks fix random_state (set_random_state)
 # and a large ε keeps the accuracy checks meaningful.  The checks' toy data have rows
-# of norm up to ~300: the instances declare the public bound data_norm=100.0 (with the
-# default 1 most rows would exceed it and the fit is refused, test_mostly_clipped_*).
+# of norm up to ≈ 141 (check_fit_idempotent, check_fit_check_is_fitted and
+# check_n_features_in fit normal(loc=100) features in 2-D): the instances declare the
+# public bound CHECKS_DATA_NORM, above every such row (with a smaller bound most rows
+# would exceed it and the fit is refused, test_mostly_clipped_*).
 # mechanism="auto" is the default; the checks run it and two named mechanisms.
+CHECKS_DATA_NORM = 200.0
+
+
 @parametrize_with_checks(
     [
-        DPLogisticRegression(epsilon=1e6, data_norm=100.0, random_state=0),
-        DPLinearSVC(epsilon=1e6, data_norm=100.0, random_state=0),
+        DPLogisticRegression(epsilon=1e6, data_norm=CHECKS_DATA_NORM, random_state=0),
+        DPLinearSVC(epsilon=1e6, data_norm=CHECKS_DATA_NORM, random_state=0),
         DPLinearSVC(
             epsilon=1e6,
             mechanism="output",
             delta=0.0,
             alpha=1e-3,
-            data_norm=100.0,
+            data_norm=CHECKS_DATA_NORM,
             random_state=0,
         ),
     ],
@@ -79,7 +87,7 @@ def test_help_documents_every_parameter_with_its_default(cls):
     explicit signature, in order, with the signature's default, then the attributes."""
     doc = inspect.getdoc(cls)
     params, _, rest = doc.partition("\nParameters\n----------\n")[2].partition("\nAttributes\n")
-    assert rest.startswith("----------\n") and "coef_" in rest
+    assert rest.startswith("----------\n") and ("coef_" in rest or "coefs_" in rest)
     headers = [line for line in params.splitlines() if line and not line.startswith(" ")]
     documented = [name for h in headers for name in h.partition(" : ")[0].split(", ")]
     signature = inspect.signature(cls).parameters
@@ -92,6 +100,26 @@ def test_help_documents_every_parameter_with_its_default(cls):
     # one set of parameters stored by __init__, exactly as given
     est = cls()
     assert est.get_params() == {k: p.default for k, p in signature.items()}
+
+
+_PUBLIC_METHODS = ("__init__", "fit", "predict", "predict_proba", "decision_function")
+
+
+@pytest.mark.parametrize("cls", ALL_ESTIMATORS, ids=lambda c: c.__name__)
+def test_public_signatures_are_annotated(cls):
+    """Issue #21: every parameter and the return of ``__init__``, ``fit`` and the
+    prediction methods carry a type annotation that resolves (the package ships
+    py.typed), and the annotations leave scikit-learn's parameters untouched."""
+    for name in _PUBLIC_METHODS:
+        method = getattr(cls, name, None)
+        if method is None:
+            continue
+        hints = typing.get_type_hints(method)
+        params = [p for p in inspect.signature(method).parameters if p != "self"]
+        missing = [p for p in [*params, "return"] if p not in hints]
+        assert not missing, f"{cls.__name__}.{name}: no annotation for {missing}"
+    assert typing.get_type_hints(cls.fit)["return"] is typing.Self
+    assert (Path(dperm.__file__).parent / "py.typed").is_file()
 
 
 # ----------------------------------------------------------------------------- data

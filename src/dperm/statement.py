@@ -290,16 +290,25 @@ def estimator_statement(model) -> str:
         "",
         f"Mechanism. {desc}.",
     ]
+    n_fits = int(getattr(model, "n_fits_", 1))  # > 1 after warm starts
     if mech in ACCOUNTED:
         acc = params.get("accountant") or ACCOUNTED[mech]
         acc_text = ACCOUNTANT_TEXTS.get(acc, f"the {acc!r} accountant")
         how = f"ε was computed at δ = {_fmt(delta)} by {acc_text}"
+        if n_fits > 1:
+            how = f"the ε of each fit was computed at its δ by {acc_text}"
     else:
         how = "ε and δ are those of the mechanism's theorem (no numerical accountant)"
     if k > 1:
         how += (
             f"; the budget was split evenly over {k} one-vs-rest problems "
             "(basic composition, Dwork & Roth 2014, Thm 3.16)"
+        )
+    if n_fits > 1:  # warm_start=True: the model depends on every fit of the chain
+        how += (
+            f"; the model was warm-started from released models and depends on {n_fits} "
+            "fits on the data: its ε and δ are the sums of theirs (basic composition, "
+            "Dwork & Roth 2014, Thm 3.16) and its event composes them"
         )
     if isinstance(run_event, DpEvent):  # chosen by dperm.model_selection's private search
         how = (

@@ -370,6 +370,9 @@ def _gradient_common(estimator) -> dict:
         "constraint": estimator.constraint_,
         "data_norm": estimator.data_norm_,
         "progress": bool(getattr(estimator, "verbose", False)),
+        # warm_start=True: the previous fit's released model (post-processing), set by
+        # the estimator's fit for each problem (dperm.estimators._warm_start)
+        "theta0": getattr(estimator, "_warm_theta0", None),
     }
 
 

@@ -153,6 +153,17 @@ PARAMETER_DOCS: dict[str, ParamDoc] = {
     "clipping_norm": _GRADIENT,
     "noise_multiplier": _GRADIENT,
     "accountant": _GRADIENT,
+    "warm_start": ParamDoc(
+        "bool",
+        """Start the next ``fit`` from the previous fit's released ``coef_`` and
+        ``intercept_`` (post-processing of that release).  Only for the
+        gradient-perturbation mechanisms ("dp-gd", "dp-gd-avg", "dp-sgd",
+        "dp-sgd-single"); InvalidPrivacyParameter with any other mechanism, whose
+        release the start point does not change.  The new fit spends its own
+        (ε, δ) and the model depends on both fits: ``dp_event_`` is their
+        composition and ``epsilon_``/``delta_`` the sums (see
+        ``docs/gradient_perturbation.md``, "Warm start").""",
+    ),
     "classes": ParamDoc(
         "array-like of shape (n_classes,) or None",
         """The public label set (classifiers only).  Pass it: e.g. ``[0, 1]``,
@@ -193,7 +204,10 @@ CLASSIFIER_ATTRIBUTES = """
         see.  See ``docs/neighbouring.md``.
     dp_event_ : DpEvent
         What the fit spent, for the accountants / a Ledger (one event per
-        one-vs-rest problem, composed).
+        one-vs-rest problem, composed); after a warm start, composed with the
+        ``dp_event_`` of the model it started from.
+    n_fits_ : int
+        The number of fits the model depends on (1, or more after warm starts).
     n_clipped_ : int
         Rows whose norm exceeded ``data_norm`` and were clipped (data-dependent,
         not privatized: for the data owner).
@@ -211,7 +225,7 @@ CLASSIFIER_ATTRIBUTES = """
 REGRESSOR_ATTRIBUTES = """
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
-    epsilon_, delta_, neighbouring_, dp_event_, n_features_in_
+    epsilon_, delta_, neighbouring_, dp_event_, n_fits_, n_features_in_
         The certified (ε, δ), the relation ("replace-one") and the event; as for
         :class:`~dperm.estimators.DPLogisticRegression`.
     n_clipped_, alpha_, data_norm_, diagnostics_

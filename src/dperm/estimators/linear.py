@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 from sklearn.base import RegressorMixin
 
@@ -12,6 +14,14 @@ from ..exceptions import InvalidPrivacyParameter, LabelError
 from ..losses import Squared
 from ._base import DPLinearModelBase
 from ._params import REGRESSOR_ATTRIBUTES, estimator_doc, store_params
+from ._types import (
+    AccountantName,
+    ConstraintSpec,
+    MatrixLike,
+    NoiseFamily,
+    PenaltySpec,
+    RandomState,
+)
 
 __all__ = ["DPLinearRegression", "default_constraint_radius"]
 
@@ -86,30 +96,31 @@ class DPLinearRegression(RegressorMixin, DPLinearModelBase):
     def __init__(
         self,
         *,
-        label_bound=1.0,
-        epsilon=1.0,
-        delta=None,
-        mechanism="auto",
-        data_norm=1.0,
-        alpha="auto",
-        fit_intercept=True,
-        intercept_scaling=0.5,
-        noise="auto",
-        penalty="l2",
-        l1_ratio=0.5,
-        constraint=None,
-        constraint_radius=None,
-        tol=1e-10,
-        max_iter=10_000,
-        epochs=None,
-        batch_size=None,
-        learning_rate=None,
-        clipping_norm=None,
-        noise_multiplier=None,
-        accountant=None,
-        verbose=False,
-        random_state=None,
-    ):
+        label_bound: float = 1.0,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mechanism: str = "auto",
+        data_norm: float = 1.0,
+        alpha: float | Literal["auto"] = "auto",
+        fit_intercept: bool = True,
+        intercept_scaling: float = 0.5,
+        noise: NoiseFamily = "auto",
+        penalty: PenaltySpec = "l2",
+        l1_ratio: float = 0.5,
+        constraint: ConstraintSpec = None,
+        constraint_radius: float | None = None,
+        tol: float = 1e-10,
+        max_iter: int = 10_000,
+        epochs: int | None = None,
+        batch_size: int | None = None,
+        learning_rate: float | None = None,
+        clipping_norm: float | None = None,
+        noise_multiplier: float | None = None,
+        accountant: AccountantName = None,
+        warm_start: bool = False,
+        verbose: bool = False,
+        random_state: RandomState = None,
+    ) -> None:
         store_params(self, locals())
 
     def _make_loss(self):
@@ -154,6 +165,6 @@ class DPLinearRegression(RegressorMixin, DPLinearModelBase):
         self.coef_ = self.coef_.ravel()
         self.intercept_ = float(self.intercept_[0])
 
-    def predict(self, X):
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """Predicted targets, shape (n_samples,)."""
         return self._linear_scores(X)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 from scipy.special import expit, softmax
 from sklearn.base import ClassifierMixin
@@ -14,6 +16,16 @@ from ._params import (
     estimator_doc,
     parameters_section,
     store_params,
+)
+from ._types import (
+    AccountantName,
+    ArrayLike,
+    ConstraintSpec,
+    MatrixLike,
+    MultiClass,
+    NoiseFamily,
+    PenaltySpec,
+    RandomState,
 )
 
 __all__ = ["COMMON_ATTRIBUTES_DOC", "COMMON_PARAMETERS_DOC", "DPLogisticRegression"]
@@ -57,37 +69,38 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
     def __init__(
         self,
         *,
-        epsilon=1.0,
-        delta=None,
-        mechanism="auto",
-        data_norm=1.0,
-        alpha="auto",
-        fit_intercept=True,
-        intercept_scaling=0.5,
-        noise="auto",
-        penalty="l2",
-        l1_ratio=0.5,
-        constraint=None,
-        constraint_radius=None,
-        tol=1e-10,
-        max_iter=10_000,
-        epochs=None,
-        batch_size=None,
-        learning_rate=None,
-        clipping_norm=None,
-        noise_multiplier=None,
-        accountant=None,
-        multi_class="auto",
-        classes=None,
-        verbose=False,
-        random_state=None,
-    ):
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mechanism: str = "auto",
+        data_norm: float = 1.0,
+        alpha: float | Literal["auto"] = "auto",
+        fit_intercept: bool = True,
+        intercept_scaling: float = 0.5,
+        noise: NoiseFamily = "auto",
+        penalty: PenaltySpec = "l2",
+        l1_ratio: float = 0.5,
+        constraint: ConstraintSpec = None,
+        constraint_radius: float | None = None,
+        tol: float = 1e-10,
+        max_iter: int = 10_000,
+        epochs: int | None = None,
+        batch_size: int | None = None,
+        learning_rate: float | None = None,
+        clipping_norm: float | None = None,
+        noise_multiplier: float | None = None,
+        accountant: AccountantName = None,
+        warm_start: bool = False,
+        multi_class: MultiClass = "auto",
+        classes: ArrayLike | None = None,
+        verbose: bool = False,
+        random_state: RandomState = None,
+    ) -> None:
         store_params(self, locals())
 
     def _make_loss(self):
         return Logistic()
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Class probabilities, shape (n_samples, n_classes).
 
         Binary: [1 − σ(s), σ(s)] with s the decision function.  One-vs-rest:
@@ -103,7 +116,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
         p = expit(scores)
         return p / p.sum(axis=1, keepdims=True)
 
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: MatrixLike) -> np.ndarray:
         """log of :meth:`predict_proba`."""
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from typing import Literal, Self
 
 import numpy as np
 from scipy.special import softmax
@@ -40,6 +41,7 @@ from ..networks.mlp import (
 )
 from ..networks.pca import analyze_gauss, covariance_sensitivity, resolve_delta, row_scales
 from ..sampling import check_neighbouring
+from ._types import ArrayLike, RandomState
 
 __all__ = ["DPMLPClassifier", "default_pca_components"]
 
@@ -82,24 +84,24 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    hidden_layer_sizes : int or tuple of int, default (1000,)
+    hidden_layer_sizes : int or tuple of int, default=(1000,)
         Abadi et al.'s MNIST network: one hidden layer of 1 000 units.
-    activation : {"relu", "tanh", "sigmoid", "tempered_sigmoid"}, default "relu"
-    epsilon : float, default 1.0
+    activation : {"relu", "tanh", "sigmoid", "tempered_sigmoid"}, default="relu"
+    epsilon : float, default=1.0
         Total ε of the fit (PCA and training together).
-    delta : float, optional
+    delta : float or None, default=None
         Default 1/n² under replace-one; required under add/remove.
-    n_components : int, "auto" or None, default "auto"
+    n_components : int, "auto" or None, default="auto"
         PCA dimension k; "auto" = :func:`default_pca_components` (60 when
         n_features ≥ 100, else no PCA); None: no PCA.
-    pca_noise_ratio : float, default 4.0
+    pca_noise_ratio : float, default=4.0
         r: the PCA noise multiplier is r·z (Abadi et al. use σ_PCA ≈ 2σ with a longer
         run; with 60 epochs on MNIST, r = 4 and r = 2 gave the same accuracy and r = 4
         leaves more of ε to the training).
-    data_norm : float, default 1.0
+    data_norm : float, default=1.0
         Radius R of the sphere the rows are scaled onto before the PCA (a public
         per-record map; Abadi et al. use unit rows).  Unused without PCA.
-    input_scale : "auto" or float, default "auto"
+    input_scale : "auto" or float, default="auto"
         How the network's inputs are scaled (post-processing of public and private
         releases only).  "auto": with PCA, each component j is divided by the root mean
         square √(λ̂ⱼ/N) of the projected rows, from the PCA's *noisy* eigenvalue λ̂ⱼ
@@ -107,24 +109,24 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         symmetric noise matrix) and N the public size — whitening, worth one point of
         accuracy on MNIST (benchmarks/bench_mlp.py); without PCA, x ↦ x·√d/R (rows of
         norm ≤ R get coordinates of order one).  A number: that fixed factor.
-    clipping_norm : float, default 1.0
+    clipping_norm : float, default=1.0
         C, the per-example gradient bound.
-    batch_size, epochs, learning_rate : optional
+    batch_size, epochs, learning_rate : int, int, float or None, default=None
         Default: :func:`dperm.networks.default_hyperparameters` of the public size.
-    momentum : float, default 0.0
-    averaging : {"tail", "last", "uniform"}, default "tail"
-    tempered_sigmoid : (scale, inverse_temperature, offset), default (2.0, 2.0, 1.0)
+    momentum : float, default=0.0
+    averaging : {"tail", "last", "uniform"}, default="tail"
+    tempered_sigmoid : (scale, inverse_temperature, offset), default=(2.0, 2.0, 1.0)
         φ(x) = s·σ(Tx) − o for ``activation="tempered_sigmoid"`` (Papernot et al.,
         AAAI 2021); the default is tanh.
-    neighbouring : {"replace-one", "add-remove"}, default "replace-one"
-    dataset_size : int, optional
+    neighbouring : {"replace-one", "add-remove"}, default="replace-one"
+    dataset_size : int or None, default=None
         Public record count; required under add/remove.
-    classes : array-like, optional
+    classes : array-like or None, default=None
         The public label set (else read off y, with a PrivacyLeakWarning).
-    accountant : {"pld", "rdp"}, optional
+    accountant : {"pld", "rdp"} or None, default=None
         Default "pld" ("rdp" cannot account replace-one Poisson sampling).
-    device : {"cpu", "auto"} or str, default "cpu"
-    random_state : None, int, SeedSequence or Generator
+    device : {"cpu", "auto"} or str, default="cpu"
+    random_state : None, int, SeedSequence or Generator, default=None
         Lots, noise, PCA noise and the initial weights; None = fresh OS entropy.
 
     Attributes
@@ -176,29 +178,29 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(
         self,
-        hidden_layer_sizes=(1000,),
-        activation="relu",
+        hidden_layer_sizes: int | tuple[int, ...] = (1000,),
+        activation: Literal["relu", "tanh", "sigmoid", "tempered_sigmoid"] = "relu",
         *,
-        epsilon=1.0,
-        delta=None,
-        n_components="auto",
-        pca_noise_ratio=4.0,
-        data_norm=1.0,
-        input_scale="auto",
-        clipping_norm=1.0,
-        batch_size=None,
-        epochs=None,
-        learning_rate=None,
-        momentum=0.0,
-        averaging="tail",
-        tempered_sigmoid=(2.0, 2.0, 1.0),
-        neighbouring="replace-one",
-        dataset_size=None,
-        classes=None,
-        accountant=None,
-        device="cpu",
-        random_state=None,
-    ):
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        n_components: int | Literal["auto"] | None = "auto",
+        pca_noise_ratio: float = 4.0,
+        data_norm: float = 1.0,
+        input_scale: float | Literal["auto"] = "auto",
+        clipping_norm: float = 1.0,
+        batch_size: int | None = None,
+        epochs: int | None = None,
+        learning_rate: float | None = None,
+        momentum: float = 0.0,
+        averaging: Literal["tail", "last", "uniform"] = "tail",
+        tempered_sigmoid: tuple[float, float, float] = (2.0, 2.0, 1.0),
+        neighbouring: Literal["replace-one", "add-remove"] = "replace-one",
+        dataset_size: int | None = None,
+        classes: ArrayLike | None = None,
+        accountant: Literal["pld", "rdp"] | None = None,
+        device: str = "cpu",
+        random_state: RandomState = None,
+    ) -> None:
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
         self.epsilon = epsilon
@@ -244,7 +246,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         return int(k)
 
     # ----- fit ----------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit the private PCA and network.
 
         Parameters
@@ -402,7 +404,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
             return np.asarray(X, dtype=np.float64) * self.input_scales_
         return self._project(X, self.pca_components_)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Class probabilities, shape (n_samples, n_classes) (numpy, no torch)."""
         logits = forward_numpy(
             self._inputs(X), self.coefs_, self.intercepts_, self.activation,
@@ -410,7 +412,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         )  # fmt: skip
         return softmax(logits, axis=1)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Predicted class labels, shape (n_samples,)."""
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 

@@ -36,6 +36,7 @@ Mechanism choices
 from __future__ import annotations
 
 import warnings
+from typing import Literal, Self
 
 import numpy as np
 
@@ -46,6 +47,7 @@ from ..exceptions import InvalidPrivacyParameter
 from ..losses import Huber, Quantile
 from ._base import DPLinearModelBase
 from ._params import REGRESSOR_ATTRIBUTES, ParamDoc, estimator_doc, store_params
+from ._types import AccountantName, ArrayLike, MatrixLike, RandomState
 from .linear import DPLinearRegression, _design_norm, default_constraint_radius
 
 __all__ = ["DPElasticNet", "DPHuberRegressor", "DPLasso", "DPQuantileRegressor"]
@@ -60,7 +62,7 @@ class _NamedRegressor(DPLinearRegression):
     constraint = None
     noise = "auto"
     epochs = batch_size = learning_rate = clipping_norm = noise_multiplier = accountant = None
-    verbose = False
+    verbose = warm_start = False
 
 
 @estimator_doc(
@@ -95,23 +97,23 @@ class DPLasso(_NamedRegressor):
     def __init__(
         self,
         *,
-        alpha="auto",
-        label_bound=1.0,
-        epsilon=1.0,
-        delta=None,
-        mechanism="auto",
-        data_norm=1.0,
-        constraint_radius=None,
-        fit_intercept=True,
-        intercept_scaling=0.5,
-        tol=1e-10,
-        max_iter=10_000,
-        accountant=None,
-        random_state=None,
-    ):
+        alpha: float | Literal["auto"] = "auto",
+        label_bound: float = 1.0,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mechanism: str = "auto",
+        data_norm: float = 1.0,
+        constraint_radius: float | None = None,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 0.5,
+        tol: float = 1e-10,
+        max_iter: int = 10_000,
+        accountant: AccountantName = None,
+        random_state: RandomState = None,
+    ) -> None:
         store_params(self, locals())
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Fit the private Lasso (see :meth:`DPLinearRegression.fit`)."""
         super().fit(X, y, sample_weight=sample_weight)
         if "n_steps" in self.diagnostics_:  # Frank-Wolfe reports its steps as n_steps
@@ -166,20 +168,20 @@ class DPElasticNet(_NamedRegressor):
     def __init__(
         self,
         *,
-        alpha="auto",
-        l1_ratio=0.5,
-        label_bound=1.0,
-        epsilon=1.0,
-        delta=None,
-        mechanism="auto",
-        data_norm=1.0,
-        constraint_radius=None,
-        fit_intercept=True,
-        intercept_scaling=0.5,
-        tol=1e-10,
-        max_iter=10_000,
-        random_state=None,
-    ):
+        alpha: float | Literal["auto"] = "auto",
+        l1_ratio: float = 0.5,
+        label_bound: float = 1.0,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mechanism: str = "auto",
+        data_norm: float = 1.0,
+        constraint_radius: float | None = None,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 0.5,
+        tol: float = 1e-10,
+        max_iter: int = 10_000,
+        random_state: RandomState = None,
+    ) -> None:
         store_params(self, locals())
 
 
@@ -237,27 +239,28 @@ class DPQuantileRegressor(_LipschitzRegressor):
     def __init__(
         self,
         *,
-        quantile=0.5,
-        alpha="auto",
-        label_bound=None,
-        epsilon=1.0,
-        delta=None,
-        mechanism="auto",
-        data_norm=1.0,
-        constraint_radius=None,
-        fit_intercept=True,
-        intercept_scaling=0.5,
-        epochs=None,
-        learning_rate=None,
-        accountant=None,
-        tol=1e-10,
-        max_iter=10_000,
-        random_state=None,
-        label_scale=None,
-    ):
+        quantile: float = 0.5,
+        alpha: float | Literal["auto"] = "auto",
+        label_bound: float | None = None,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mechanism: str = "auto",
+        data_norm: float = 1.0,
+        constraint_radius: float | None = None,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 0.5,
+        epochs: int | None = None,
+        learning_rate: float | None = None,
+        accountant: AccountantName = None,
+        warm_start: bool = False,
+        tol: float = 1e-10,
+        max_iter: int = 10_000,
+        random_state: RandomState = None,
+        label_scale: float | None = None,
+    ) -> None:
         store_params(self, locals())
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Fit the private quantile regression (see :meth:`DPLinearRegression.fit`)."""
         if self.label_scale is not None:  # the deprecated name, checked before the data
             if self.label_bound is not None:
@@ -323,22 +326,23 @@ class DPHuberRegressor(_LipschitzRegressor):
     def __init__(
         self,
         *,
-        threshold=1.0,
-        alpha="auto",
-        epsilon=1.0,
-        delta=None,
-        mechanism="auto",
-        data_norm=1.0,
-        constraint_radius=None,
-        fit_intercept=True,
-        intercept_scaling=0.5,
-        epochs=None,
-        learning_rate=None,
-        accountant=None,
-        tol=1e-10,
-        max_iter=10_000,
-        random_state=None,
-    ):
+        threshold: float = 1.0,
+        alpha: float | Literal["auto"] = "auto",
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mechanism: str = "auto",
+        data_norm: float = 1.0,
+        constraint_radius: float | None = None,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 0.5,
+        epochs: int | None = None,
+        learning_rate: float | None = None,
+        accountant: AccountantName = None,
+        warm_start: bool = False,
+        tol: float = 1e-10,
+        max_iter: int = 10_000,
+        random_state: RandomState = None,
+    ) -> None:
         store_params(self, locals())
 
     _auto_task = "huber"

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from sklearn.base import ClassifierMixin
 
 from .._validation import check_positive
 from ..losses import HuberSVM
 from ._base import DPLinearClassifierBase
 from ._params import CLASSIFIER_ATTRIBUTES, ParamDoc, estimator_doc, store_params
+from ._types import (
+    AccountantName,
+    ArrayLike,
+    ConstraintSpec,
+    NoiseFamily,
+    PenaltySpec,
+    RandomState,
+)
 
 __all__ = ["DPLinearSVC"]
 
@@ -29,31 +39,32 @@ class DPLinearSVC(ClassifierMixin, DPLinearClassifierBase):
     def __init__(
         self,
         *,
-        h=0.5,
-        epsilon=1.0,
-        delta=None,
-        mechanism="auto",
-        data_norm=1.0,
-        alpha="auto",
-        fit_intercept=True,
-        intercept_scaling=0.5,
-        noise="auto",
-        penalty="l2",
-        l1_ratio=0.5,
-        constraint=None,
-        constraint_radius=None,
-        tol=1e-10,
-        max_iter=10_000,
-        epochs=None,
-        batch_size=None,
-        learning_rate=None,
-        clipping_norm=None,
-        noise_multiplier=None,
-        accountant=None,
-        classes=None,
-        verbose=False,
-        random_state=None,
-    ):
+        h: float = 0.5,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mechanism: str = "auto",
+        data_norm: float = 1.0,
+        alpha: float | Literal["auto"] = "auto",
+        fit_intercept: bool = True,
+        intercept_scaling: float = 0.5,
+        noise: NoiseFamily = "auto",
+        penalty: PenaltySpec = "l2",
+        l1_ratio: float = 0.5,
+        constraint: ConstraintSpec = None,
+        constraint_radius: float | None = None,
+        tol: float = 1e-10,
+        max_iter: int = 10_000,
+        epochs: int | None = None,
+        batch_size: int | None = None,
+        learning_rate: float | None = None,
+        clipping_norm: float | None = None,
+        noise_multiplier: float | None = None,
+        accountant: AccountantName = None,
+        warm_start: bool = False,
+        classes: ArrayLike | None = None,
+        verbose: bool = False,
+        random_state: RandomState = None,
+    ) -> None:
         store_params(self, locals())
 
     _auto_task = "huber-svm"

@@ -42,6 +42,7 @@ _SAVED_ATTRIBUTES = (
     "delta_",
     "neighbouring_",
     "mechanism_",  # mechanism="auto": the mechanism the public rule chose (a str)
+    "n_fits_",  # warm_start=True: the number of fits the model composes (public)
     # DPMLPClassifier (dperm.estimators.mlp): the released weights and PCA directions
     "coefs_",
     "intercepts_",
