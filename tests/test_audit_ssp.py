@@ -46,10 +46,9 @@ def _with_stds(scale_index: int, factor: float):
 
 # --------------------------------------------------------------------------- the runners
 def test_the_adassp_runner_is_the_default_path():
-    """``adassp`` audits DPLinearRegression() as a user gets it: the default mechanism,
-    data_norm, label_bound, intercept and δ = 1/n²."""
+    """``adassp`` audits DPLinearRegression(mechanism="adassp") with every other default:
+    data_norm, label_bound, intercept and δ = 1/n² (the auto default has its own row)."""
     est = DPLinearRegression()
-    assert est.mechanism == "adassp"
     assert (est.data_norm, est.label_bound, est.fit_intercept) == (1.0, 1.0, True)
     r = get_runner("adassp")
     assert r.default_delta == pytest.approx(1.0 / r.n**2)
@@ -135,8 +134,10 @@ def _lambda_pair() -> CanaryPair:
 
 
 def _adassp_lambda_min(X, y, epsilon, delta, rng):
-    """The released λ̂_min of DPLinearRegression() (the default AdaSSP path)."""
-    est = DPLinearRegression(epsilon=epsilon, delta=delta, random_state=rng).fit(X, y)
+    """The released λ̂_min of DPLinearRegression(mechanism="adassp") (its default path)."""
+    est = DPLinearRegression(
+        mechanism="adassp", epsilon=epsilon, delta=delta, random_state=rng
+    ).fit(X, y)
     return np.array([est.diagnostics_["lambda_min_released"]])
 
 

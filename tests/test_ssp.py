@@ -259,15 +259,16 @@ def test_missing_bounds_and_nan_data():
 
 
 # ----------------------------------------------------------------------------- estimator
-def test_dplinearregression_defaults_fit_with_adassp():
+def test_dplinearregression_adassp_fits_with_the_default_constants():
     X, y = _data(n=300, d=3)
-    m = DPLinearRegression(random_state=0).fit(X, y)
-    assert m.mechanism == "adassp"
+    m = DPLinearRegression(mechanism="adassp", random_state=0).fit(X, y)
     assert m.diagnostics_["mechanism"] == "adassp"
     assert m.delta_ == pytest.approx(1.0 / 300**2)
     assert m.neighbouring_ == "replace-one"
     assert epsilon_spent(m.dp_event_, m.delta_, "pld") <= 1.0 * (1 + 1e-6)
-    big = DPLinearRegression(epsilon=1e9, label_bound=1.0, random_state=0).fit(X, y)
+    big = DPLinearRegression(
+        mechanism="adassp", epsilon=1e9, label_bound=1.0, random_state=0
+    ).fit(X, y)
     from sklearn.linear_model import LinearRegression
 
     ref = LinearRegression().fit(X, y)
@@ -293,7 +294,7 @@ def test_objective_mechanism_gets_the_public_default_radius():
 def test_adassp_rejects_l1_penalty_and_constraints():
     X, y = _data(n=100, d=3)
     with pytest.raises(InvalidPrivacyParameter, match="penalty"):
-        DPLinearRegression(penalty="l1", random_state=0).fit(X, y)
+        DPLinearRegression(mechanism="adassp", penalty="l1", random_state=0).fit(X, y)
 
 
 def test_adassp_projects_onto_a_given_constraint():

@@ -335,8 +335,8 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
     # ---------------------------------------------------------------- sufficient statistics
     dict(
         name="adassp", fn=functools.partial(_fit_linear_regression, "adassp"), **_SSP,
-        description="DPLinearRegression() — AdaSSP (Wang 2018, Alg. 2), the default "
-        f"mechanism — every default (R = 1, B = 1, intercept, δ = 1/n²), n = {_SSP_N}, d = 2; "
+        description="DPLinearRegression(mechanism='adassp') — AdaSSP (Wang 2018, Alg. 2) — "
+        f"every other default (R = 1, B = 1, intercept, δ = 1/n²), n = {_SSP_N}, d = 2; "
         "scores the released Xᵀy along the canary row (one of three composed Gaussian "
         "releases)",
     ),

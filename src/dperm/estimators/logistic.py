@@ -62,8 +62,10 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
     >>> y = (X[:, 0] > 0).astype(int)
     >>> clf = DPLogisticRegression(epsilon=1.0, data_norm=2.0, classes=[0, 1], random_state=0)
     >>> clf = clf.fit(X, y)
-    >>> clf.coef_.shape, clf.dp_event_, clf.neighbouring_
-    ((1, 3), EpsilonDelta(epsilon=1.0, delta=2.5e-07...), 'replace-one')
+    >>> clf.coef_.shape, clf.mechanism_, clf.neighbouring_
+    ((1, 3), 'amp', 'replace-one')
+    >>> clf.epsilon_, clf.delta_  # AMP: two (ε, δ) releases composed (dp_event_)
+    (1.0, 2.5e-07)
     """
 
     def __init__(

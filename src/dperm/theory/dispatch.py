@@ -315,7 +315,10 @@ def seed_bounds_for_estimator(estimator, n_samples: int) -> list[TheoryBound]:
     Without a constraint, ‖θ*‖ ≤ MARGIN_BOUND/R is the public prior of the
     estimators' defaults (as in :func:`bound_for_estimator`).
     """
-    mechanism = getattr(estimator, "mechanism", None)
+    # the mechanism that ran (mechanism="auto" names the chosen one in mechanism_)
+    mechanism = getattr(estimator, "mechanism_", None) or getattr(estimator, "mechanism", None)
+    if not hasattr(estimator, "coef_"):  # e.g. DPMLPClassifier: non-convex, no theorem
+        return []
     try:
         dg = _diagnostics(estimator)
         d = _n_coef(estimator)
