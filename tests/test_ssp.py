@@ -266,9 +266,9 @@ def test_dplinearregression_adassp_fits_with_the_default_constants():
     assert m.delta_ == pytest.approx(1.0 / 300**2)
     assert m.neighbouring_ == "replace-one"
     assert epsilon_spent(m.dp_event_, m.delta_, "pld") <= 1.0 * (1 + 1e-6)
-    big = DPLinearRegression(
-        mechanism="adassp", epsilon=1e9, label_bound=1.0, random_state=0
-    ).fit(X, y)
+    big = DPLinearRegression(mechanism="adassp", epsilon=1e9, label_bound=1.0, random_state=0).fit(
+        X, y
+    )
     from sklearn.linear_model import LinearRegression
 
     ref = LinearRegression().fit(X, y)

@@ -232,6 +232,16 @@ def _run_estimator_auto(X, y, epsilon, delta, rng):
     return est.fit(X, y).coef_
 
 
+def _run_estimator_auto_regression(X, y, epsilon, delta, rng):
+    """``coef_`` of DPLinearRegression() with every default — ``mechanism="auto"``:
+    objective perturbation of the Huber surrogate (h = 0.4·B), B = 1, R = 1 — on the
+    canary pair's ±1 labels (regression targets inside the public bound)."""
+    from ..estimators import DPLinearRegression
+
+    est = DPLinearRegression(epsilon=epsilon, delta=delta, random_state=rng)
+    return est.fit(X, np.asarray(y, dtype=float)).coef_
+
+
 # ============================================================ networks (dperm.networks)
 #: gain K of the canary loss ℓ(w; x, y) = −K·y·⟨w, x⟩ of the network runner: its
 #: per-example gradient −K·y·x has norm K·‖x‖ ≫ C = 1, so clipping always binds and

@@ -71,6 +71,7 @@ from .fits import (
     _fit_softmax,
     _run_discrete_gaussian,
     _run_estimator_auto,
+    _run_estimator_auto_regression,
     _run_estimator_dp_sgd,
     _run_gaussian,
     _run_laplace,
@@ -281,6 +282,15 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         description="DPLogisticRegression() with every default: mechanism='auto' (the public "
         "rule of dperm.estimators._auto; AMP on this binary pair), Λ, intercept, calibration; "
         f"classes={list(_LABELS)}; n = {_AR_SIZE}; scores coef_",
+    ),
+    dict(
+        name="estimator-auto-regression", fn=_run_estimator_auto_regression,
+        module="dperm.estimators", neighbouring="replace-one", n=_AR_SIZE, d=2, **_GAUSSIAN,
+        default_runs=500,
+        statistic=release_statistic,
+        description="DPLinearRegression() with every default: mechanism='auto' (objective "
+        "perturbation of the Huber surrogate, h = 0.4·B), B = 1, R = 1, intercept, δ; "
+        f"±1 targets; n = {_AR_SIZE}; scores coef_",
     ),
     # ---------------------------------------------------------------- networks (#24)
     dict(
