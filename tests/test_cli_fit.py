@@ -85,16 +85,17 @@ def test_fit_json_on_the_default_dataset():
     out = json.loads(lines[0])
     assert set(FIT_KEYS) <= set(out)
     assert out["dataset"] == "breast-cancer" and out["model"] == "logistic"
-    # the default mechanism="auto" and what it chose (binary logistic: AMP)
-    assert out["mechanism"] == "amp" and out["epsilon"] == 1.0
-    assert out["auto"].startswith("auto → amp")
+    # the default mechanism="auto" and what it chose (binary logistic, nε/√D < 5000:
+    # DP-SGD clipped below the Lipschitz bound)
+    assert out["mechanism"] == "dp-sgd" and out["epsilon"] == 1.0
+    assert out["auto"].startswith("auto → dp-sgd (batch_size=")
     assert out["delta"] == pytest.approx(1.0 / out["n_train"] ** 2)  # default δ = 1/n²
     # 57 of the 569 rows are the public rows that set the schema (public_fraction)
     assert out["n_train"] + out["n_test"] == 569 - 57 and out["n_features"] == 30
     for k in ("test_accuracy", "train_accuracy", "nonprivate_test_accuracy"):
         assert 0.0 <= out[k] <= 1.0
     assert out["excess_empirical_risk"] >= -1e-9 and out["fit_seconds"] > 0
-    assert out["dp_event"]["kind"] == "Composed"  # AMP: the objective and output parts
+    assert out["dp_event"]["kind"] == "SelfComposed"  # DP-SGD: T sampled Gaussian steps
 
 
 def test_fit_table_and_pure_epsilon_output_perturbation():

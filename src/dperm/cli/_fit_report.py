@@ -147,7 +147,7 @@ def print_fit_table(result: dict[str, Any]) -> None:
     delta_note = " (default 1/n²)" if result["delta_default"] else ""
     np_note = " (not private)"  # rows computed from the training data without noise
     table = Table(title="dperm fit", show_header=True, header_style="bold")
-    table.add_column("quantity")
+    table.add_column("quantity", no_wrap=True)  # labels stay whole; long values wrap
     table.add_column("value", justify="right")
     rows = [
         ("dataset", result["dataset"]),
