@@ -1,6 +1,7 @@
 """The targets of issue #20: dperm's defaults (``mechanism="auto"``), no option given.
 
     python benchmarks/bench_defaults.py --data-home /work/shared/data [--seeds 3] [--only …]
+                                        [--datasets adult,kddcup99,mnist]
 
 Every cell fits exactly what a user gets with no mechanism or hyperparameter given
 (replace-one, δ = 1/n², the loader's split and public schema), once per seed, and
@@ -42,11 +43,13 @@ REGRESSION_TARGETS = {
 }
 
 
-def _classification(data_home, seeds, tune: bool):
+def _classification(data_home, seeds, tune: bool, datasets=None):
     from dperm.cli.fit import run_fit
 
     rows = []
     for (name, eps), target in TARGETS.items():
+        if datasets is not None and name not in datasets:
+            continue
         scores, secs, what = [], [], ""
         for seed in seeds:
             t0 = time.perf_counter()
@@ -91,17 +94,21 @@ def main(argv=None) -> int:
     parser.add_argument("--data-home", default=os.environ.get("DPERM_DATA_HOME"))
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--only", choices=("classification", "tune", "regression"), action="append")
+    parser.add_argument(
+        "--datasets", default=None, help="comma-separated subset of adult,kddcup99,mnist"
+    )
     args = parser.parse_args(argv)
     seeds = list(range(args.seeds))
     parts = args.only or ["regression", "classification", "tune"]
+    only = None if args.datasets is None else set(args.datasets.split(","))
     print(f"load average at start: {os.getloadavg()[0]:.1f}", flush=True)
     rows = []
     if "regression" in parts:
         rows += _regression(args.data_home, seeds)
     if "classification" in parts:
-        rows += _classification(args.data_home, seeds, tune=False)
+        rows += _classification(args.data_home, seeds, tune=False, datasets=only)
     if "tune" in parts:
-        rows += _classification(args.data_home, seeds, tune=True)
+        rows += _classification(args.data_home, seeds, tune=True, datasets=only)
     print(f"\n| cell | mean ({len(seeds)} seeds) | sd | target | met | s/fit | choice |")
     print("|---|---|---|---|---|---|---|")
     for label, scores, target, secs, what in rows:

@@ -21,11 +21,15 @@ from dperm import (
 from dperm.accounting import EpsilonDelta, Ledger
 from dperm.accounting.ledger import default_delta
 from dperm.estimators._auto import (
+    BINARY_AMP_ABOVE,
+    BINARY_CLIP_FRACTION,
+    BINARY_STEP_CLIP,
     HUBER_FRACTION,
     MULTI_SGD_BELOW,
     QUANTILE_SCALE,
     AutoChoice,
     auto_choice,
+    binary_dp_sgd_schedule,
     dp_sgd_schedule,
 )
 from dperm.exceptions import BudgetExceededError, InvalidDataError, UnknownNameError
@@ -39,7 +43,7 @@ def test_rule_is_a_pure_function_of_public_inputs():
     a, b = auto_choice("logistic", **BINARY), auto_choice("logistic", **BINARY)
     assert a == b and isinstance(a, AutoChoice)
     assert a.inputs["n_samples"] == 30_000 and a.inputs["epsilon"] == 0.1
-    assert a.describe().startswith("auto → amp because")
+    assert a.describe().startswith("auto → dp-sgd (batch_size=506, epochs=15, clip_fraction=")
 
 
 @pytest.mark.parametrize(
@@ -58,10 +62,32 @@ def test_rule_routes_what_only_objective_supports(flags):
     assert c.mechanism == "objective" and c.settings == {}
 
 
-def test_rule_binary_is_amp_and_svm_objective():
-    for eps in (0.01, 0.1, 1.0, 10.0):
-        assert auto_choice("logistic", **{**BINARY, "epsilon": eps}).mechanism == "amp"
+def test_rule_binary_threshold_schedule_and_svm_objective():
+    """Binary logistic: clipped DP-SGD below s = nε/√D = BINARY_AMP_ABOVE, AMP above;
+    the Huber SVM keeps objective perturbation."""
+    n, d = BINARY["n_samples"], BINARY["n_features"]
+    eps_edge = BINARY_AMP_ABOVE * np.sqrt(d + 1) / n
+    above = auto_choice("logistic", **{**BINARY, "epsilon": eps_edge * 1.01})
+    below = auto_choice("logistic", **{**BINARY, "epsilon": eps_edge * 0.99})
+    assert above.mechanism == "amp" and above.settings == {}
+    assert below.mechanism == "dp-sgd" and below.multi_class is None
+    assert below.settings == binary_dp_sgd_schedule(n, eps_edge * 0.99)
+    for eps in (0.01, 0.1, 1.0):
+        assert auto_choice("logistic", **{**BINARY, "epsilon": eps}).mechanism == "dp-sgd"
+    no_intercept = auto_choice("logistic", fit_intercept=False, **BINARY)
+    assert "√D = " in no_intercept.reason and no_intercept.mechanism == "dp-sgd"
     assert auto_choice("huber-svm", **BINARY).mechanism == "objective"
+
+
+def test_binary_schedule_closed_form():
+    for n, eps in ((3, 0.1), (40, 1.0), (1_600, 0.1), (30_162, 0.1), (30_162, 1.0), (10**6, 4.0)):
+        s = binary_dp_sgd_schedule(n, eps)
+        assert s["batch_size"] == max(min(16, n), min(n // 5, round(160 / np.sqrt(eps))))
+        assert 1 <= s["batch_size"] <= n
+        assert s["epochs"] == 15
+        assert (s["clip_fraction"], s["step_clip"]) == (BINARY_CLIP_FRACTION, BINARY_STEP_CLIP)
+    with pytest.raises(dperm.exceptions.InvalidPrivacyParameter, match="epsilon"):
+        binary_dp_sgd_schedule(100, -1.0)
 
 
 def test_rule_multiclass_threshold_and_schedule():
@@ -114,9 +140,35 @@ def _binary(n=600, seed=0):
 
 
 def test_default_fit_reports_the_choice_and_matches_the_named_mechanism():
+    """The default small-s binary fit is DP-SGD with C = 0.27·L (L = the public row
+    bound with the intercept column, the logistic loss's Lipschitz constant) and
+    η = 0.65/C: the same model and event as that named configuration."""
     X, y = _binary()
     auto = DPLogisticRegression(classes=[-1, 1], random_state=3).fit(X, y)
-    named = DPLogisticRegression(classes=[-1, 1], mechanism="amp", random_state=3).fit(X, y)
+    L = np.hypot(1.0, 0.5)  # data_norm = 1, intercept_scaling = 0.5
+    C = BINARY_CLIP_FRACTION * L
+    named = DPLogisticRegression(
+        classes=[-1, 1], mechanism="dp-sgd", random_state=3, batch_size=120, epochs=15,
+        clipping_norm=C, learning_rate=BINARY_STEP_CLIP / C,
+    ).fit(X, y)  # fmt: skip
+    assert auto.mechanism == "auto" and auto.mechanism_ == "dp-sgd"
+    assert auto.diagnostics_["clipping_norm"] == pytest.approx(C)
+    assert auto.diagnostics_["learning_rate"] == pytest.approx(BINARY_STEP_CLIP / C)
+    # same mechanism, same noise (C and η agree to rounding: L computed in two ways)
+    np.testing.assert_allclose(auto.coef_, named.coef_, rtol=1e-9)
+    assert auto.dp_event_ == named.dp_event_
+    # an explicit clipping norm or learning rate wins over the rule's
+    mine = DPLogisticRegression(classes=[-1, 1], clipping_norm=0.9, learning_rate=0.5)
+    mine.set_params(random_state=3).fit(X, y)
+    assert mine.diagnostics_["clipping_norm"] == 0.9 and mine.diagnostics_["learning_rate"] == 0.5
+
+
+def test_default_fit_at_large_s_is_amp():
+    X, y = _binary()
+    eps = 60.0  # s = 600·60/√4 = 18 000 ≥ BINARY_AMP_ABOVE
+    auto = DPLogisticRegression(classes=[-1, 1], epsilon=eps, random_state=3).fit(X, y)
+    named = DPLogisticRegression(classes=[-1, 1], epsilon=eps, mechanism="amp", random_state=3)
+    named.fit(X, y)
     assert auto.mechanism == "auto" and auto.mechanism_ == "amp"
     assert auto.diagnostics_["auto"] == auto.auto_.describe()
     np.testing.assert_array_equal(auto.coef_, named.coef_)  # same mechanism, same noise

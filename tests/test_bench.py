@@ -72,6 +72,7 @@ def test_file_formats(small_run):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     comp = (out / "comparison.md").read_text()
     assert "synthetic-l" in comp and "not run" in comp  # e.g. AMP was not run here
+    assert "were not run" in (out / "defaults.md").read_text()  # no "auto" row here
 
 
 def test_accuracy_non_decreasing_in_epsilon(small_run):
@@ -153,6 +154,39 @@ def test_comparison_with_published_numbers():
     assert amp["difference"] == pytest.approx(70.0 - 79.1)
     assert comp[comp["algorithm"] == "frank-wolfe"]["dperm"].isna().all()
     assert PUBLISHED_EPSILON["mnist"] == 1.0 and PUBLISHED["mnist"]["non-private"] == 91.5
+
+
+def test_defaults_table_puts_auto_next_to_the_best_mechanism_and_the_peers():
+    """defaults.md: the auto row, what it chose, the best dperm mechanism of the cell at
+    its defaults (auto and tuned rows excluded), the gap, and the peers (or "not run")."""
+    from dperm.bench.report import defaults_frame, defaults_markdown
+
+    def row(alg, acc, src="dperm", eps=0.1, hp=None):
+        return {"dataset": "adult", "algorithm": alg, "source": src, "epsilon": eps,
+                "accuracy_mean": acc, "accuracy_sd": 0.01,
+                "hyperparameters": json.dumps(hp or {})}  # fmt: skip
+
+    df = pd.DataFrame(
+        [
+            row("non-private", 0.85, src="scikit-learn"),
+            row("auto", 0.80, hp={"mechanism_": "amp"}),
+            row("objective", 0.79),
+            row("dp-gd", 0.81),
+            row("objective+tuned", 0.83),  # tuned: not a candidate for "best"
+            row("opacus", 0.78, src="opacus"),
+            row("objective", 0.83, eps=1.0),  # no auto row at ε = 1: no table row
+        ]
+    )
+    comp = defaults_frame(df)
+    assert len(comp) == 1
+    r = comp.iloc[0]
+    assert r["auto_choice"] == "amp" and r["best"] == "dp-gd"
+    assert r["auto"] == pytest.approx(80.0) and r["gap"] == pytest.approx(-1.0)
+    assert r["opacus"] == pytest.approx(78.0) and math.isnan(r["diffprivlib"])
+    md = defaults_markdown(df)
+    assert "| dperm defaults (auto) |" in md and "| adult | 0.1 | 85.0 | 80.0 ± 1.0 | amp |" in md
+    assert "DP-GD 81.0 ± 1.0 | -1.0 | not run | 78.0 |" in md
+    assert "not run" in defaults_markdown(df[df["algorithm"] != "auto"])
 
 
 def test_bad_options(tmp_path):

@@ -57,9 +57,9 @@ BAD_INPUTS = [
     (["fit", "--data-norm", "0"], "--data-norm"),
     (["account"], "noise-multiplier"),
     (["fit", "--dataset", "adult", "--data-home", "{tmp}"], "adult"),  # its file is missing
-    # the noise is ~1e300: the perturbed objective cannot be minimized (auto → AMP here:
-    # its gradient-norm tolerance is never reached), nothing is released
-    (["fit", "--epsilon", "1e-300"], "nothing is released"),
+    # the noise is ~1e300: the perturbed objective cannot be minimized, nothing is released
+    # (objective perturbation named: the default, auto, picks DP-SGD on this data)
+    (["fit", "--epsilon", "1e-300", "--mechanism", "objective"], "exact minimizer"),
     (["fit", "--csv", "{empty}", "--target", "y"], "empty"),
     (["fit", "--csv", "{header}", "--target", "y", "--bounds", "a=0:7"], "no rows"),
     (["fit", "--csv", "{good}", "--target", "nope", "--bounds", "a=0:7"], "nope"),

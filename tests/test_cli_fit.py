@@ -40,14 +40,14 @@ def built(monkeypatch):
 
 @pytest.fixture
 def reference_calls(monkeypatch):
-    """The keyword arguments (and ``est``) of every non-private reference fit."""
+    """The keyword arguments (and ``est``, ``X``, ``y``) of every non-private reference fit."""
     import dperm.utility
 
     calls = []
     real = dperm.utility.nonprivate_fit
 
     def spy(est, X, y, **kw):
-        calls.append({**kw, "est": est})
+        calls.append({**kw, "est": est, "X": X, "y": y})
         return real(est, X, y, **kw)
 
     monkeypatch.setattr(dperm.utility, "nonprivate_fit", spy)
@@ -85,16 +85,17 @@ def test_fit_json_on_the_default_dataset():
     out = json.loads(lines[0])
     assert set(FIT_KEYS) <= set(out)
     assert out["dataset"] == "breast-cancer" and out["model"] == "logistic"
-    # the default mechanism="auto" and what it chose (binary logistic: AMP)
-    assert out["mechanism"] == "amp" and out["epsilon"] == 1.0
-    assert out["auto"].startswith("auto → amp")
+    # the default mechanism="auto" and what it chose (binary logistic, nε/√D < 5000:
+    # DP-SGD clipped below the Lipschitz bound)
+    assert out["mechanism"] == "dp-sgd" and out["epsilon"] == 1.0
+    assert out["auto"].startswith("auto → dp-sgd (batch_size=")
     assert out["delta"] == pytest.approx(1.0 / out["n_train"] ** 2)  # default δ = 1/n²
     # 57 of the 569 rows are the public rows that set the schema (public_fraction)
     assert out["n_train"] + out["n_test"] == 569 - 57 and out["n_features"] == 30
     for k in ("test_accuracy", "train_accuracy", "nonprivate_test_accuracy"):
         assert 0.0 <= out[k] <= 1.0
     assert out["excess_empirical_risk"] >= -1e-9 and out["fit_seconds"] > 0
-    assert out["dp_event"]["kind"] == "Composed"  # AMP: the objective and output parts
+    assert out["dp_event"]["kind"] == "SelfComposed"  # DP-SGD: T sampled Gaussian steps
 
 
 def test_fit_table_and_pure_epsilon_output_perturbation():
@@ -347,6 +348,51 @@ def test_reference_of_a_dp_sgd_fit_is_capped_by_its_passes(reference_calls):
     assert passes == pytest.approx(3.0, rel=0.05)  # --epochs reached the estimator
     assert out["sampling_rate"] == pytest.approx(64 / out["n_train"])  # so did --batch-size
     assert seen["max_iter"] == max(100, math.ceil(passes)) < est.max_iter
+
+
+def test_reference_of_a_multinomial_fit_is_the_utility_layers(tmp_path, built, reference_calls):
+    """The non-private reference of a multinomial (softmax) fit comes from
+    dperm.utility.nonprivate_fit, like every other model's: one softmax problem on the
+    fit's own regularized objective. Its excess risk equals J(Θ_priv) − min J computed
+    independently here (scipy's L-BFGS on the clipped, intercept-augmented design)."""
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(2)
+    n = 900
+    a, b = rng.uniform(0, 3, n), rng.uniform(-1, 1, n)
+    path = tmp_path / "three.csv"
+    path.write_text(
+        "a,b,y\n" + "".join(f"{u:.4f},{v:.4f},{int(u)}\n" for u, v in zip(a, b, strict=True))
+    )
+    argv = ["fit", "--csv", str(path), "--target", "y", "--bounds", "a=0:3", "--bounds"]
+    argv += ["b=-1:1", "--task", "multiclass", "--epsilon", "5", "--seed", "0", "--json"]
+    out = _json(CliRunner().invoke(app, argv))
+    est = built[-1]
+    assert est.loss_.multiclass and est.coef_.shape == (3, 2)  # auto: one softmax model
+    assert len(reference_calls) == 1 and reference_calls[0]["est"] is est
+    assert out["nonprivate_test_accuracy"] > out["test_accuracy"] - 0.05
+
+    X, y = reference_calls[0]["X"], reference_calls[0]["y"]
+    Xd, _ = est._design(X, warn=False)
+    Xd = np.asarray(Xd.to_dense() if hasattr(Xd, "to_dense") else Xd)
+    target = np.searchsorted(est.classes_, np.asarray(y))
+    shape, lam = (Xd.shape[1], 3), float(est.l2_)
+
+    def objective(w):  # (1/n)Σ softmax loss + (Λ/2)‖Θ‖², independently of dperm.solvers
+        Z = Xd @ w.reshape(shape)
+        Z -= Z.max(axis=1, keepdims=True)
+        P = np.exp(Z)
+        P /= P.sum(axis=1, keepdims=True)
+        val = -np.mean(np.log(P[np.arange(len(target)), target])) + 0.5 * lam * float(w @ w)
+        P[np.arange(len(target)), target] -= 1.0
+        return val, (Xd.T @ P / len(target)).ravel() + lam * w
+
+    best = minimize(objective, np.zeros(shape[0] * 3), jac=True, method="L-BFGS-B",
+                    options={"maxiter": 5000, "gtol": 1e-10, "ftol": 0.0})  # fmt: skip
+    intercept = est.intercept_ / float(est.intercept_scaling)
+    W_priv = np.vstack([est.coef_.T, intercept])
+    expected = objective(W_priv.ravel())[0] - best.fun
+    assert out["excess_empirical_risk"] == pytest.approx(expected, rel=1e-6, abs=1e-9)
 
 
 def test_multi_class_option_reaches_the_estimator(tmp_path, built):

@@ -386,6 +386,8 @@ def _fit_dperm(alg: str, split: Split, params: dict, epsilon, delta, seed, risk,
     bound = _theory(alg, model, split.n_train) if theory else math.nan
     used = dict(est_params)
     used["alpha_"] = float(model.alpha_)
+    if mechanism == AUTO:  # what the public rule chose (for the defaults table)
+        used["mechanism_"] = str(model.mechanism_)
     return acc, excess, bound, seconds, used, dropped, model.neighbouring_
 
 

@@ -35,14 +35,10 @@ def measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose) -
     from ..utility import excess_empirical_risk, nonprivate_fit
 
     ref = None
-    multinomial = getattr(getattr(est, "loss_", None), "multiclass", False)
-    if reference and multinomial:  # the softmax model's own regularized objective
-        with step("non-private reference fit (skip with --no-reference)", verbose):
-            ref = _multinomial_reference(est, ds.X_train, ds.y_train)
-        reference = False
     if reference:
         # the private fit's own regularized objective (l2_, regularizer_,
-        # constraint_), its tol and its iteration cap.  A gradient-perturbation
+        # constraint_), its tol and its iteration cap; for a multinomial model one
+        # softmax problem in vec(Θ) (dperm.utility.objective_problems).  A gradient-perturbation
         # fit has no tol (it runs `steps` noisy steps at sampling rate q, i.e.
         # steps·q passes): its reference gets as many full-gradient iterations as
         # the fit made passes (at least 100) and a gradient residual of 1e-4, far
@@ -78,13 +74,7 @@ def measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose) -
         )
     out[f"train_{metric}"] = float(est.score(ds.X_train, ds.y_train))
     out["excess_empirical_risk"] = (
-        None
-        if ref is None
-        else (
-            ref.excess_risk_
-            if multinomial
-            else excess_empirical_risk(est, ds.X_train, ds.y_train, reference=ref)
-        )
+        None if ref is None else excess_empirical_risk(est, ds.X_train, ds.y_train, reference=ref)
     )
     out[f"nonprivate_test_{metric}"] = (
         float(ref.score(ds.X_test, ds.y_test)) if (has_test and ref is not None) else None
@@ -142,41 +132,6 @@ def _ledger_rows(result: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     )
 
 
-def _multinomial_reference(est, X, y):
-    """A copy of a fitted multinomial (softmax) estimator whose coefficients minimize its
-    own objective (1/n)Σ ℓ + (Λ/2)‖Θ‖² on the clipped, intercept-augmented design,
-    non-privately (L-BFGS, gradient tolerance 1e-6); ``excess_risk_`` is J(Θ_priv) − J(Θ*).
-    Never release it."""
-    import copy
-
-    import numpy as np
-    from scipy.optimize import minimize
-
-    Xd, _ = est._design(X, warn=False)
-    target = np.searchsorted(est.classes_, np.asarray(y))
-    loss, lam = est.loss_, float(est.l2_)
-    shape = (Xd.shape[1], len(est.classes_))
-
-    def objective(w):
-        W = w.reshape(shape)
-        val, grad = loss.value_and_gradient(W, Xd, target)
-        return val + 0.5 * lam * float(w @ w), (grad + lam * W).ravel()
-
-    W_priv = np.vstack([est.coef_.T, est.intercept_ / float(est.intercept_scaling)])
-    if not est.fit_intercept:
-        W_priv = est.coef_.T
-    res = minimize(objective, np.zeros(np.prod(shape)), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 1000, "gtol": 1e-6})  # fmt: skip
-    W = res.x.reshape(shape)
-    ref = copy.deepcopy(est)
-    ref.coef_ = W[:-1].T.copy() if est.fit_intercept else W.T.copy()
-    ref.intercept_ = (
-        W[-1] * float(est.intercept_scaling) if est.fit_intercept else np.zeros(shape[1])
-    )
-    ref.excess_risk_ = float(objective(W_priv.ravel())[0] - res.fun)
-    return ref
-
-
 def print_fit_table(result: dict[str, Any]) -> None:
     """Print the result of ``dperm fit`` (the dict of :func:`run_fit`) as a table; the
     keys computed from the training data without noise are marked "(not private)"."""
@@ -192,7 +147,7 @@ def print_fit_table(result: dict[str, Any]) -> None:
     delta_note = " (default 1/n²)" if result["delta_default"] else ""
     np_note = " (not private)"  # rows computed from the training data without noise
     table = Table(title="dperm fit", show_header=True, header_style="bold")
-    table.add_column("quantity")
+    table.add_column("quantity", no_wrap=True)  # labels stay whole; long values wrap
     table.add_column("value", justify="right")
     rows = [
         ("dataset", result["dataset"]),

@@ -185,7 +185,7 @@ _OPTIONS = {
 @with_options(_OPTIONS)
 def bench_cmd(**options: Any) -> None:
     """Benchmark every DP-ERM algorithm against the published comparison (Iyengar et al. 2019)."""
-    no_progress, quiet = options.pop("no_progress"), options.pop("quiet")
+    no_progress, quiet = options.pop("no_progress"), options.pop("quiet")  # pop both
     progress = not (no_progress or quiet)
     with one_line_errors():
         text = bench_command(**options, progress=progress)

@@ -379,6 +379,7 @@ def _gradient_common(estimator) -> dict:
 def _gradient_fit(fit, estimator, loss, X, y, epsilon, delta, rng, **settings):
     """``fit`` of a gradient-perturbation algorithm under the estimators' guarantee,
     replace-one (n public), with the estimator's hyperparameters and ``settings``."""
+    kwargs = {**_gradient_common(estimator), **settings}  # an adapter's settings win
     return fit(
         loss,
         X,
@@ -387,8 +388,7 @@ def _gradient_fit(fit, estimator, loss, X, y, epsilon, delta, rng, **settings):
         delta=delta,
         neighbouring="replace-one",
         random_state=rng,
-        **settings,
-        **_gradient_common(estimator),
+        **kwargs,
     )
 
 
@@ -448,6 +448,13 @@ def _dp_sgd_adapter(estimator, loss, X, y, epsilon, delta, rng):
     )
     if _hyper(estimator, "averaging") is not None:  # set by the auto rule only
         settings["averaging"] = _hyper(estimator, "averaging")
+    fraction = _hyper(estimator, "clip_fraction")  # set by the auto rule only
+    if fraction is not None and getattr(estimator, "clipping_norm", None) is None:
+        # C = fraction·L, L the loss's Lipschitz bound over the PUBLIC row bound (no data)
+        C = float(fraction) * float(loss.lipschitz(estimator.data_norm_))
+        settings["clipping_norm"] = C
+        if getattr(estimator, "learning_rate", None) is None:
+            settings["learning_rate"] = float(_hyper(estimator, "step_clip")) / C
     return _gradient_fit(dp_sgd.fit, estimator, loss, X, y, epsilon, delta, rng, **settings)
 
 

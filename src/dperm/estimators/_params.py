@@ -79,7 +79,10 @@ PARAMETER_DOCS: dict[str, ParamDoc] = {
     ),
     "mechanism": ParamDoc(
         "str",
-        """A name registered in :mod:`dperm.estimators._mechanisms`: "objective"
+        """"auto" (default): the public rule :func:`dperm.estimators._auto.auto_choice`
+        picks the mechanism and its hyperparameters from n, d, k, ε, δ and the loss
+        (the choice is kept in ``mechanism_`` and ``auto_``).  Or a name registered
+        in :mod:`dperm.estimators._mechanisms`: "objective"
         (objective perturbation: Chaudhuri et al. 2011 Alg. 2 for δ = 0, Kifer
         et al. 2012 Alg. 1 for δ > 0), "output" (output perturbation,
         Chaudhuri et al. 2011 Alg. 1 / analytic Gaussian), and those other

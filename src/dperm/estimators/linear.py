@@ -71,7 +71,11 @@ def _design_norm(est) -> float:
 class DPLinearRegression(RegressorMixin, DPLinearModelBase):
     """Differentially private least squares.
 
-    The default ``mechanism="adassp"`` is adaptive sufficient-statistics
+    The default ``mechanism="auto"`` fits the Huber loss with threshold
+    h = 0.4·``label_bound`` by objective perturbation (the public rule of
+    :mod:`dperm.estimators._auto`: Lipschitz hR for every label, so no constraint
+    set; identical to least squares on residuals below h).
+    ``mechanism="adassp"`` is adaptive sufficient-statistics
     perturbation (Wang 2018, Algorithm 2; :mod:`dperm.algorithms.ssp`): noisy
     XᵀX, Xᵀy and λ_min, an adaptive ridge, a PSD-safe solve, the intercept
     unpenalized; it needs only the public bounds ``data_norm`` and

@@ -63,8 +63,8 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
     >>> clf = DPLogisticRegression(epsilon=1.0, data_norm=2.0, classes=[0, 1], random_state=0)
     >>> clf = clf.fit(X, y)
     >>> clf.coef_.shape, clf.mechanism_, clf.neighbouring_
-    ((1, 3), 'amp', 'replace-one')
-    >>> clf.epsilon_, clf.delta_  # AMP: two (ε, δ) releases composed (dp_event_)
+    ((1, 3), 'dp-sgd', 'replace-one')
+    >>> clf.epsilon_, clf.delta_  # certified by the PLD accountant of its event dp_event_
     (1.0, 2.5e-07)
     """
 

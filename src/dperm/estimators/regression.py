@@ -72,7 +72,7 @@ class _NamedRegressor(DPLinearRegression):
         """ℓ1 weight α of the penalized form ("objective"); "auto" is the
         mechanism's public rule.""",
     ),
-    mechanism=ParamDoc('{"frank-wolfe", "objective"}'),
+    mechanism=ParamDoc('{"auto", "frank-wolfe", "objective"}'),
     constraint_radius=ParamDoc(
         "float > 0 or None",
         "Radius of the ℓ1 ball (Frank-Wolfe) or ℓ2 ball (objective); None = d·B/R.",
@@ -82,7 +82,10 @@ class _NamedRegressor(DPLinearRegression):
 class DPLasso(_NamedRegressor):
     """Differentially private Lasso (ℓ1-constrained or ℓ1-penalized least squares).
 
-    ``mechanism="frank-wolfe"`` (default) minimizes (1/2n)‖Xθ − y‖² over the
+    ``mechanism="auto"`` (default) minimizes the Huber loss (threshold
+    0.4·``label_bound``) + α‖θ‖₁ by objective perturbation, with no constraint
+    set (the public rule of :mod:`dperm.estimators._auto`).
+    ``mechanism="frank-wolfe"`` minimizes (1/2n)‖Xθ − y‖² over the
     ℓ1 ball ‖θ‖₁ ≤ ``constraint_radius`` (default: the public rule
     :func:`~dperm.estimators.linear.default_constraint_radius`, d·B/R) by private
     Frank-Wolfe; ``alpha`` is then unused.  ``mechanism="objective"``
@@ -145,8 +148,9 @@ class DPLasso(_NamedRegressor):
     ),
     mechanism=ParamDoc(
         "str",
-        """"objective" or "output" (any registered mechanism that accepts a
-        non-smooth regularizer).""",
+        """"auto" (default: objective perturbation of the Huber loss, the public
+        rule of :mod:`dperm.estimators._auto`), "objective" or "output" (any
+        registered mechanism that accepts a non-smooth regularizer).""",
     ),
     constraint_radius=ParamDoc(
         "float > 0 or None", "Radius of the ℓ2 ball; None = d·B/R (a public rule)."
@@ -157,7 +161,10 @@ class DPElasticNet(_NamedRegressor):
 
     Minimizes (1/2n)‖Xθ − y‖² + α(ρ‖θ‖₁ + (1 − ρ)/2 ‖θ‖²) (ρ = ``l1_ratio``,
     scikit-learn's parametrization) by objective perturbation over the ℓ2
-    ball of radius ``constraint_radius`` (default d·B/R, a public rule).  The
+    ball of radius ``constraint_radius`` (default d·B/R, a public rule).  With
+    ``mechanism="auto"`` (default) the squared loss is replaced by the Huber loss
+    with threshold 0.4·``label_bound`` (Lipschitz for every label, no constraint
+    set; :mod:`dperm.estimators._auto`).  The
     ℓ2 part adds strong convexity the privacy theorem uses.  Targets must
     satisfy |y| ≤ ``label_bound``.  Neighbouring relation: replace-one.
     """
@@ -205,11 +212,12 @@ class _LipschitzRegressor(_NamedRegressor):
     label_bound=ParamDoc(
         "float > 0 or None",
         """Public scale B of |y| used only by the default radius rule d·B/R
-        (None: B = 1); targets beyond it are neither refused nor clipped (the
+        (None: B = 5, the auto rule's public label scale, with mechanism="auto";
+        B = 1 with a named mechanism); targets beyond it are neither refused nor clipped (the
         pinball loss is Lipschitz for every label).""",
     ),
     mechanism=ParamDoc(
-        "str", '"dp-gd-avg", "dp-gd", "dp-sgd" or "frank-wolfe" (non-smooth losses).'
+        "str", '"auto" (default: "dp-gd-avg"), "dp-gd-avg", "dp-gd", "dp-sgd" or "frank-wolfe".'
     ),
     constraint_radius=ParamDoc(
         "float > 0 or None",
@@ -229,7 +237,7 @@ class DPQuantileRegressor(_LipschitzRegressor):
     Minimizes (1/n)Σ ρ_τ(yᵢ − ⟨θ, xᵢ⟩) + (Λ/2)‖θ‖² privately; τ = 0.5 (default)
     is median regression.  The pinball loss is Lipschitz (L = max(τ, 1 − τ)R)
     for every target, so no label bound enters the privacy proof; it is not
-    differentiable, so the default mechanism is "dp-gd-avg" (noisy projected
+    differentiable, so ``mechanism="auto"`` picks "dp-gd-avg" (noisy projected
     subgradient descent returning the averaged iterate, RDP-accounted) over the
     ℓ2 ball of radius ``constraint_radius``
     (default d·``label_bound``/R, a public rule that sets the step size
