@@ -147,7 +147,9 @@ def print_fit_table(result: dict[str, Any]) -> None:
     delta_note = " (default 1/n²)" if result["delta_default"] else ""
     np_note = " (not private)"  # rows computed from the training data without noise
     table = Table(title="dperm fit", show_header=True, header_style="bold")
-    table.add_column("quantity", no_wrap=True)  # labels stay whole; long values wrap
+    # labels up to 40 characters stay whole (a longer one, a seed theorem's name,
+    # wraps); values wrap in the rest of the width
+    table.add_column("quantity", width=40)
     table.add_column("value", justify="right")
     rows = [
         ("dataset", result["dataset"]),
