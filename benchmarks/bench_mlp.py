@@ -172,6 +172,7 @@ def main(argv=None) -> None:
                 entry["opacus"] = _run_opacus(py, (P, y, Pt, yt), job)
                 last = (clf, P, Pt)
             res[relation][f"{eps:g}"] = entry
+            _write(res, args.out, final=False)  # each cell as it finishes
     if last is not None and args.timing_repeats:
         clf, P, Pt = last
         d = clf.diagnostics_
@@ -190,13 +191,20 @@ def main(argv=None) -> None:
             "opacus_cpu_s_per_epoch": theirs,
             "ratio_median": float(np.median(ours) / np.median(theirs)),
         }
+        res["timing"]["batch_size"] = int(d["batch_size"])
+    print(_write(res, args.out, final=True))
+
+
+def _write(res: dict, out_dir: str, *, final: bool) -> str:
+    """Write results.json and results.md (the REPORT section) to ``out_dir``."""
     res["load_end"] = os.getloadavg()
-    out = Path(args.out)
+    res["complete"] = final
+    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(res, indent=2))
     md = _markdown(res)
     (out / "results.md").write_text(md)
-    print(md)
+    return md
 
 
 def _markdown(res: dict) -> str:
@@ -220,7 +228,7 @@ def _markdown(res: dict) -> str:
     if t:
         lines += [
             "",
-            f"CPU seconds per epoch (1 thread, lot {600}, same z): dperm "
+            f"CPU seconds per epoch (1 thread, lot {t.get('batch_size', '?')}, same z): dperm "
             f"{np.median(t['dperm_cpu_s_per_epoch']):.2f}, Opacus "
             f"{np.median(t['opacus_cpu_s_per_epoch']):.2f}: ratio {t['ratio_median']:.2f} "
             f"(load {res['load_start'][0]:.1f} → {res['load_end'][0]:.1f}).",
