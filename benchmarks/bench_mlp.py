@@ -11,7 +11,7 @@ moments accountant, PCA included.  Here:
 
 1. **dperm, replace-one** (dperm's default relation) at ε ∈ {0.5, 2}, δ = 10⁻⁵, every
    other setting the estimator's default (public rule of
-   :func:`dperm.networks.default_hyperparameters`: lot n/100 = 600, epochs, learning
+   :func:`dperm.networks.default_hyperparameters`: lot n/50 = 1 200, epochs, learning
    rate, tail averaging, whitened PCA inputs), PCA and training in one event;
    ``--seeds`` seeds each.  Targets (issue #24): mean ≥ 95 % at ε = 2, ≥ 90 % at 0.5.
 2. **dperm, add/remove-one** at ε ∈ {0.5, 2, 8} with the public N = 60 000.
