@@ -25,12 +25,14 @@ from dperm.estimators._auto import (
     BINARY_CLIP_FRACTION,
     BINARY_STEP_CLIP,
     HUBER_FRACTION,
-    MULTI_SGD_BELOW,
+    MULTI_CLIP_FRACTION,
+    MULTI_STEP_CLIP,
     QUANTILE_SCALE,
     AutoChoice,
     auto_choice,
     binary_dp_sgd_schedule,
     dp_sgd_schedule,
+    multi_dp_sgd_schedule,
 )
 from dperm.exceptions import BudgetExceededError, InvalidDataError, UnknownNameError
 from dperm.model_selection import AutoTuningSearch, PrivateRandomSearch, tuning_search
@@ -90,18 +92,17 @@ def test_binary_schedule_closed_form():
         binary_dp_sgd_schedule(100, -1.0)
 
 
-def test_rule_multiclass_threshold_and_schedule():
+def test_rule_multiclass_clipped_dp_sgd_at_every_s():
+    """Multinomial logistic: DP-SGD with C = MULTI_CLIP_FRACTION·L at every s = nε/√(Dk)
+    (it was above AMP on every validation cell of the sweep, s from 20 to 80 000)."""
     n, d, k = 60_000, 784, 10
-    eps_edge = MULTI_SGD_BELOW * np.sqrt((d + 1) * k) / n
-    above = auto_choice(
-        "logistic", n_samples=n, n_features=d, n_classes=k, epsilon=eps_edge * 1.01, delta=1e-10
-    )
-    below = auto_choice(
-        "logistic", n_samples=n, n_features=d, n_classes=k, epsilon=eps_edge * 0.99, delta=1e-10
-    )
-    assert (above.mechanism, above.multi_class) == ("amp", "multinomial")
-    assert (below.mechanism, below.multi_class) == ("dp-sgd", "multinomial")
-    assert below.settings == dp_sgd_schedule(n, d + 1, eps_edge * 0.99)
+    for eps in (0.01, 0.1, 1.0, 8.0, 100.0):
+        c = auto_choice(
+            "logistic", n_samples=n, n_features=d, n_classes=k, epsilon=eps, delta=1e-10
+        )
+        assert (c.mechanism, c.multi_class) == ("dp-sgd", "multinomial")
+        assert c.settings == multi_dp_sgd_schedule(n, eps)
+        assert "nε/√(Dk) = " in c.reason
     ovr = auto_choice(
         "logistic", n_samples=n, n_features=d, n_classes=k, epsilon=1.0, delta=1e-10,
         multi_class="ovr",
@@ -109,6 +110,18 @@ def test_rule_multiclass_threshold_and_schedule():
     assert ovr.multi_class == "ovr"
     svm = auto_choice("huber-svm", n_samples=n, n_features=d, n_classes=k, epsilon=1, delta=0.1)
     assert (svm.mechanism, svm.multi_class) == ("objective", "ovr")
+
+
+def test_multi_schedule_closed_form():
+    """The binary batch and epochs, the multinomial clipping and step."""
+    for n, eps in ((3, 0.1), (900, 5.0), (60_000, 0.1), (60_000, 1.0), (60_000, 8.0)):
+        s = multi_dp_sgd_schedule(n, eps)
+        b = binary_dp_sgd_schedule(n, eps)
+        assert (s["batch_size"], s["epochs"]) == (b["batch_size"], b["epochs"])
+        assert (s["clip_fraction"], s["step_clip"]) == (MULTI_CLIP_FRACTION, MULTI_STEP_CLIP)
+    assert multi_dp_sgd_schedule(60_000, 1.0)["batch_size"] == 160
+    with pytest.raises(dperm.exceptions.InvalidPrivacyParameter, match="epsilon"):
+        multi_dp_sgd_schedule(100, 0.0)
 
 
 def test_schedule_closed_form():
@@ -199,6 +212,30 @@ def test_multinomial_by_default_for_k_gt_2():
     assert len(ovr.diagnostics_) == 3
     svc = DPLinearSVC(epsilon=5.0, classes=[0, 1, 2], random_state=0).fit(X, y)
     assert len(svc.diagnostics_) == 3  # no multinomial Huber SVM: one-vs-rest
+
+
+def test_default_multinomial_fit_is_the_named_clipped_dp_sgd():
+    """The default k > 2 fit is DP-SGD with C = 0.15·L, L = √2·R (R the public row bound
+    with the intercept column) and η = 3/C: the same model and event as that named
+    configuration."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(900, 3))
+    y = np.digitize(X[:, 0], [-0.15, 0.15])
+    auto = DPLogisticRegression(epsilon=5.0, classes=[0, 1, 2], random_state=3).fit(X, y)
+    L = np.sqrt(2.0) * np.hypot(1.0, 0.5)  # data_norm = 1, intercept_scaling = 0.5
+    C = MULTI_CLIP_FRACTION * L
+    sched = multi_dp_sgd_schedule(900, 5.0)
+    named = DPLogisticRegression(
+        epsilon=5.0, classes=[0, 1, 2], mechanism="dp-sgd", random_state=3,
+        batch_size=sched["batch_size"], epochs=15, clipping_norm=C,
+        learning_rate=MULTI_STEP_CLIP / C,
+    ).fit(X, y)  # fmt: skip
+    assert auto.mechanism_ == "dp-sgd" and auto.auto_.multi_class == "multinomial"
+    assert auto.diagnostics_["clipping_norm"] == pytest.approx(C)
+    assert auto.diagnostics_["learning_rate"] == pytest.approx(MULTI_STEP_CLIP / C)
+    np.testing.assert_allclose(auto.coef_, named.coef_, rtol=1e-9)
+    assert auto.dp_event_ == named.dp_event_
+    assert auto.epsilon_ == 5.0
 
 
 def test_regressors_default_to_the_huber_surrogate():

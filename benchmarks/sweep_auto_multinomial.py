@@ -1,0 +1,163 @@
+"""The sweep behind the multinomial branch of ``mechanism="auto"`` (issue #20), on TRAINING rows.
+
+    python benchmarks/sweep_auto_multinomial.py --data-home /work/shared/data \
+        [--cells mnist:1,synthetic-multi:0.1,...] [--seeds 0,1] [--only rule,amp] [--grid]
+
+Every cell splits the loader's *training* rows once, with a public permutation (seed
+20 2026), into fit / validation parts (MNIST: 50 000 / 10 000; otherwise 80 % / 20 %)
+and scores each candidate on the validation part (mean over the noise seeds).  The test
+split is never read.  Synthetic cells ``synthetic-multi-<n>-<d>-<k>`` are drawn fresh
+(``make_classification``, ``random_state=12345``).
+Candidates, all through ``DPLogisticRegression(classes=...)`` (multinomial), replace-one,
+δ = 1/n² (n = the fit part):
+
+* ``auto`` (the rule as it stands), ``amp``, ``dp-sgd (library)`` (batch √n, 2 + 2ε
+  epochs, C = L, η = 1/β);
+* ``rule``: :func:`dperm.estimators._auto.multi_dp_sgd_schedule` spelled out through
+  ``clipping_norm`` / ``learning_rate`` (batch min(n/5, 160/√ε), 15 epochs, C = 0.15·L,
+  η = 3/C, L = √2·R the softmax Lipschitz bound over the augmented row bound R);
+* with ``--grid``: clipped DP-SGD with C/L, η·C, batch and epochs from ``GRID``, plus
+  any ``--points b:E:C/L:ηC;...``; ``--only`` keeps the labels containing one of its
+  comma-separated substrings.
+
+The numbers of the run that fixed the rule are in ``docs/choosing_a_mechanism.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+import warnings
+
+import numpy as np
+
+CELLS = ",".join(
+    [f"mnist:{eps}" for eps in (0.1, 1, 8)]
+    + [f"synthetic-multi-20000-40-5:{eps}" for eps in (0.1, 1, 8)]
+    + [f"synthetic-multi-5000-100-10:{eps}" for eps in (1, 8)]
+    + [f"synthetic-multi-2000-20-3:{eps}" for eps in (0.1, 1)]
+    + [f"synthetic-multi-100000-20-3:{eps}" for eps in (1, 8)]
+)
+
+
+def _synthetic_multi(n, d, k):
+    """``make_classification`` with k classes (seed 12345), rows divided by the public
+    constant 2·√E‖x‖² of the generator (as ``dperm.datasets.synthetic``) and projected
+    onto the unit ball; returns (X, y, classes, row bound 1)."""
+    from sklearn.datasets import make_classification
+
+    from dperm.datasets.synthetic import _synthetic_second_moment
+
+    X, y = make_classification(n_samples=n, n_features=d, n_informative=d // 2,
+                               n_redundant=2, n_classes=k, class_sep=1.0,
+                               random_state=12345)  # fmt: skip
+    X /= 2.0 * math.sqrt(_synthetic_second_moment(d, d // 2, 2, 1.0))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    return X, y, list(range(k)), 1.0
+
+
+def _split(name, data_home):
+    """(X_fit, y_fit, X_val, y_val), the classes and the public row bound."""
+    from dperm import datasets
+
+    if name.startswith("synthetic-multi"):  # synthetic-multi-<n>-<d>-<k>
+        n, d, k = (int(v) for v in name.split("-")[2:])
+        X, y, classes, bound = _synthetic_multi(n, d, k)
+    else:
+        ds = datasets.load(name, data_home=data_home)
+        X, y, classes, bound = ds.X_train, ds.y_train, list(ds.classes), ds.row_norm_bound
+    n = X.shape[0]
+    perm = np.random.default_rng(20_2026).permutation(n)  # public
+    nv = 10_000 if name == "mnist" else n // 5
+    va, tr = perm[:nv], perm[nv:]
+    return (X[tr], y[tr], X[va], y[va]), classes, bound
+
+
+def _sgd(L, b, epochs, frac, step):
+    C = frac * L
+    return dict(mechanism="dp-sgd", batch_size=b, epochs=epochs, clipping_norm=C,
+                learning_rate=step / C)  # fmt: skip
+
+
+GRID = [  # (batch, epochs, C/L, η·C): the neighbourhood of the rule at MNIST ε = 1
+    (160, 15, 0.27, 0.65),  # the binary rule's clipping and step
+    *((160, 15, frac, step) for frac in (0.1, 0.15, 0.2, 0.27) for step in (1.3, 2.5, 5.0)),
+    (80, 15, 0.27, 2.5),
+    (320, 15, 0.27, 2.5),
+    (160, 30, 0.27, 2.5),
+    (500, 15, 0.1, 1.5),
+]
+
+
+def _candidates(n, eps, L, grid, only):
+    from dperm.estimators._auto import multi_dp_sgd_schedule
+
+    out = {
+        "auto": {},
+        "amp": {"mechanism": "amp"},
+        "dp-sgd (library)": {"mechanism": "dp-sgd"},
+    }
+    r = multi_dp_sgd_schedule(n, eps)
+    out["rule"] = _sgd(L, r["batch_size"], r["epochs"], r["clip_fraction"], r["step_clip"])
+    if grid:
+        for b, epochs, frac, step in GRID:
+            out[f"b{b} E{epochs} C={frac}L ηC={step}"] = _sgd(L, b, epochs, frac, step)
+    if only:
+        out = {k_: v for k_, v in out.items() if any(o in k_ for o in only)}
+    return out
+
+
+def main(argv=None) -> int:
+    from dperm import DPLogisticRegression
+    from dperm.backends.rows import augmented_bound
+    from dperm.losses import Softmax
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-home", default=os.environ.get("DPERM_DATA_HOME"))
+    ap.add_argument("--cells", default=CELLS, help="dataset:epsilon, comma-separated")
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--only", default="", help="comma-separated substrings of labels")
+    ap.add_argument("--grid", action="store_true")
+    ap.add_argument("--points", default="", help="extra b:E:C/L:ηC points, ';'-separated")
+    args = ap.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    only = [o for o in args.only.split(",") if o]
+    for pt in filter(None, args.points.split(";")):
+        b, epochs, frac, step = pt.split(":")
+        GRID.append((int(b), int(epochs), float(frac), float(step)))
+    print(f"load average at start: {os.getloadavg()[0]:.1f}", flush=True)
+    for cell in args.cells.split(","):
+        name, eps = cell.split(":")
+        eps = float(eps)
+        (Xf, yf, Xv, yv), classes, bound = _split(name, args.data_home)
+        n, d = Xf.shape
+        k = len(classes)
+        # L over the augmented row (the intercept column), as the estimator computes it
+        scaling = DPLogisticRegression().intercept_scaling
+        L = Softmax(k).lipschitz(augmented_bound(bound, scaling))
+        s = n * eps / math.sqrt((d + 1) * k)
+        for label, kw in _candidates(n, eps, L, args.grid, only).items():
+            accs, t0 = [], time.perf_counter()
+            for seed in seeds:
+                est = DPLogisticRegression(
+                    epsilon=eps, data_norm=bound, classes=classes,
+                    random_state=seed, **kw,
+                )  # fmt: skip
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    est.fit(Xf, yf)
+                accs.append(est.score(Xv, yv))
+            print(
+                f"{name:<16} ε={eps:<4g} nε/√(Dk)={s:<7.0f} {label:<28} "
+                f"{100 * np.mean(accs):6.2f} ± {100 * np.std(accs):4.2f}  "
+                f"({est.mechanism_}, {time.perf_counter() - t0:.0f} s)",
+                flush=True,
+            )
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
