@@ -61,6 +61,7 @@ _RUNS_FOR.update(dict.fromkeys(("dual-frank-wolfe-laplace-raw", "dual-frank-wolf
 #: the estimators' default (mechanism="auto"): each run calibrates and solves (≈ 0.05 s)
 _RUNS_FOR["estimator-auto"] = 300
 _RUNS_FOR["estimator-auto-regression"] = 300
+_RUNS_FOR["estimator-auto-multinomial"] = 300
 #: the default gradient paths and the estimator are audited, for both relations and
 #: next to their mutants, in test_audit_relations.py
 _AUDITED_ELSEWHERE = {

@@ -232,6 +232,21 @@ def _run_estimator_auto(X, y, epsilon, delta, rng):
     return est.fit(X, y).coef_
 
 
+def _run_estimator_auto_multinomial(X, y, epsilon, delta, rng):
+    """Θ[1] − Θ[0] of DPLogisticRegression(classes=[0, 1, 2]) with every other default —
+    ``mechanism="auto"``: one multinomial DP-SGD model clipped below the softmax
+    Lipschitz bound — on the canary pair's labels mapped to {0, 1} (class 2 public,
+    absent), the statistic of the ``objective-multinomial`` runner."""
+    from ..estimators import DPLogisticRegression
+
+    labels = np.where(np.asarray(y) > 0, 1, 0)
+    est = DPLogisticRegression(
+        epsilon=epsilon, delta=delta, data_norm=1.0, classes=[0, 1, 2], random_state=rng
+    )
+    coef = est.fit(X, labels).coef_
+    return coef[1] - coef[0]
+
+
 def _run_estimator_auto_regression(X, y, epsilon, delta, rng):
     """``coef_`` of DPLinearRegression() with every default — ``mechanism="auto"``:
     objective perturbation of the Huber surrogate (h = 0.4·B), B = 1, R = 1 — on the

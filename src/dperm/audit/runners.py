@@ -71,6 +71,7 @@ from .fits import (
     _fit_softmax,
     _run_discrete_gaussian,
     _run_estimator_auto,
+    _run_estimator_auto_multinomial,
     _run_estimator_auto_regression,
     _run_estimator_dp_sgd,
     _run_gaussian,
@@ -283,6 +284,15 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         "rule of dperm.estimators._auto; on this binary pair DP-SGD clipped at 0.27·L, "
         "batch n/5, 15 epochs), intercept, calibration; "
         f"classes={list(_LABELS)}; n = {_AR_SIZE}; scores coef_",
+    ),
+    dict(
+        name="estimator-auto-multinomial", fn=_run_estimator_auto_multinomial,
+        module="dperm.estimators", neighbouring="replace-one", n=_AR_SIZE, d=2, **_GAUSSIAN,
+        default_runs=500,
+        statistic=release_statistic,
+        description="DPLogisticRegression(classes=[0, 1, 2]) with every other default: "
+        "mechanism='auto' (one multinomial DP-SGD model clipped at 0.15·√2·R, the public "
+        f"rule of dperm.estimators._auto); n = {_AR_SIZE}; scores Θ[1] − Θ[0]",
     ),
     dict(
         name="estimator-auto-regression", fn=_run_estimator_auto_regression,
