@@ -3,6 +3,8 @@ errors, the search charged once, --tune around the auto choice, mostly-clipped d
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
@@ -25,6 +27,7 @@ from dperm.estimators._auto import (
     BINARY_CLIP_FRACTION,
     BINARY_STEP_CLIP,
     HUBER_FRACTION,
+    MULTI_AMP_ABOVE,
     MULTI_CLIP_FRACTION,
     MULTI_STEP_CLIP,
     QUANTILE_SCALE,
@@ -92,9 +95,10 @@ def test_binary_schedule_closed_form():
         binary_dp_sgd_schedule(100, -1.0)
 
 
-def test_rule_multiclass_clipped_dp_sgd_at_every_s():
-    """Multinomial logistic: DP-SGD with C = MULTI_CLIP_FRACTION·L at every s = nε/√(Dk)
-    (it was above AMP on every validation cell of the sweep, s from 20 to 80 000)."""
+def test_rule_multiclass_clipped_dp_sgd_below_the_amp_threshold():
+    """Multinomial logistic: DP-SGD with C = MULTI_CLIP_FRACTION·L below s = nε/√(Dk) =
+    MULTI_AMP_ABOVE (it was above AMP on every validation cell of the sweep, s from 20 to
+    80 000); AMP beyond, where the T-step PLD of nearly noiseless steps is huge."""
     n, d, k = 60_000, 784, 10
     for eps in (0.01, 0.1, 1.0, 8.0, 100.0):
         c = auto_choice(
@@ -103,6 +107,14 @@ def test_rule_multiclass_clipped_dp_sgd_at_every_s():
         assert (c.mechanism, c.multi_class) == ("dp-sgd", "multinomial")
         assert c.settings == multi_dp_sgd_schedule(n, eps)
         assert "nε/√(Dk) = " in c.reason
+    huge = auto_choice("logistic", n_samples=n, n_features=d, n_classes=k, epsilon=1e6, delta=1e-10)
+    assert (huge.mechanism, huge.multi_class) == ("amp", "multinomial")
+    s_edge = MULTI_AMP_ABOVE * math.sqrt((d + 1) * k) / n  # ε at the threshold (D = d + 1)
+    for eps, mech in ((0.99 * s_edge, "dp-sgd"), (1.01 * s_edge, "amp")):
+        c = auto_choice(
+            "logistic", n_samples=n, n_features=d, n_classes=k, epsilon=eps, delta=1e-10
+        )
+        assert c.mechanism == mech, (eps, c.reason)
     ovr = auto_choice(
         "logistic", n_samples=n, n_features=d, n_classes=k, epsilon=1.0, delta=1e-10,
         multi_class="ovr",

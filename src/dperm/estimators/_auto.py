@@ -34,8 +34,9 @@ binary (k = 2)         or a numeric ``alpha`` → "objective" (it supports them 
                        Huber SVM keeps "objective" (not swept).
 classification,        logistic loss: one multinomial (softmax) model with the whole
 k > 2 classes          budget (as scikit-learn), "dp-sgd" with clipping below the
-                       Lipschitz bound (:func:`multi_dp_sgd_schedule`) at every
-                       s = nε/√(Dk); the Huber-SVM loss has no multinomial form:
+                       Lipschitz bound (:func:`multi_dp_sgd_schedule`) below
+                       s = nε/√(Dk) = :data:`MULTI_AMP_ABOVE` (10⁵, beyond the
+                       sweeps), "amp" above; the Huber-SVM loss has no multinomial form:
                        one-vs-rest with "objective".
 least squares,         "huber": objective perturbation of the Huber loss with
 Lasso, elastic net     threshold h = 0.4·B (identical to the squared loss on residuals
@@ -68,6 +69,7 @@ __all__ = [
     "BINARY_CLIP_FRACTION",
     "BINARY_STEP_CLIP",
     "HUBER_FRACTION",
+    "MULTI_AMP_ABOVE",
     "MULTI_CLIP_FRACTION",
     "MULTI_STEP_CLIP",
     "QUANTILE_SCALE",
@@ -88,6 +90,10 @@ BINARY_CLIP_FRACTION = 0.27
 #: binary DP-SGD: learning rate η = BINARY_STEP_CLIP / C (the largest step of one
 #: clipped gradient, η·C, is a fixed length)
 BINARY_STEP_CLIP = 0.65
+#: multinomial classification: AMP at or above s = nε/√(Dk) = MULTI_AMP_ABOVE, beyond
+#: every swept cell (up to 80 000, where AMP and clipped DP-SGD were level): the PLD
+#: of thousands of nearly noiseless steps (ε ≫ 100) needs a huge loss grid
+MULTI_AMP_ABOVE = 1e5
 #: multinomial DP-SGD: clipping norm C as a fraction of the softmax Lipschitz bound √2·R
 MULTI_CLIP_FRACTION = 0.15
 #: multinomial DP-SGD: learning rate η = MULTI_STEP_CLIP / C
@@ -443,6 +449,14 @@ def _classifier(task, n, D, k, eps, dlt, flags, choice):
         )
     if multinomial:
         s = n * eps / math.sqrt(D * k)
+        if s >= MULTI_AMP_ABOVE:
+            return choice(
+                "amp",
+                f"k = {k} classes: one softmax model; nε/√(Dk) = {s:.4g} ≥ "
+                f"{MULTI_AMP_ABOVE:g}, beyond the swept cells (the mechanisms were level at "
+                "80 000), where AMP needs no T-step accounting",
+                multi=multi,
+            )
         return choice(
             "dp-sgd",
             f"k = {k} classes: one softmax model (nε/√(Dk) = {s:.4g}); DP-SGD clipped at "
