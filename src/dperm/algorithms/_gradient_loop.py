@@ -534,6 +534,28 @@ def initial_theta(loss, X, theta0, n_classes, per_example_grad) -> np.ndarray:
     return theta0
 
 
+def sampler_diagnostics(sampler, noise_multiplier, steps, accountant, clipping_norm, noise_std_sum):
+    """The diagnostics every DP-SGD run reports about its sampler, noise and clipping
+    (the convex loop of :mod:`dperm.algorithms.dp_sgd` and :mod:`dperm.networks`)."""
+    if isinstance(sampler, ShuffleSampler):
+        epochs = steps / sampler.batches_per_epoch
+    else:
+        epochs = steps * sampler.sampling_rate
+    return {
+        "noise_multiplier": noise_multiplier,
+        "steps": steps,
+        "sampling_rate": sampler.sampling_rate,
+        "accountant": accountant,
+        "sampling": sampler.name,
+        "batch_size": sampler.batch_size,
+        "epochs": epochs,
+        "clipping_norm": clipping_norm,
+        "noise_std": noise_std_sum / sampler.normalizer,
+        "normalizer": sampler.normalizer,
+        "sensitivity": sampler.sensitivity_factor * clipping_norm,
+    }
+
+
 def check_common(alpha, momentum, averaging):
     """Validate α ≥ 0, momentum ∈ [0, 1), averaging name."""
     alpha = check_nonnegative(alpha, "alpha")

@@ -413,21 +413,9 @@ def fit(
     )
     head = {
         "mechanism": "dp-sgd",
-        "noise_multiplier": z,
-        "steps": steps,
-        "sampling_rate": sampler.sampling_rate,
-        "accountant": accountant,
-        "sampling": sampler.name,
-        "batch_size": sampler.batch_size,
-        "epochs": steps * sampler.sampling_rate
-        if not isinstance(sampler, gl.ShuffleSampler)
-        else steps / sampler.batches_per_epoch,
-        "clipping_norm": clipping_norm,
+        **gl.sampler_diagnostics(sampler, z, steps, accountant, clipping_norm, noise_std_sum),
         "lipschitz": run.lipschitz,
-        "noise_std": noise_std_sum / sampler.normalizer,
-        "normalizer": sampler.normalizer,
         "dataset_size": size,
-        "sensitivity": sampler.sensitivity_factor * clipping_norm,
     }
     diagnostics = run.diagnostics(head, sampler, learning_rate, sched, epsilon, delta, spent)
     return Result(theta=np.asarray(out.theta), event=event, diagnostics=diagnostics)

@@ -527,20 +527,8 @@ def fit(
     load_flat_parameters(module, out.theta)
     diagnostics = {
         "mechanism": "dp-sgd-network",
-        "noise_multiplier": z,
-        "steps": steps,
-        "sampling_rate": sampler.sampling_rate,
-        "accountant": accountant,
-        "sampling": sampler.name,
-        "batch_size": sampler.batch_size,
-        "epochs": steps * sampler.sampling_rate
-        if not isinstance(sampler, gl.ShuffleSampler)
-        else steps / sampler.batches_per_epoch,
-        "clipping_norm": C,
-        "noise_std": noise_std_sum / sampler.normalizer,
-        "normalizer": sampler.normalizer,
+        **gl.sampler_diagnostics(sampler, z, steps, accountant, C, noise_std_sum),
         "dataset_size": sampler.normalizer / sampler.sampling_rate,
-        "sensitivity": sampler.sensitivity_factor * C,
         "learning_rate": learning_rate,
         "schedule": repr(sched),
         "momentum": opts.momentum,
