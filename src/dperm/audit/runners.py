@@ -147,6 +147,16 @@ _GRAD_RUNS = 20_000
 _GAUSSIAN_SUM = {"d": 2, **_GAUSSIAN, "default_runs": _GRAD_RUNS}
 #: the noise primitives on a clipped sum: add/remove, n = 20
 _PRIMITIVE = {"neighbouring": "add-remove", "n": 20}
+#: the estimators' default-path rows (mechanism="auto"): each run calibrates and fits
+_ESTIMATOR_DEFAULT_PATH = {
+    "module": "dperm.estimators",
+    "neighbouring": "replace-one",
+    "n": _AR_SIZE,
+    "d": 2,
+    **_GAUSSIAN,
+    "default_runs": 500,
+    "statistic": release_statistic,
+}
 _SSP_N = 50
 _SSP = {
     "neighbouring": "replace-one",
@@ -276,10 +286,7 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         f"label set classes={list(_LABELS)}; n = {_AR_SIZE}; scores coef_",
     ),
     dict(
-        name="estimator-auto", fn=_run_estimator_auto, module="dperm.estimators",
-        neighbouring="replace-one", n=_AR_SIZE, d=2, **_GAUSSIAN,
-        default_runs=500,
-        statistic=release_statistic,
+        name="estimator-auto", fn=_run_estimator_auto, **_ESTIMATOR_DEFAULT_PATH,
         description="DPLogisticRegression() with every default: mechanism='auto' (the public "
         "rule of dperm.estimators._auto; on this binary pair DP-SGD clipped at 0.27·L, "
         "batch n/5, 15 epochs), intercept, calibration; "
@@ -287,18 +294,14 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
     ),
     dict(
         name="estimator-auto-multinomial", fn=_run_estimator_auto_multinomial,
-        module="dperm.estimators", neighbouring="replace-one", n=_AR_SIZE, d=2, **_GAUSSIAN,
-        default_runs=500,
-        statistic=release_statistic,
+        **_ESTIMATOR_DEFAULT_PATH,
         description="DPLogisticRegression(classes=[0, 1, 2]) with every other default: "
         "mechanism='auto' (one multinomial DP-SGD model clipped at 0.15·√2·R, the public "
         f"rule of dperm.estimators._auto); n = {_AR_SIZE}; scores Θ[1] − Θ[0]",
     ),
     dict(
         name="estimator-auto-regression", fn=_run_estimator_auto_regression,
-        module="dperm.estimators", neighbouring="replace-one", n=_AR_SIZE, d=2, **_GAUSSIAN,
-        default_runs=500,
-        statistic=release_statistic,
+        **_ESTIMATOR_DEFAULT_PATH,
         description="DPLinearRegression() with every default: mechanism='auto' (objective "
         "perturbation of the Huber surrogate, h = 0.4·B), B = 1, R = 1, intercept, δ; "
         f"±1 targets; n = {_AR_SIZE}; scores coef_",

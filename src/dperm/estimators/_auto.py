@@ -273,7 +273,9 @@ def multi_dp_sgd_schedule(n_samples: int, epsilon: float) -> dict[str, Any]:
     the library schedule 78.1 %); the binary clipping and step (0.27·L, η·C = 0.65)
     reach 84.4 %: the softmax model wants longer steps.  It was above or level with
     AMP on every validation cell swept (nε/√(Dk) from 20 to 80 000), so the
-    multinomial branch uses it at every s.  MNIST test, ε = 1, seeds 0–2: 88.6 %
+    multinomial branch uses it below s = :data:`MULTI_AMP_ABOVE` (10⁵, beyond every
+    swept cell; AMP above, where nearly noiseless DP-SGD steps make the PLD grid
+    huge).  MNIST test, ε = 1, seeds 0–2: 88.6 %
     (AMP: 82.9 %).
 
     Parameters
