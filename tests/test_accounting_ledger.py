@@ -215,13 +215,13 @@ def test_a_fit_in_a_worker_process_of_an_active_budget_is_refused(monkeypatch):
     """A worker process inherits the DPERM_ACTIVE_BUDGET mark but not the context: its
     fits cannot be counted, so they are refused (never silently not counted)."""
     import dperm
-    from dperm.accounting import ledger as L
+    from dperm.accounting import active as L
 
-    monkeypatch.setenv(L._ENV_MARK, "1")  # "the budget is active in process 1"
+    monkeypatch.setenv(L.ENV_MARK, "1")  # "the budget is active in process 1"
     X, y = _xy()
     with pytest.raises(BudgetExceededError, match="worker process"):
         dperm.DPLogisticRegression(epsilon=1.0, classes=[-1, 1]).fit(X, y)
-    monkeypatch.delenv(L._ENV_MARK)
+    monkeypatch.delenv(L.ENV_MARK)
     dperm.DPLogisticRegression(epsilon=1.0, classes=[-1, 1]).fit(X, y)  # no budget: fine
 
 

@@ -21,6 +21,8 @@ __all__ = [
     "InvalidDataError",
     "InvalidPrivacyParameter",
     "LabelError",
+    "LedgerIntegrityError",
+    "LedgerStoreError",
     "ModelFileError",
     "PrivacyError",
     "PrivacyLeakWarning",
@@ -47,6 +49,25 @@ class BudgetExceededError(PrivacyError):
     """A spend would exceed the total privacy budget of a :class:`~dperm.accounting.Ledger`.
 
     Nothing is recorded when this is raised."""
+
+
+class LedgerIntegrityError(PrivacyError):
+    """A ledger store's records do not match their hash chain: an entry was edited,
+    reordered, inserted or deleted, or the store was truncated.
+
+    The store then refuses every further spend.  ``budget`` names the budget and
+    ``entry`` the first record found wrong (its number in the budget's history).
+    """
+
+    def __init__(self, message: str, *, budget: str | None = None, entry: int | None = None):
+        super().__init__(message)
+        self.budget = budget
+        self.entry = entry
+
+
+class LedgerStoreError(DpermError):
+    """A ledger store cannot be used: the location is not a store, cannot be reached
+    or opened, or holds no budget of the requested name."""
 
 
 class UnsupportedEventError(PrivacyError, TypeError):

@@ -39,6 +39,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._rng import check_random_state
 from ._validation import check_delta, check_epsilon, check_positive, clip_rows, row_norms
+from .accounting.active import accounted_fit, charge
 from .accounting.events import (
     REPLACE_ONE,
     Composed,
@@ -50,7 +51,6 @@ from .accounting.events import (
     SelfComposed,
 )
 from .accounting.gaussian import analytic_gaussian_noise_multiplier
-from .accounting.ledger import charge
 from .backends.numpy_inputs import redact_message
 from .exceptions import (
     ClippingWarning,
@@ -617,6 +617,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.bounds = bounds
         self.random_state = random_state
 
+    @accounted_fit  # reserve before the data is read, commit dp_event_ (or cancel)
     def fit(self, X, y=None):
         """Release the private mean and variance of every feature.
 

@@ -6,39 +6,36 @@ accountants run in parallel, each dropping out the first time it cannot
 account an event, and the ledger reports the smallest ε among those that
 accepted the whole history — each is a valid upper bound, so their minimum
 is too — and which one certified it (:attr:`Ledger.certified_by`).  It
-accepts every event dperm emits (``PureEpsilon``, ``EpsilonDelta``,
-``Gaussian``, ``Laplace``, Poisson-subsampled Gaussians of either relation,
-``SampledWithoutReplacement``, and compositions of these), so one ledger can
-hold, e.g., an objective-perturbation fit and a DP-SGD fit.
+accepts every event dperm emits, so one ledger can hold, e.g., an
+objective-perturbation fit and a DP-SGD fit.
 
 A ledger accounts one neighbouring relation (``neighbouring=``, default
 replace-one).  Add/remove events spent into a replace-one ledger are
 converted soundly (:func:`~dperm.accounting.events.to_replace_one`) and the
 entry records it; replace-one events are refused by an add/remove ledger.
 
+**Where it is kept.**  ``Ledger(epsilon, delta)`` lives in this process's memory.
+``Ledger.open("budget.db")`` (SQLite), ``Ledger.open("postgresql://…")`` or
+``Ledger.open("spent.json")`` keep it in a store (:mod:`dperm.stores`) shared by
+every process, machine and person that opens it: each spend is a transaction whose
+budget check and record are atomic, records are append-only and hash-chained
+(tampering raises :class:`~dperm.exceptions.LedgerIntegrityError`), and several
+named budgets share one store (docs/budgets.md).  Either way a fit is
+*reserved* before it reads its data and *committed* or *cancelled* after
+(:meth:`Ledger.reserve`); a reservation whose process died stays charged.
+
 **Active budgets.**  ``with ledger.active():`` (or ``with dperm.budget(3, 1e-5) as
-ledger:``) makes every private fit of dperm inside the block — estimators,
-``DPStandardScaler``, the fits of a ``Pipeline``, a ``GridSearchCV`` or
-``cross_val_score`` — spend the (ε, δ) it is calibrated to into the ledger *before* it
-touches the data (:func:`charge`), and raise
-:class:`~dperm.exceptions.BudgetExceededError` naming the budget when it would not fit.
-Nothing is held by the estimators (they stay clone-safe: design principle 3); the
-active ledgers live in a :class:`contextvars.ContextVar`, so they follow the code that
-runs in this context and are invisible to other processes and to threads started
-without a copy of the context.  Inside the block joblib's default backend is therefore
-set to ``"sequential"`` (``joblib.parallel_config``): scikit-learn's ``n_jobs`` then
-runs every fit in this process, where it is counted.  A fit that still runs in a worker
-process started inside the block (an explicit ``backend=`` that overrides the default)
-finds no active ledger but the ``DPERM_ACTIVE_BUDGET`` mark in its environment and is
-refused — never silently not counted.
+ledger:``, ``with dperm.budget("budget.db"):``) makes every private fit of dperm inside
+the block charge the ledger before it touches the data (:mod:`dperm.accounting.active`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import json
+import math
 import os
+import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -48,16 +45,25 @@ from ..exceptions import (
     BudgetExceededError,
     DataFileNotFoundError,
     InvalidPrivacyParameter,
+    LedgerStoreError,
     UnsupportedEventError,
 )
+from ..stores import MemoryStore, Record, Store, open_store
+from ..stores.jsonfile import atomic_write_text
+from .active import ACTIVE, ENV_MARK, active_ledgers, charge, default_delta, suspended
 from .auto import AutoAccountant
 from .base import Accountant
-from .events import DpEvent, EpsilonDelta, check_neighbouring, event_from_dict
-from .registry import accountant_factory, get_accountant
+from .events import DpEvent, EpsilonDelta, check_neighbouring
+from .ledger_persist import ledger_from_dict, ledger_to_dict
+from .ledger_state import RESERVED, LedgerEntry, Slot, now
+from .ledger_sync import ROUNDING_SLACK, LedgerSync
+from .registry import accountant_factory
 
 __all__ = [
+    "DEFAULT_BUDGET",
     "Ledger",
     "LedgerEntry",
+    "Reservation",
     "active_ledgers",
     "budget",
     "charge",
@@ -65,50 +71,48 @@ __all__ = [
     "suspended",
 ]
 
-_FORMAT_VERSION = 2  # 2: neighbouring relations; version-1 files still load
+#: the budget of a store that ``Ledger.open(location)`` uses when no name is given
+DEFAULT_BUDGET = "default"
 
 
 @dataclass(frozen=True)
-class LedgerEntry:
-    """One recorded spend.
+class Reservation:
+    """A charge made before a fit reads its data (:meth:`Ledger.reserve`).
 
-    Attributes
-    ----------
-    event : DpEvent
-        The event as spent.
-    label : str or None
-        A note (e.g. the estimator and dataset).
-    accounted : DpEvent or None
-        The replace-one event actually accounted when ``event`` was an
-        add/remove event converted by
-        :func:`~dperm.accounting.events.to_replace_one`; ``None`` otherwise.
+    Settle it once: :meth:`commit` after the fit succeeded, :meth:`cancel` if it
+    failed before releasing anything.  Left unsettled (the process died) it stays
+    charged.
     """
 
+    ledger: Ledger
+    id: int
     event: DpEvent
     label: str | None = None
-    accounted: DpEvent | None = None
 
-    @property
-    def neighbouring(self) -> str:
-        """The relation the event was stated for (before any conversion)."""
-        return self.event.neighbouring
+    def commit(
+        self,
+        event: DpEvent | None = None,
+        *,
+        label: str | None = None,
+        model: str | os.PathLike | None = None,
+        model_sha256: str | None = None,
+    ) -> LedgerEntry:
+        """Turn the reservation into an entry (see :meth:`Ledger.commit`)."""
+        return self.ledger.commit(self, event, label=label, model=model, model_sha256=model_sha256)
 
-    @property
-    def converted(self) -> bool:
-        """Whether the event was converted to replace-one to be accounted."""
-        return self.accounted is not None
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Free the reservation: the fit released nothing (see :meth:`Ledger.cancel`)."""
+        self.ledger.cancel(self, reason)
 
 
-_ROUNDING_SLACK = 1e-12
-
-
-class Ledger:
+class Ledger(LedgerSync):
     """A total (ε, δ) budget and the events spent against it.
 
-    Every :meth:`spend` composes the event into the ledger's accountant and is
-    refused — with :class:`~dperm.exceptions.BudgetExceededError`, recording
-    nothing — if the accountant would then certify an ε above the budget at
-    the budget's δ.
+    Every :meth:`spend` (and :meth:`reserve`) composes the event into the ledger's
+    accountant and is refused — with :class:`~dperm.exceptions.BudgetExceededError`,
+    recording nothing — if the accountant would then certify an ε above the budget at
+    the budget's δ.  ``Ledger(…)`` keeps the history in memory; :meth:`open` keeps it
+    in a store shared across processes and machines.
 
     Parameters
     ----------
@@ -155,8 +159,109 @@ class Ledger:
         *,
         neighbouring: str | None = None,
     ) -> None:
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta, allow_zero=True)
+        self._attach(MemoryStore(), DEFAULT_BUDGET, location=None)
+        with self._write() as tx:
+            self._create(tx, epsilon, delta, accountant, neighbouring)
+
+    # ------------------------------------------------------------- the store
+    @classmethod
+    def open(
+        cls,
+        location: str | os.PathLike | Store,
+        name: str | None = None,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        accountant: str | None = None,
+        neighbouring: str | None = None,
+    ) -> Ledger:
+        """The budget ``name`` of the store at ``location``; created when missing and
+        ``epsilon`` is given.
+
+        Parameters
+        ----------
+        location : str, PathLike or Store
+            A SQLite file (``budget.db``, created if needed), a JSON store
+            (``*.json``) or a ``postgresql://user@host/db`` URL (needs
+            ``pip install 'dperm[postgres]'``).  See :func:`dperm.stores.open_store`.
+        name : str, default "default"
+            The budget's name (one store holds several, e.g. one per dataset).
+        epsilon, delta : float, optional
+            The budget of a new one (δ default 1e-5).  For an existing budget they
+            must equal what it was created with (a budget is fixed at creation).
+        accountant : str, optional
+            An accountant *name* for a new budget (default "auto").
+        neighbouring : {"replace-one", "add-remove"}, optional
+            The relation of a new budget (default replace-one).
+
+        Returns
+        -------
+        Ledger
+
+        Raises
+        ------
+        LedgerStoreError
+            No such budget and no ``epsilon``; the location is not a store, or
+            cannot be reached.
+        DataFileNotFoundError
+            No file at ``location`` and no ``epsilon``.
+        LedgerIntegrityError
+            The budget's records fail their hash-chain check (the entry is named).
+        InvalidPrivacyParameter
+            ``epsilon``/``delta``/``neighbouring``/``accountant`` differ from the
+            existing budget's, or are invalid.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from dperm.accounting import EpsilonDelta, Ledger
+        >>> path = os.path.join(tempfile.mkdtemp(), "budget.db")
+        >>> ledger = Ledger.open(path, epsilon=1.0, delta=1e-5)   # creates it
+        >>> _ = ledger.spend(EpsilonDelta(0.3, 1e-7), "first fit")
+        >>> again = Ledger.open(path)                             # another process, later
+        >>> len(again.entries), round(again.spent()[0], 6)
+        (1, 0.3)
+        """
+        name = DEFAULT_BUDGET if name is None else name
+        store = open_store(location, create=epsilon is not None)
+        ledger = cls.__new__(cls)
+        ledger._attach(store, name, location)
+        with ledger._write() if epsilon is not None else ledger._read() as tx:
+            if tx.head() is None:
+                if epsilon is None:
+                    raise LedgerStoreError(
+                        f"no budget named {name!r} in {store.location}; create it with "
+                        "`dperm budget create` or give epsilon (and delta)"
+                    )
+                acc = "auto" if accountant is None else accountant
+                ledger._create(tx, epsilon, 1e-5 if delta is None else delta, acc, neighbouring)
+            else:
+                ledger._sync(tx)
+        ledger._check_same(epsilon, delta, accountant, neighbouring)
+        return ledger
+
+    def _check_same(self, epsilon, delta, accountant, neighbouring) -> None:
+        for key, given, kept in (
+            ("epsilon", epsilon, self.epsilon),
+            ("delta", delta, self.delta),
+        ):
+            if given is not None and not math.isclose(float(given), kept, rel_tol=1e-12):
+                raise InvalidPrivacyParameter(
+                    f"{key}={given:g} differs from the budget {key}={kept:g} of {self!r}; a "
+                    "budget is fixed when it is created (leave it out, or create another)"
+                )
+        for key, given, kept in (
+            ("neighbouring", neighbouring, self.neighbouring),
+            ("accountant", accountant, self._header["accountant"]["name"]),
+        ):
+            if given is not None and given != kept:
+                raise InvalidPrivacyParameter(
+                    f"{key}={given!r} differs from the budget's {key}={kept!r} ({self!r})"
+                )
+
+    def _create(self, tx, epsilon, delta, accountant, neighbouring) -> None:
+        epsilon = check_epsilon(epsilon)
+        delta = check_delta(delta, allow_zero=True)
         if neighbouring is not None:
             neighbouring = check_neighbouring(neighbouring)
         acc = accountant_factory(accountant, neighbouring=neighbouring)()
@@ -164,29 +269,44 @@ class Ledger:
             raise InvalidPrivacyParameter(
                 f"the ledger's accountant must be empty, got one holding {len(acc.events)} event(s)"
             )
-        self._acc = acc
-        self._entries: list[LedgerEntry] = []
-
-    # ------------------------------------------------------------------ API
-    @property
-    def neighbouring(self) -> str:
-        """The relation the budget and every reported ε are for."""
-        return self._acc.neighbouring
+        body = {
+            "epsilon": epsilon,
+            "delta": delta,
+            "neighbouring": acc.neighbouring,
+            "accountant": {"name": acc.name, "config": acc.get_config()},
+            "time": now(),
+        }
+        self._empty = acc
+        self._apply(self._chain.append(tx, "create", body))
 
     @property
     def accountant(self) -> Accountant:
-        """A copy of the ledger's accountant with everything spent so far."""
-        return self._acc.copy()
+        """A copy of the ledger's accountant with everything charged so far."""
+        self._refresh()
+        return self._accountant().copy()
 
     @property
     def entries(self) -> tuple[LedgerEntry, ...]:
-        """The recorded spends, in order."""
-        return tuple(self._entries)
+        """The charges, in order: spends, committed fits and reservations still open."""
+        self._refresh()
+        self._accountant()
+        return tuple(s.entry(self._conv.get(s.id)) for s in self._state.live())
+
+    @property
+    def reservations(self) -> tuple[LedgerEntry, ...]:
+        """The entries still reserved (a fit running, or one whose process died)."""
+        return tuple(e for e in self.entries if e.status == RESERVED)
+
+    @property
+    def records(self) -> tuple[Record, ...]:
+        """The budget's whole history as stored (hash-chained records)."""
+        self._refresh()
+        return tuple(self._chain.records)
 
     @property
     def events(self) -> tuple[DpEvent, ...]:
-        """The recorded events, in order (as spent, before any conversion)."""
-        return tuple(e.event for e in self._entries)
+        """The charged events, in order (as spent, before any conversion)."""
+        return tuple(e.event for e in self.entries)
 
     @property
     def certified_by(self) -> str:
@@ -196,29 +316,83 @@ class Ledger:
         ledger's δ (``"pld"``, ``"rdp"``, ``"optimal"``, ``"advanced"``,
         ``"basic"`` or ``"split"``); otherwise the accountant's name.
         """
-        if isinstance(self._acc, AutoAccountant):
-            return self._acc.best_method(self.delta)[0]
-        return self._acc.name
+        self._refresh()
+        acc = self._accountant()
+        if isinstance(acc, AutoAccountant):
+            return acc.best_method(self.delta)[0]
+        return acc.name
 
-    def _would_spend(self, event: DpEvent) -> tuple[Accountant, float]:
+    def epsilons(self) -> dict[str, float]:
+        """The ε spent at the budget's δ under each accountant that accepts the whole
+        history (the ``"auto"`` accountant's methods), or under the one accountant."""
+        self._refresh()
+        acc = self._accountant()
+        if not self._state.live():
+            return {}
+        if isinstance(acc, AutoAccountant):
+            return acc.epsilons(self.delta)
+        return {acc.name: acc.get_epsilon(self.delta)}
+
+    def _would_spend(self, event: DpEvent) -> tuple[Accountant, float, DpEvent | None]:
+        """(accountant with ``event`` composed, its ε, the conversion of ``event``)."""
         if not isinstance(event, DpEvent):
             raise UnsupportedEventError(f"a Ledger spends DpEvents, got {event!r}")
-        trial = self._acc.copy()
+        trial = self._accountant().copy()
+        before = len(trial.conversions)
         trial.compose(event)  # UnsupportedEventError propagates, nothing changed
-        return trial, trial.get_epsilon(self.delta)
+        conv = trial.conversions[-1].converted if len(trial.conversions) > before else None
+        return trial, trial.get_epsilon(self.delta), conv
 
     def can_spend(self, event: DpEvent) -> bool:
-        """Whether :meth:`spend` would accept ``event``.
+        """Whether :meth:`spend` would accept ``event`` now.
 
         Raises
         ------
         UnsupportedEventError
             If the ledger's accountant cannot account ``event``.
         """
+        self._refresh()
         return self._within_budget(self._would_spend(event)[1])
 
+    def _charge(self, kind: str, event: DpEvent, label: str | None, active: bool):
+        if label is not None and not isinstance(label, str):
+            raise InvalidPrivacyParameter(f"label must be a string or None, got {label!r}")
+        with self._write() as tx:
+            self._sync(tx)
+            trial, eps, conv = self._would_spend(event)
+            if not self._within_budget(eps):
+                if active:
+                    raise BudgetExceededError(
+                        f"{label or 'a private fit'} spending {event!r} in the active budget "
+                        f"{self!r} {self._exhausted(event, eps)}; nothing was fitted or recorded"
+                    )
+                raise BudgetExceededError(
+                    f"spending {event!r} {self._exhausted(event, eps)}; nothing was recorded"
+                )
+            body = {"event": event.to_dict(), "label": label, "time": now(), "pid": os.getpid(),
+                    "host": socket.gethostname()}  # fmt: skip
+            rec = self._chain.append(tx, kind, body)
+            self._state.apply(rec.seq, kind, body)
+            self._acc, self._conv[rec.seq] = trial, conv
+        return eps, rec.seq
+
+    def _append_history(self, event: DpEvent, label: str | None, **extra: Any) -> None:
+        """Record an event already spent elsewhere, without a budget check (the replay
+        of a saved ledger or an imported one: history, not a new spend)."""
+        with self._write() as tx:
+            self._sync(tx)
+            try:
+                self._would_spend(event)
+            except UnsupportedEventError as exc:
+                raise InvalidPrivacyParameter(
+                    f"cannot replay the serialized Ledger's event {event!r}: {exc}"
+                ) from None
+            body = {"event": event.to_dict(), "label": label, "time": now(), **extra}
+            self._apply(self._chain.append(tx, "spend", body))
+
     def spend(self, event: DpEvent, label: str | None = None) -> float:
-        """Record ``event`` if the total stays within budget.
+        """Record ``event`` if the total stays within budget (a reservation committed
+        at once: for an event whose release has already happened or is certain).
 
         Parameters
         ----------
@@ -240,36 +414,129 @@ class Ledger:
         UnsupportedEventError
             If the accountant cannot account ``event`` (or it is a replace-one
             event in an add/remove ledger); nothing is recorded.
+        LedgerIntegrityError
+            If the store's records fail their hash-chain check.
         """
-        if label is not None and not isinstance(label, str):
-            raise InvalidPrivacyParameter(f"label must be a string or None, got {label!r}")
-        trial, eps = self._would_spend(event)
-        if not self._within_budget(eps):
-            raise BudgetExceededError(
-                f"spending {event!r} {self._exhausted(event, eps)}; nothing was recorded"
-            )
-        self._record(trial, event, label)
-        return eps
+        return self._charge("spend", event, label, active=False)[0]
+
+    def reserve(self, event: DpEvent, label: str | None = None) -> Reservation:
+        """Charge ``event`` *before* a fit reads its data; settle it after.
+
+        One transaction checks the budget (with every charge so far, other
+        processes' reservations included) and records the reservation.  Then either
+        :meth:`Reservation.commit` (the fit succeeded: with the event it reports, a
+        label, the model file and its hash) or :meth:`Reservation.cancel` (it failed
+        before releasing anything).  A reservation never settled — the process was
+        killed — stays charged: "reserved, outcome unknown".
+
+        Parameters
+        ----------
+        event : DpEvent
+            A valid bound of the fit, computed from public values only (its
+            calibrated (ε, δ), or its event when that is a function of public
+            constants, as for DP-SGD).
+        label : str, optional
+
+        Returns
+        -------
+        Reservation
+
+        Raises
+        ------
+        BudgetExceededError, UnsupportedEventError, LedgerIntegrityError
+            As :meth:`spend`; nothing is recorded.
+        """
+        return self._reserve(event, label, active=False)
+
+    def _reserve(self, event: DpEvent, label: str | None, active: bool) -> Reservation:
+        return Reservation(self, self._charge("reserve", event, label, active)[1], event, label)
+
+    def commit(
+        self,
+        reservation: Reservation,
+        event: DpEvent | None = None,
+        *,
+        label: str | None = None,
+        model: str | os.PathLike | None = None,
+        model_sha256: str | None = None,
+    ) -> LedgerEntry:
+        """Settle ``reservation`` after a successful fit.
+
+        ``event`` (optional) is the event the fit reports; the budget keeps whichever
+        of it and the reserved event gives the smaller total — both bound the same
+        fit, so the smaller total is still valid — and records which.  ``model`` and
+        ``model_sha256`` name the model file to be written after this commit.
+
+        Raises
+        ------
+        InvalidPrivacyParameter
+            The reservation is not this ledger's, or is already settled.
+        """
+        slot = self._open_slot(reservation)
+        with self._write() as tx:
+            self._sync(tx)
+            slot = self._open_slot(reservation)
+            use_actual = False
+            if event is not None and event != slot.planned:
+                use_actual = self._actual_is_tighter(slot, event)
+            body = {
+                "reservation": slot.id,
+                "event": None if event is None else event.to_dict(),
+                "accounted": "actual" if use_actual else "reserved",
+                "label": label,
+                "time": now(),
+                "model": None if model is None else os.fspath(model),
+                "model_sha256": model_sha256,
+            }
+            self._apply(self._chain.append(tx, "commit", body))
+        return slot.entry(self._conv.get(slot.id))
+
+    def _actual_is_tighter(self, slot: Slot, event: DpEvent) -> bool:
+        current = self._accountant().get_epsilon(self.delta)
+        trial = self._empty.copy()
+        try:
+            for other in self._state.live():
+                trial.compose(event if other is slot else other.effective)
+        except UnsupportedEventError:
+            return False
+        return trial.get_epsilon(self.delta) <= current
+
+    def cancel(self, reservation: Reservation, reason: str = "cancelled") -> None:
+        """Free ``reservation``: the fit failed before releasing anything.
+
+        Raises
+        ------
+        InvalidPrivacyParameter
+            The reservation is not this ledger's, or is already settled.
+        """
+        with self._write() as tx:
+            self._sync(tx)
+            slot = self._open_slot(reservation)
+            body = {"reservation": slot.id, "reason": str(reason), "time": now()}
+            self._apply(self._chain.append(tx, "cancel", body))
 
     def delta_spent(self) -> float:
         """Σδ of the (ε, δ) entries (:class:`~dperm.accounting.events.EpsilonDelta`,
         what every estimator charges): the part of the budget's δ they use up —
         basic composition adds their δ, and the ledger's ε at its δ is infinite once
         that sum exceeds it.  Other events have no separate δ (0 here)."""
-        return float(sum(e.event.delta for e in self._entries if isinstance(e.event, EpsilonDelta)))
+        self._refresh()
+        return self._delta_spent_now()
 
     def remaining_delta(self) -> float:
         """Budget δ minus :meth:`delta_spent` (≥ 0)."""
-        return max(0.0, self.delta - self.delta_spent())
+        self._refresh()
+        return self._remaining_delta_now()
 
     def _exhausted(self, event: DpEvent, eps: float) -> str:
         """Which of the budget's δ and ε the event would exhaust, in words."""
         need = event.delta if isinstance(event, EpsilonDelta) else 0.0
-        if eps == float("inf") or need > self.remaining_delta() * (1.0 + _ROUNDING_SLACK):
+        n = len(self._state.live())
+        if eps == float("inf") or need > self._remaining_delta_now() * (1.0 + ROUNDING_SLACK):
             return (
                 f"would exhaust the budget's DELTA: it needs delta={need:.3g} but only "
-                f"{self.remaining_delta():.3g} of delta={self.delta:g} remains "
-                f"({self.delta_spent():.3g} already spent by {len(self._entries)} fit(s)); "
+                f"{self._remaining_delta_now():.3g} of delta={self.delta:g} remains "
+                f"({self._delta_spent_now():.3g} already spent by {n} fit(s)); "
                 "give the fit a smaller delta, or leave delta=None (the default then takes "
                 "a share of the remaining delta)"
                 + (
@@ -281,26 +548,16 @@ class Ledger:
         return (
             f"would exhaust the budget's EPSILON: the total would be epsilon={eps:.6g} at "
             f"delta={self.delta:g} ({self.neighbouring}), above the budget "
-            f"epsilon={self.epsilon:g} (already spent {self.spent()[0]:.6g})"
+            f"epsilon={self.epsilon:g} (already spent {self._spent_now():.6g})"
         )
 
-    def _within_budget(self, eps: float) -> bool:
-        # Budgets summed in floating point (0.1 + 0.1 + 0.8) exceed the exact sum by a few ulps;
-        # a relative slack of 1e-12 accepts them.  It is far below any accountant's own numerical
-        # error (PLD discretisation, RDP order grid), so no claim above the budget is certified.
-        return eps <= self.epsilon * (1.0 + _ROUNDING_SLACK)
-
-    def _record(self, trial: Accountant, event: DpEvent, label: str | None) -> None:
-        converted = len(trial.conversions) > len(self._acc.conversions)
-        self._acc = trial
-        accounted = trial.conversions[-1].converted if converted else None
-        self._entries.append(LedgerEntry(event, label, accounted))
-
     def spent(self) -> tuple[float, float]:
-        """(ε, δ) spent so far: the accountant's ε at the ledger's δ, and that δ."""
-        if not self._entries:
+        """(ε, δ) spent so far (reservations included): the accountant's ε at the
+        ledger's δ, and that δ."""
+        self._refresh()
+        if not self._state.live():
             return 0.0, 0.0
-        return self._acc.get_epsilon(self.delta), self.delta
+        return self._spent_now(), self.delta
 
     def remaining_epsilon(self) -> float:
         """Budget ε minus the ε spent (≥ 0).
@@ -316,12 +573,12 @@ class Ledger:
     def active(self) -> Iterator[Ledger]:
         """Make this ledger the budget of every dperm private fit inside the block.
 
-        Each fit spends the (ε, δ) it is calibrated to, as
-        ``EpsilonDelta(ε, δ, neighbouring="replace-one")``, before it runs
-        (:func:`charge`); a fit that would exceed the budget raises
-        :class:`~dperm.exceptions.BudgetExceededError` and runs nothing.  Blocks nest:
-        a fit spends into every active ledger (and is refused if any is full).
-        joblib's default backend is "sequential" inside the block (module docstring).
+        Each fit reserves the event it is calibrated to before it reads its data
+        (:func:`~dperm.accounting.active.charge`) and commits it after; a fit that
+        would exceed the budget raises :class:`~dperm.exceptions.BudgetExceededError`
+        and runs nothing.  Blocks nest: a fit charges every active ledger (and is
+        refused if any is full).  joblib's default backend is "sequential" inside the
+        block (:mod:`dperm.accounting.active`).
 
         Yields
         ------
@@ -342,44 +599,29 @@ class Ledger:
         """
         import joblib
 
-        stack = _ACTIVE.get()
-        token = _ACTIVE.set((*stack, self))
-        mark = os.environ.get(_ENV_MARK)
-        os.environ[_ENV_MARK] = str(os.getpid())
+        stack = ACTIVE.get()
+        token = ACTIVE.set((*stack, self))
+        mark = os.environ.get(ENV_MARK)
+        os.environ[ENV_MARK] = str(os.getpid())
         try:
             with joblib.parallel_config(backend="sequential"):
                 yield self
         finally:
-            _ACTIVE.reset(token)
+            ACTIVE.reset(token)
             if mark is None:
-                os.environ.pop(_ENV_MARK, None)
+                os.environ.pop(ENV_MARK, None)
             else:
-                os.environ[_ENV_MARK] = mark
+                os.environ[ENV_MARK] = mark
 
     # ------------------------------------------------------------ persistence
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-compatible description (budget, relation, accountant, entries)."""
-        return {
-            "format": "dperm.Ledger",
-            "version": _FORMAT_VERSION,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "neighbouring": self.neighbouring,
-            "accountant": {"name": self._acc.name, "config": self._acc.get_config()},
-            "entries": [
-                {
-                    "event": e.event.to_dict(),
-                    "label": e.label,
-                    "neighbouring": e.neighbouring,
-                    "accounted": None if e.accounted is None else e.accounted.to_dict(),
-                }
-                for e in self._entries
-            ],
-        }
+        """A JSON-compatible snapshot (budget, relation, accountant, entries);
+        reservations still open are saved as entries (they are charged)."""
+        return ledger_to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Ledger:
-        """Rebuild a ledger from :meth:`to_dict` output, replaying its events.
+        """An in-memory ledger from :meth:`to_dict` output, replaying its events.
 
         Version-1 files (written before relations were recorded) load with
         their events as replace-one events.
@@ -390,46 +632,18 @@ class Ledger:
             If ``data`` is not a serialized ledger, or its events cannot be
             replayed.
         """
-        if not isinstance(data, dict) or data.get("format") != "dperm.Ledger":
-            raise InvalidPrivacyParameter("not a serialized dperm Ledger")
-        if data.get("version") not in (1, _FORMAT_VERSION):
-            raise InvalidPrivacyParameter(
-                f"unsupported Ledger format version {data.get('version')!r}"
-            )
-        try:
-            spec = data["accountant"]
-            acc = get_accountant(spec["name"], **spec.get("config", {}))
-            stated = data.get("neighbouring")
-            if stated is not None and check_neighbouring(stated) != acc.neighbouring:
-                raise InvalidPrivacyParameter(
-                    f"serialized Ledger states neighbouring={stated!r} but its accountant "
-                    f"accounts {acc.neighbouring!r}"
-                )
-            ledger = cls(data["epsilon"], data["delta"], accountant=acc)
-            entries = [(event_from_dict(e["event"]), e.get("label")) for e in data["entries"]]
-        except (KeyError, TypeError) as exc:
-            raise InvalidPrivacyParameter(f"malformed serialized Ledger: {exc!r}") from None
-        for event, label in entries:
-            # replay without budget checks: this is history, already spent
-            trial = ledger._acc.copy()
-            try:
-                trial.compose(event)
-            except UnsupportedEventError as exc:
-                raise InvalidPrivacyParameter(
-                    f"cannot replay the serialized Ledger's event {event!r}: {exc}"
-                ) from None
-            ledger._record(trial, event, label)
-        return ledger
+        return ledger_from_dict(cls, data)
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the ledger as JSON to ``path``."""
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(self.to_dict(), fh, indent=2, sort_keys=True)
-            fh.write("\n")
+        """Write :meth:`to_dict` as JSON to ``path``, atomically (temporary file,
+        fsync, rename).  A snapshot: for a ledger shared across processes use
+        :meth:`open` (``dperm budget export`` writes a store's hash-chained records)."""
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=True)
+        atomic_write_text(path, text + "\n")
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Ledger:
-        """Read a ledger written by :meth:`save`.
+        """Read a ledger written by :meth:`save` (into memory).
 
         Raises
         ------
@@ -450,47 +664,45 @@ class Ledger:
         return cls.from_dict(data)
 
     def __repr__(self) -> str:
-        eps, _ = self.spent()
-        how = f", certified by {self.certified_by!r}" if self._entries else ""
+        live = self._state.live()
+        eps = self._spent_now()
+        how = f", certified by {self._certified_now()!r}" if live else ""
+        where = "" if self._location is None else f" [{self.name!r} in {self.location}]"
         return (
             f"Ledger(epsilon={self.epsilon:g}, delta={self.delta:g}, "
-            f"accountant={self._acc.name!r}, neighbouring={self.neighbouring!r}): "
-            f"{len(self._entries)} spend(s), epsilon spent {eps:.4g}{how}"
+            f"accountant={self._accountant().name!r}, neighbouring={self.neighbouring!r}){where}: "
+            f"{len(live)} spend(s), epsilon spent {eps:.4g}{how}"
         )
-
-
-# ------------------------------------------------------------------ active budgets
-#: the ledgers of the enclosing ``Ledger.active()`` blocks, innermost last
-_ACTIVE: contextvars.ContextVar[tuple[Ledger, ...]] = contextvars.ContextVar(
-    "dperm_active_ledgers", default=()
-)
-#: set (to the pid) while a budget is active, inherited by worker processes
-_ENV_MARK = "DPERM_ACTIVE_BUDGET"
-
-
-def active_ledgers() -> tuple[Ledger, ...]:
-    """The ledgers of the enclosing :meth:`Ledger.active` blocks, outermost first."""
-    return _ACTIVE.get()
 
 
 @contextlib.contextmanager
 def budget(
-    epsilon: float,
-    delta: float,
+    epsilon: float | str | os.PathLike | None = None,
+    delta: float | None = None,
     accountant: str | Accountant | Callable[[], Accountant] = "auto",
+    *,
+    location: str | os.PathLike | None = None,
+    name: str | None = None,
 ) -> Iterator[Ledger]:
-    """``with dperm.budget(epsilon, delta) as ledger:`` — a new :class:`Ledger` made
-    active for the block (:meth:`Ledger.active`).
+    """``with dperm.budget(epsilon, delta) as ledger:`` — a new in-memory
+    :class:`Ledger` made active for the block (:meth:`Ledger.active`);
+    ``with dperm.budget("budget.db"):`` — the budget kept in a store.
 
     Parameters
     ----------
-    epsilon : float > 0
-        Total ε of every dperm private fit inside the block.
+    epsilon : float > 0, or a location
+        Total ε of every dperm private fit inside the block; or (a path or a
+        ``postgresql://`` URL) the store of a budget shared by every process that
+        opens it (:meth:`Ledger.open`; then ``epsilon``/``delta`` by keyword create it).
     delta : float in [0, 1)
         Total δ; the ledger's accountant reports ε at this δ.  Fits with δ > 0 (the
         estimators' default δ = 1/n², for instance) need a budget δ > 0: with δ = 0
         their ε is infinite.
     accountant : str, Accountant or callable, default "auto"
+    location : str or PathLike, optional
+        The store (instead of giving it as the first argument).
+    name : str, optional
+        The budget's name in the store (default "default").
 
     Yields
     ------
@@ -520,111 +732,19 @@ def budget(
     >>> len(ledger.entries)  # the three fits that fitted in the budget
     3
     """
-    ledger = Ledger(epsilon, delta, accountant)
+    if isinstance(epsilon, str | os.PathLike):
+        location, epsilon = epsilon, None
+    if location is not None:
+        acc = accountant if isinstance(accountant, str) else None
+        ledger = Ledger.open(
+            location, name, epsilon=epsilon, delta=delta, accountant=None if acc == "auto" else acc
+        )
+    else:
+        if epsilon is None or delta is None:
+            raise InvalidPrivacyParameter(
+                "dperm.budget needs epsilon and delta (an in-memory budget) or a location "
+                "(a budget kept in a store)"
+            )
+        ledger = Ledger(epsilon, delta, accountant)
     with ledger.active():
         yield ledger
-
-
-def charge(event: DpEvent, label: str | None = None) -> None:
-    """Spend ``event`` into every active ledger, or into none (all or nothing).
-
-    Called by every dperm private fit *before* it reads the data (with the
-    ``EpsilonDelta(ε, δ)`` it is calibrated to).  Without an active ledger it does
-    nothing — unless this process runs inside a worker of a process whose budget is
-    active (the ``DPERM_ACTIVE_BUDGET`` mark), where the fit cannot be counted and is
-    refused.
-
-    Raises
-    ------
-    BudgetExceededError
-        If the event does not fit in an active ledger (the message names its budget
-        and what it has spent), or the fit runs in a worker process of an active budget.
-    UnsupportedEventError
-        If an active ledger's accountant cannot account the event.
-    """
-    ledgers = _ACTIVE.get()
-    if not ledgers:
-        owner = os.environ.get(_ENV_MARK)
-        if owner is not None and owner != str(os.getpid()):
-            raise BudgetExceededError(
-                f"{label or 'a private fit'} runs in a worker process (pid {os.getpid()}) "
-                f"while a dperm budget is active in process {owner}; its spend cannot be "
-                "counted there, so it is refused. Run the fits in the budget's process "
-                "(n_jobs=1, or joblib's default backend, which dperm.budget sets to "
-                "'sequential')."
-            )
-        return
-    trials = []
-    for ledger in ledgers:
-        trial, eps = ledger._would_spend(event)
-        if not ledger._within_budget(eps):
-            raise BudgetExceededError(
-                f"{label or 'a private fit'} spending {event!r} in the active budget "
-                f"{ledger!r} {ledger._exhausted(event, eps)}; nothing was fitted or recorded"
-            )
-        trials.append(trial)
-    for ledger, trial in zip(ledgers, trials, strict=True):
-        ledger._record(trial, event, label)
-
-
-#: the share of an active budget's remaining δ that a fit with the default δ takes
-DEFAULT_DELTA_SHARE = 0.5
-
-
-def default_delta(n: int) -> float:
-    """The δ of a fit whose ``delta=None``: 1/n², or less inside an active budget.
-
-    Outside a budget: δ = 1/n² (n = the number of training rows, public under the
-    estimators' replace-one relation).  Inside ``dperm.budget`` / ``Ledger.active()``:
-    δ = min(1/n², ½·remaining δ of every active ledger) — a public function of n and
-    of what the budget has recorded (itself the output of earlier private fits), so
-    a sequence of default-δ fits never exhausts the budget's δ (the shares halve: their
-    sum stays below the budget's δ), and only ε can run out.  A budget with δ = 0 leaves
-    the default at 1/n² (the fit is then refused with a message naming δ).
-
-    Parameters
-    ----------
-    n : int ≥ 2
-
-    Returns
-    -------
-    float in (0, 1)
-
-    Raises
-    ------
-    InvalidPrivacyParameter
-        n < 2 (1/n² would be ≥ ¼: pass delta explicitly).
-
-    Examples
-    --------
-    >>> default_delta(1000)
-    1e-06
-    >>> with budget(3.0, 1e-7):
-    ...     default_delta(1000)
-    5e-08
-    """
-    if isinstance(n, bool) or not isinstance(n, int | float) or n < 2:
-        raise InvalidPrivacyParameter(
-            f"the default delta = 1/n² needs n_samples ≥ 2, got n_samples = {n!r}; "
-            "pass delta explicitly"
-        )
-    delta = 1.0 / float(n) ** 2
-    for ledger in _ACTIVE.get():
-        share = DEFAULT_DELTA_SHARE * ledger.remaining_delta()
-        if share > 0:
-            delta = min(delta, share)
-    return delta
-
-
-@contextlib.contextmanager
-def suspended() -> Iterator[None]:
-    """Inside the block no ledger is active: for a composite mechanism (e.g.
-    :class:`~dperm.model_selection.PrivateRandomSearch`) that has already charged
-    its own event — which covers every inner fit — so that the inner fits are not
-    charged a second time (and their number, which the composite's guarantee may keep
-    secret, is not recorded).  Only for code that charged the whole cost first."""
-    token = _ACTIVE.set(())
-    try:
-        yield
-    finally:
-        _ACTIVE.reset(token)

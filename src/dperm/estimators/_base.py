@@ -52,8 +52,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive
+from ..accounting.active import accounted_fit, charge, default_delta
 from ..accounting.events import REPLACE_ONE, Composed, DpEvent, EpsilonDelta, SelfComposed
-from ..accounting.ledger import charge, default_delta
 from ..constraints import Constraint, get_constraint
 from ..design import (
     Design,
@@ -463,6 +463,7 @@ class DPLinearModelBase(BaseEstimator):
         return D, D.n_clipped
 
     # ----- fit ---------------------------------------------------------------------
+    @accounted_fit  # reserve before the data is read, commit dp_event_ (or cancel)
     def fit(self, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Fit the private model.
 

@@ -26,8 +26,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._rng import check_random_state
 from .._validation import check_delta, check_epsilon, check_positive
+from ..accounting.active import accounted_fit, charge
 from ..accounting.events import Composed, DpEvent
-from ..accounting.ledger import charge
 from ..algorithms._gradient_loop import resolve_accountant
 from ..design import encode_class_targets, validate_estimator_input
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, PrivacyLeakWarning
@@ -246,6 +246,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         return int(k)
 
     # ----- fit ----------------------------------------------------------------------
+    @accounted_fit  # reserve before the data is read, commit dp_event_ (or cancel)
     def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit the private PCA and network.
 

@@ -48,9 +48,9 @@ from sklearn.utils import _safe_indexing
 from .._rng import check_random_state
 from .._validation import check_delta, check_epsilon, check_probability
 from ..accounting import events as _events
+from ..accounting.active import accounted_fit, charge, default_delta, suspended
 from ..accounting.events import DpEvent, EpsilonDelta, Gaussian, NonPrivate
 from ..accounting.gaussian import gaussian_epsilon
-from ..accounting.ledger import charge, default_delta, suspended
 from ..accounting.rdp import DEFAULT_ORDERS, compute_rdp
 from ..accounting.registry import epsilon_spent
 from ..estimators._params import store_params
@@ -348,6 +348,7 @@ class PrivateRandomSearch(BaseEstimator):
             )
 
     # ------------------------------------------------------------ fit
+    @accounted_fit  # reserve the whole search before the data is read, then commit
     def fit(self, X, y):
         """Run the private search.
 

@@ -49,9 +49,9 @@ from .._validation import (
     rows_per_chunk,
     sq_norms_dense,
 )
+from ..accounting.active import accounted_fit, charge
 from ..accounting.events import ADD_REMOVE, Gaussian, check_neighbouring
 from ..accounting.gaussian import analytic_gaussian_noise_multiplier
-from ..accounting.ledger import charge
 from ..exceptions import ClippingWarning, InvalidDataError, InvalidPrivacyParameter
 from ..exceptions import UnknownNameError as _UnknownName
 from ..mechanisms.gaussian import gaussian_noise
@@ -276,6 +276,7 @@ class DPPCA(TransformerMixin, BaseEstimator):
         s = check_positive(self.noise_multiplier, "noise_multiplier")
         return s, float(gaussian_epsilon(s, delta)), delta
 
+    @accounted_fit  # reserve before the data is read, commit dp_event_ (or cancel)
     def fit(self, X, y=None):
         """Release the private principal directions.
 

@@ -1,0 +1,96 @@
+"""Where privacy budgets are kept: append-only, hash-chained record stores.
+
+The accounting (what a history of events has spent) is math and lives in
+:mod:`dperm.accounting`; this floor only keeps records — it knows nothing about
+privacy — behind one small protocol (:class:`~dperm.stores.records.Store`: a
+transaction on a budget reads its records and appends new ones, atomically):
+
+* :class:`~dperm.stores.sqlite.SqliteStore` — a file (``budget.db``), the default;
+* :class:`~dperm.stores.postgres.PostgresStore` — ``postgresql://…``, a budget
+  shared by a team across machines (psycopg 3, ``pip install 'dperm[postgres]'``);
+* :class:`~dperm.stores.jsonfile.JsonStore` — ``*.json``, the export/import
+  format, usable as a store (file lock + atomic replace);
+* :class:`~dperm.stores.memory.MemoryStore` — the store of ``Ledger(epsilon, delta)``.
+
+:func:`open_store` picks one from a location.  Records and their hash chain:
+:mod:`dperm.stores.records`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..exceptions import LedgerStoreError
+from .jsonfile import JsonStore
+from .memory import MemoryStore
+from .records import BudgetChain, Record, Store, Transaction, check_budget_name
+from .sqlite import SQLITE_MAGIC, SqliteStore
+
+__all__ = [
+    "BudgetChain",
+    "JsonStore",
+    "MemoryStore",
+    "Record",
+    "SqliteStore",
+    "Store",
+    "Transaction",
+    "check_budget_name",
+    "is_url",
+    "open_store",
+]
+
+_URL_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_url(location: object) -> bool:
+    """Whether ``location`` is a PostgreSQL URL."""
+    return isinstance(location, str) and location.startswith(_URL_SCHEMES)
+
+
+def open_store(location: str | os.PathLike | Store, *, create: bool = False) -> Store:
+    """The store at ``location``.
+
+    Parameters
+    ----------
+    location : str, PathLike or Store
+        ``postgresql://…`` (or ``postgres://…``): a PostgreSQL database; a path:
+        an existing file is opened by its content (a SQLite database, or a JSON
+        store), a new one by its suffix (``.json``: a JSON store; anything else: a
+        SQLite database); a store object is returned as is.
+    create : bool, default False
+        Create a missing file (a new SQLite database or JSON store).
+
+    Raises
+    ------
+    DataFileNotFoundError
+        A missing file and ``create=False``.
+    LedgerStoreError
+        A file that is neither kind of store, a server that cannot be reached, a
+        missing driver.
+    """
+    if not isinstance(location, str | os.PathLike):
+        if all(hasattr(location, a) for a in ("transaction", "budgets", "location")):
+            return location  # already a store
+        raise LedgerStoreError(
+            f"a ledger location is a path or a postgresql:// URL, got {location!r}"
+        )
+    if is_url(location):
+        from .postgres import PostgresStore
+
+        return PostgresStore(str(location))
+    path = Path(location)
+    if path.is_file():
+        with open(path, "rb") as fh:
+            start = fh.read(16)
+        if start == SQLITE_MAGIC:
+            return SqliteStore(path)
+        if start.lstrip()[:1] == b"{":
+            return JsonStore(path)
+        if start:
+            raise LedgerStoreError(
+                f"{str(path)!r} is not a dperm ledger store (neither SQLite nor JSON)"
+            )
+    if path.suffix.lower() == ".json":
+        return JsonStore(path, create=create)
+    return SqliteStore(path, create=create)

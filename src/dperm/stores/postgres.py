@@ -1,0 +1,164 @@
+"""A budget shared by a team: a PostgreSQL database (psycopg 3, the ``postgres`` extra).
+
+* A write transaction locks the budget's row (``SELECT … FOR UPDATE`` on
+  ``dperm_budgets``) before it reads the history: every other writer of that
+  budget, on any machine, waits until it commits, then reads the new record (each
+  statement of a READ COMMITTED transaction sees what was committed before it
+  started).  The check and the record it allows are therefore atomic.
+* A read transaction is ``REPEATABLE READ, READ ONLY``: one consistent snapshot.
+* Records are append-only: a trigger refuses ``UPDATE`` and ``DELETE`` (a guard
+  against mistakes; the hash chain detects deliberate edits).
+* The tables are created once, under an advisory lock, by the first connection.
+
+The URL is a libpq connection URI (``postgresql://user:password@host:5432/db``);
+messages name it without its password.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ..exceptions import LedgerStoreError
+from .records import Record, canonical_json
+from .sqlite import parse_body
+
+__all__ = ["PostgresStore", "redact_url"]
+
+_SCHEMA = [
+    "SELECT pg_advisory_xact_lock(727274001)",  # one creator at a time
+    """CREATE TABLE IF NOT EXISTS dperm_budgets (
+        name TEXT PRIMARY KEY, head_seq BIGINT NOT NULL, head_hash TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS dperm_records (
+        budget TEXT NOT NULL REFERENCES dperm_budgets (name),
+        seq BIGINT NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL,
+        prev_hash TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (budget, seq))""",
+    """CREATE OR REPLACE FUNCTION dperm_records_append_only() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'dperm ledger records are append-only'; END $$""",
+    """CREATE OR REPLACE TRIGGER dperm_records_append_only
+        BEFORE UPDATE OR DELETE ON dperm_records
+        FOR EACH ROW EXECUTE FUNCTION dperm_records_append_only()""",
+]
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***``."""
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+class _PgTransaction:
+    def __init__(self, cur: Any, budget: str, write: bool) -> None:
+        self._cur, self._budget, self._write = cur, budget, write
+
+    def head(self) -> tuple[int, str] | None:
+        lock = " FOR UPDATE" if self._write else ""
+        self._cur.execute(
+            "SELECT head_seq, head_hash FROM dperm_budgets WHERE name = %s" + lock,
+            (self._budget,),
+        )
+        row = self._cur.fetchone()
+        return None if row is None else (int(row[0]), str(row[1]))
+
+    def records(self, after: int) -> list[Record]:
+        self._cur.execute(
+            "SELECT seq, kind, body, prev_hash, hash FROM dperm_records "
+            "WHERE budget = %s AND seq > %s ORDER BY seq",
+            (self._budget, after),
+        )
+        return [
+            Record(self._budget, int(s), k, parse_body(self._budget, s, b), p, h)
+            for s, k, b, p, h in self._cur.fetchall()
+        ]
+
+    def append(self, record: Record) -> None:
+        if record.seq == 0:
+            self._cur.execute(
+                "INSERT INTO dperm_budgets (name, head_seq, head_hash) VALUES (%s, %s, %s)",
+                (record.budget, record.seq, record.hash),
+            )
+        else:
+            self._cur.execute(
+                "UPDATE dperm_budgets SET head_seq = %s, head_hash = %s WHERE name = %s",
+                (record.seq, record.hash, record.budget),
+            )
+        self._cur.execute(
+            "INSERT INTO dperm_records (budget, seq, kind, body, prev_hash, hash) "
+            "VALUES (%s, %s, %s, %s, %s, %s)",
+            (
+                record.budget,
+                record.seq,
+                record.kind,
+                canonical_json(record.body),
+                record.prev_hash,
+                record.hash,
+            ),
+        )
+
+
+class PostgresStore:
+    """Budgets in a PostgreSQL database (:class:`~dperm.stores.records.Store`).
+
+    Parameters
+    ----------
+    url : str
+        ``postgresql://…`` (or ``postgres://…``) connection URI.
+    timeout : float, default 30
+        Seconds to wait for the connection.
+
+    Raises
+    ------
+    LedgerStoreError
+        psycopg is not installed (``pip install 'dperm[postgres]'``), or the server
+        cannot be reached or refuses the connection.
+    """
+
+    def __init__(self, url: str, *, timeout: float = 30.0) -> None:
+        self.location = redact_url(url)
+        try:
+            import psycopg
+        except ImportError:
+            raise LedgerStoreError(
+                f"{self.location}: a PostgreSQL ledger needs psycopg 3 "
+                "(pip install 'dperm[postgres]')"
+            ) from None
+        self._psycopg = psycopg
+        try:
+            self._conn = psycopg.connect(url, connect_timeout=max(1, int(timeout)), autocommit=True)
+            with self._conn.transaction(), self._conn.cursor() as cur:
+                for statement in _SCHEMA:
+                    cur.execute(statement)
+        except psycopg.Error as exc:
+            raise LedgerStoreError(f"ledger store {self.location}: {_first_line(exc)}") from None
+
+    @contextlib.contextmanager
+    def transaction(self, budget: str, *, write: bool) -> Iterator[_PgTransaction]:
+        conn, pg = self._conn, self._psycopg
+        try:
+            # a writer: READ COMMITTED + the budget's locks (each statement sees what
+            # was committed before it); a reader: one REPEATABLE READ snapshot
+            conn.isolation_level = None if write else pg.IsolationLevel.REPEATABLE_READ
+            conn.read_only = not write
+            with conn.transaction(), conn.cursor() as cur:
+                if write:  # serializes the writers of this budget, its creation included
+                    cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (budget,))
+                yield _PgTransaction(cur, budget, write)
+        except pg.Error as exc:
+            raise LedgerStoreError(f"ledger store {self.location}: {_first_line(exc)}") from None
+
+    def budgets(self) -> list[str]:
+        with self.transaction("", write=False) as tx:
+            tx._cur.execute("SELECT name FROM dperm_budgets ORDER BY name")
+            return [r[0] for r in tx._cur.fetchall()]
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.location!r})"
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
