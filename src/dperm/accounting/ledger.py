@@ -219,7 +219,7 @@ class Ledger(LedgerSync):
         >>> ledger = Ledger.open(path, epsilon=1.0, delta=1e-5)   # creates it
         >>> _ = ledger.spend(EpsilonDelta(0.3, 1e-7), "first fit")
         >>> again = Ledger.open(path)                             # another process, later
-        >>> len(again.entries), round(again.spent()[0], 6)
+        >>> len(again.entries), round(again.spent()[0], 2)
         (1, 0.3)
         """
         name = DEFAULT_BUDGET if name is None else name
