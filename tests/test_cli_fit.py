@@ -5,6 +5,7 @@ public schema options, the ledger across invocations, the non-private reference
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from dperm.accounting import EpsilonDelta
 from dperm.cli import FIT_KEYS, app
 
 BOUNDS = {"x1": [-2.0, 2.0], "x2": [0.0, 10.0]}
@@ -303,7 +305,7 @@ def test_ledger_spends_across_invocations_and_refuses_overspend(regression_csv, 
     from dperm.accounting import Ledger
 
     path, schema = regression_csv
-    ledger = tmp_path / "spent.json"
+    ledger = tmp_path / "budget.db"
     argv = ["fit", "--csv", str(path), "--target", "y", "--label-bound", "5"]
     argv += ["--bounds", str(schema), "--categories", "colour=red,green,blue"]
     argv += ["--ledger", str(ledger), "--epsilon", "1", "--delta", "1e-6", "--no-reference"]
@@ -312,18 +314,53 @@ def test_ledger_spends_across_invocations_and_refuses_overspend(regression_csv, 
     assert res.exit_code == 2 and "--ledger-epsilon" in res.stderr  # no file and no budget
     assert not ledger.exists()
     first = _json(CliRunner().invoke(app, [*argv, "--ledger-epsilon", "1.5"]))
-    book = Ledger.load(ledger)
+    book = Ledger.open(ledger)
     assert book.epsilon == 1.5 and len(book.entries) == 1
     assert first["ledger_spent_epsilon"] == pytest.approx(book.spent()[0])
+    assert first["ledger_budget"] == "default" and first["ledger_reserved"] == 0
     assert 0.5 < book.spent()[0] <= 1.0 + 1e-9  # a (1, 1e-6) fit, read at δ = 1e-5
-    before = ledger.read_text()
+    entry = book.entries[0]
+    assert entry.status == "committed" and entry.reserved == EpsilonDelta(1.0, 1e-6)
+    assert entry.actual is not None and entry.label.startswith("dperm fit")
+    n_records = len(book.records)
     res = CliRunner().invoke(app, argv)  # 1 + 1 > 1.5: refused
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert res.exit_code == 2 and res.stdout == ""
     assert len(lines) == 1 and lines[0].startswith("dperm: error:") and "budget" in lines[0]
-    assert ledger.read_text() == before  # nothing recorded
+    assert len(Ledger.open(ledger).records) == n_records  # nothing recorded
+    res = CliRunner().invoke(app, [*argv, "--ledger-epsilon", "2"])  # a budget is fixed
+    assert res.exit_code == 2 and "fixed" in res.stderr
+    # another budget of the same store, and a saved model charged with its hash
+    model = tmp_path / "m.dperm"
+    out = _json(
+        CliRunner().invoke(
+            app, [*argv, "--ledger-budget", "other", "--ledger-epsilon", "1", "--save", str(model)]
+        )
+    )
+    other = Ledger.open(ledger, "other")
+    (charged,) = other.entries
+    assert out["ledger_budget"] == "other" and charged.model == str(model.resolve())
+    assert charged.model_sha256 == hashlib.sha256(model.read_bytes()).hexdigest()
+    assert not list(tmp_path.glob(".m.dperm*"))  # no staged file left behind
     _json(CliRunner().invoke(app, [*argv, "--epsilon", "0.3"]))
-    assert len(Ledger.load(ledger).entries) == 2
+    assert len(Ledger.open(ledger).entries) == 2
+
+
+def test_ledger_reservation_is_cancelled_when_the_fit_fails(regression_csv, tmp_path):
+    """A fit that raises after its reservation (here: a model the task refuses, found
+    after the reservation) cancels it: the budget is charged nothing."""
+    from dperm.accounting import Ledger
+
+    path, schema = regression_csv
+    ledger = tmp_path / "budget.json"  # the JSON store: same protocol
+    argv = ["fit", "--csv", str(path), "--target", "y", "--label-bound", "5", "--json"]
+    argv += ["--bounds", str(schema), "--categories", "colour=red,green,blue"]
+    argv += ["--ledger", str(ledger), "--ledger-epsilon", "1", "--epsilon", "0.5"]
+    res = CliRunner().invoke(app, [*argv, "--model", "svm"])  # regression: refused
+    assert res.exit_code == 2
+    book = Ledger.open(ledger)
+    assert [r.kind for r in book.records] == ["create", "reserve", "cancel"]
+    assert book.entries == () and book.spent()[0] == 0.0
 
 
 # ----------------------------------------------------------------------------- the reference

@@ -50,13 +50,18 @@ class LedgerSync:
         if os.getpid() != self._pid and self._location is not None:  # forked: own connection
             self._store, self._pid = open_store(self._location), os.getpid()
             self._chain.store = self._store
-        n = len(self._chain.records)
+        appended = self._chain.appended
         try:
             with self._store.transaction(self._chain.budget, write=write) as tx:
                 yield tx
         except BaseException:
-            if len(self._chain.records) > n:  # appended, then rolled back: replay anew
+            if self._chain.appended > appended:  # our record was rolled back: replay anew
+                empty = self._empty
                 self._attach(self._store, self._chain.budget, self._location)
+                self._empty = empty
+                if self._location is not None:
+                    with contextlib.suppress(Exception):
+                        self._refresh()
             raise
 
     def _write(self) -> contextlib.AbstractContextManager:

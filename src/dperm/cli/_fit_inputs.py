@@ -1,9 +1,8 @@
-"""The inputs of ``dperm fit``: public schema options, the ledger file, the Dask sources.
+"""The inputs of ``dperm fit``: public schema options, the Dask sources.
 
 ``--bounds`` and ``--categories`` take either a schema file (JSON, or YAML when
-PyYAML is installed) or ``col=…`` items; ``--ledger FILE`` spends every fit of
-the command line against one saved :class:`dperm.accounting.Ledger`.  Nothing
-here reads the private data: bounds and category lists come from the user.
+PyYAML is installed) or ``col=…`` items (``--ledger``: :mod:`dperm.cli._fit_ledger`).
+Nothing here reads the private data: bounds and category lists come from the user.
 """
 
 from __future__ import annotations
@@ -15,13 +14,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import BudgetExceededError, InvalidPrivacyParameter
+from ..exceptions import InvalidPrivacyParameter
 
 __all__ = [
-    "check_ledger",
     "dask_scheduler",
     "load_dask_dataset",
-    "open_ledger",
     "parse_bounds",
     "parse_categories",
 ]
@@ -121,51 +118,6 @@ def parse_bounds(items: Sequence[str] | None) -> dict[str, tuple[float, float]]:
 def parse_categories(items: Sequence[str] | None) -> dict[str, list[str]]:
     """``--categories``: files ``{"col": ["a", "b"]}`` and/or ``col=a,b,c`` items."""
     return _items(items, "--categories", _category_value)
-
-
-def open_ledger(path: Path, epsilon: float | None, delta: float | None):
-    """The ledger saved at ``path``, or a new one with budget (``epsilon``, ``delta``).
-
-    Raises
-    ------
-    InvalidPrivacyParameter
-        When the file does not exist and no ``--ledger-epsilon`` is given, or when it
-        exists and ``--ledger-epsilon``/``--ledger-delta`` differ from its budget.
-    """
-    from ..accounting import Ledger
-
-    if path.exists():
-        book = Ledger.load(path)
-        # an option that would do nothing is an error: the budget of a saved ledger is fixed
-        for flag, given, kept in (
-            ("--ledger-epsilon", epsilon, book.epsilon),
-            ("--ledger-delta", delta, book.delta),
-        ):
-            if given is not None and not math.isclose(float(given), float(kept), rel_tol=1e-12):
-                raise InvalidPrivacyParameter(
-                    f"{flag} {given:g} differs from the budget {kept:g} of the existing ledger "
-                    f"{str(path)!r}; a ledger's budget is fixed when it is created (drop {flag}, "
-                    "or start a new --ledger file)"
-                )
-        return book
-    if epsilon is None:
-        raise InvalidPrivacyParameter(
-            f"--ledger {str(path)!r} does not exist: pass --ledger-epsilon (and --ledger-delta) "
-            "to create it"
-        )
-    return Ledger(epsilon, 1e-5 if delta is None else delta)
-
-
-def check_ledger(ledger, epsilon: float, delta: float) -> None:
-    """Refuse, before fitting, a fit of (ε, δ) that the ledger cannot afford."""
-    from ..accounting.events import EpsilonDelta
-
-    if not ledger.can_spend(EpsilonDelta(epsilon, delta)):
-        raise BudgetExceededError(
-            f"--ledger: a fit at epsilon={epsilon:g}, delta={delta:g} would exceed the budget "
-            f"(epsilon={ledger.epsilon:g}, delta={ledger.delta:g}; "
-            f"remaining epsilon {ledger.remaining_epsilon():.6g})"
-        )
 
 
 # ----------------------------------------------------------------------------- Dask path

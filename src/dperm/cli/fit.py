@@ -7,7 +7,7 @@ Examples (shell)::
     dperm fit --csv data.csv --target label --model svm --mechanism output --delta 0 \\
         --bounds age=17:90 --bounds hours=1:99 --categories colour=red,green,blue
     dperm fit --csv data.csv --target y --task regression --bounds schema.json \\
-        --label-bound 5 --ledger spent.json --ledger-epsilon 3 --ledger-delta 1e-5
+        --label-bound 5 --ledger budget.db --ledger-epsilon 3 --ledger-delta 1e-5
 
 :func:`run_fit` does the work and returns the keys of ``--json``; the inputs (data
 sources, public schema, ledger) are read by :mod:`dperm.cli._fit_inputs`, the
@@ -16,8 +16,10 @@ measurements and the table made by :mod:`dperm.cli._fit_report`.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import os
 import time
 import warnings
 from pathlib import Path
@@ -41,14 +43,8 @@ from ._common import (
     step,
     with_options,
 )
-from ._fit_inputs import (
-    check_ledger,
-    dask_scheduler,
-    load_dask_dataset,
-    open_ledger,
-    parse_bounds,
-    parse_categories,
-)
+from ._fit_inputs import dask_scheduler, load_dask_dataset, parse_bounds, parse_categories
+from ._fit_ledger import commit_fit, ledger_keys, open_ledger, reserve_fit, settles_ledger
 from ._fit_report import NON_PRIVATE_KEYS, measure, print_fit_table
 
 __all__ = ["FIT_KEYS", "NON_PRIVATE_KEYS", "fit_command", "run_fit"]
@@ -115,6 +111,7 @@ def _make_model(model: str, task: str, params: dict[str, Any], label_bound, cons
     return cls(constraint_radius=constraint_radius, **params)
 
 
+@settles_ledger  # a --ledger reservation not committed is cancelled on an exception
 def run_fit(
     *,
     dataset: str | None = None,
@@ -149,6 +146,7 @@ def run_fit(
     ledger: str | Path | None = None,
     ledger_epsilon: float | None = None,
     ledger_delta: float | None = None,
+    ledger_budget: str | None = None,
     reference: bool = True,
     notes: bool = False,
 ) -> dict[str, Any]:
@@ -166,10 +164,13 @@ def run_fit(
     ``bounds`` / ``categories`` (``col=lo:hi`` / ``col=a,b,c`` items or schema
     files, or dicts), ``label_bound`` and ``task`` are the public schema of a
     ``csv`` file (CSV, or Parquet by suffix ``.parquet``).  ``ledger`` names a
-    JSON :class:`~dperm.accounting.Ledger` spent across invocations (created
-    with budget ``ledger_epsilon``, ``ledger_delta``): a fit the ledger cannot
-    afford is refused before fitting (``BudgetExceededError``), the ledger is
-    saved after a successful fit.  ``reference=False`` skips the non-private
+    store (a SQLite file, a JSON store or a ``postgresql://`` URL) holding the
+    budget ``ledger_budget`` (default "default", created with budget
+    ``ledger_epsilon``, ``ledger_delta``) spent across invocations, processes and
+    machines (:mod:`dperm.cli._fit_ledger`): the fit's (ε, δ) is reserved before
+    the fit (refused with ``BudgetExceededError`` when the budget cannot afford
+    it) and committed, with the model file's SHA-256, before the model file is
+    moved into place.  ``reference=False`` skips the non-private
     reference fit (its keys are then None); otherwise it minimizes the private
     fit's own regularized objective with the estimator's ``tol``/``max_iter``.
 
@@ -205,13 +206,14 @@ def run_fit(
         from ..io import ModelFileError
 
         raise ModelFileError(f"--save: folder {str(Path(save).parent)!r} does not exist")
-    ledger_path = None if ledger is None else Path(ledger)
-    if ledger_path is None and (ledger_epsilon is not None or ledger_delta is not None):
+    if ledger is None and (ledger_epsilon, ledger_delta, ledger_budget) != (None, None, None):
         raise InvalidPrivacyParameter(
-            "--ledger-epsilon and --ledger-delta set the budget of a --ledger FILE; "
-            "give --ledger FILE too (or drop them)"
+            "--ledger-epsilon, --ledger-delta and --ledger-budget name a budget of a --ledger "
+            "store; give --ledger LOCATION too (or drop them)"
         )
-    book = None if ledger_path is None else open_ledger(ledger_path, ledger_epsilon, ledger_delta)
+    book = (
+        None if ledger is None else open_ledger(ledger, ledger_epsilon, ledger_delta, ledger_budget)
+    )
     bounds_from_data = False
     if parquet is not None or csv_dir is not None:  # Dask (docs/cluster.md): never gathered
         if dataset is not None or csv is not None or (parquet and csv_dir) or allow_data_bounds:
@@ -262,10 +264,10 @@ def run_fit(
             )
     n = ds.n_train
     delta_default = delta is None
-    if book is not None:  # refuse an overspend before any work on the data
+    if book is not None:  # reserve (or refuse) before the fit reads the data
         if delta is None:  # the default δ takes a share of the ledger's remaining δ
             delta = min(1.0 / n**2, 0.5 * book.remaining_delta()) or 1.0 / n**2
-        check_ledger(book, epsilon, delta)
+        reservation = reserve_fit(book, epsilon, delta, f"dperm fit {ds.name}")
     params = {
         "epsilon": epsilon,
         "delta": delta,  # None → 1/n² inside the estimator
@@ -322,34 +324,35 @@ def run_fit(
                 ) from None
     fit_seconds = time.perf_counter() - t0
     mechanism = getattr(est, "mechanism_", None) or mechanism
-    if book is not None:  # record the spend (refused → BudgetExceededError, exit 2)
-        book.spend(est.dp_event_, label=f"dperm fit {ds.name} {model} {mechanism}")
     given_delta = None if delta_default else delta
     out = measure(est, ds, model, mechanism, given_delta, fit_seconds, reference, verbose_steps)
     out["bounds_from_data"] = bounds_from_data
     if tuned is not None:
         out["tuned"] = tuned
+    commit = None  # --ledger: commit the reservation before the model file is in place
+    if book is not None:
+        label = f"dperm fit {ds.name} {model} {mechanism}"
+        commit = functools.partial(commit_fit, reservation, est, label)
     if save is not None:
         # a file's public schema goes with the model: the saved pipeline scores raw rows
         encoder = ds.encoder if (csv or parquet or csv_dir) is not None else None
-        out.update(_save_model(est, Path(save), bool(out.get("bounds_from_data")), encoder))
+        out.update(_save_model(est, Path(save), bool(out.get("bounds_from_data")), encoder, commit))
+    elif commit is not None:
+        out["_entry"] = commit()
     if book is not None:
-        book.save(ledger_path)
-        spent_eps, spent_delta = book.spent()
-        out["ledger"] = str(ledger_path)
-        out["ledger_spent_epsilon"] = float(spent_eps)
-        out["ledger_spent_delta"] = float(spent_delta)
-        out["ledger_epsilon"] = float(book.epsilon)
-        out["ledger_delta"] = float(book.delta)
-        out["ledger_fits"] = len(book.entries)
-        out["ledger_accountant"] = book.certified_by
+        out.update(ledger_keys(book, out.pop("_entry")))
     return out
 
 
-def _save_model(est, path: Path, bounds_from_data: bool = False, encoder=None) -> dict[str, str]:
+def _save_model(
+    est, path: Path, bounds_from_data: bool = False, encoder=None, commit=None
+) -> dict[str, Any]:
     """``dperm fit --save``: the model file and its privacy statement next to it.  With
     the ``encoder`` of a file's public schema, the file holds the pipeline (schema
-    encoder, model): ``dperm.load(path).predict(raw_frame)`` and ``dperm predict``."""
+    encoder, model): ``dperm.load(path).predict(raw_frame)`` and ``dperm predict``.
+    ``commit`` (``--ledger``) is called with (path, staged file) once the model is
+    written next to ``path``, before it is moved there: a model file in place is
+    always charged."""
     from ..io import privacy_statement, save
 
     if bounds_from_data:  # the statement must not claim public bounds
@@ -366,7 +369,14 @@ def _save_model(est, path: Path, bounds_from_data: bool = False, encoder=None) -
 
         model = Pipeline([("schema", encoder), ("model", est)])
     statement_path = path.with_name(path.name + ".privacy.txt")
-    save(model, path)  # ModelFileError (one line, exit 2) when it cannot be written
+    staged = path.with_name(f".{path.name}.{os.getpid()}.staged")
+    save(model, staged)  # ModelFileError (one line, exit 2) when it cannot be written
+    try:
+        entry = None if commit is None else commit((path, staged))
+        os.replace(staged, path)
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
     try:
         statement_path.write_text(privacy_statement(model), encoding="utf-8")
     except OSError as exc:
@@ -375,7 +385,8 @@ def _save_model(est, path: Path, bounds_from_data: bool = False, encoder=None) -
         raise ModelFileError(
             f"--save: cannot write {str(statement_path)!r}: {exc.strerror or exc}"
         ) from None
-    return {"saved_model": str(path), "privacy_statement": str(statement_path)}
+    out = {"saved_model": str(path), "privacy_statement": str(statement_path)}
+    return out if commit is None else {**out, "_entry": entry}
 
 
 #: the options of ``dperm fit``, in the order of ``--help``
@@ -438,9 +449,16 @@ _OPTIONS = {
     "batch_size": Opt(int | None, None, "DP-SGD expected batch size."),
     "epochs": Opt(int | None, None, "DP-SGD/DP-GD epochs."),
     "learning_rate": Opt(float | None, None, "DP-SGD/DP-GD step size."),
-    "ledger": Opt(Path | None, None, "JSON ledger spent across runs; refuses overspend."),
-    "ledger_epsilon": Opt(float | None, None, "Budget ε of a new --ledger."),
-    "ledger_delta": Opt(float | None, None, "Budget δ of a new --ledger (1e-5)."),
+    "ledger": Opt(
+        str | None,
+        None,
+        "Budget store spent across runs: FILE.db (SQLite), FILE.json or postgresql://URL; "
+        "reserves the fit before it runs, refuses an overspend (docs/budgets.md).",
+        metavar="LOCATION",
+    ),
+    "ledger_epsilon": Opt(float | None, None, "Budget ε of a new --ledger budget."),
+    "ledger_delta": Opt(float | None, None, "Budget δ of a new --ledger budget (1e-5)."),
+    "ledger_budget": Opt(str | None, None, "Budget name in the --ledger store (default)."),
     "no_reference": Opt(bool, False, "Skip the non-private reference fit."),
     "quiet": QUIET,
 }

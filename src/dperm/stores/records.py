@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -38,7 +38,6 @@ __all__ = [
     "check_budget_name",
     "check_records",
     "record_hash",
-    "rolled_back_on_error",
 ]
 
 #: the "previous hash" of record 0
@@ -205,6 +204,8 @@ class BudgetChain:
         self.budget = check_budget_name(budget)
         self.records: list[Record] = []
         self.broken: LedgerIntegrityError | None = None
+        #: how many records this reader appended (a rolled-back one included)
+        self.appended = 0
 
     @property
     def last(self) -> tuple[int, str]:
@@ -281,11 +282,8 @@ class BudgetChain:
         rec = Record.make(self.budget, seq + 1, kind, body, prev)
         tx.append(rec)
         self.records.append(rec)
+        self.appended += 1
         return rec
-
-    def rollback_to(self, n_records: int) -> None:
-        """Forget the records appended in a transaction that was rolled back."""
-        del self.records[n_records:]
 
 
 def check_records(budget: str, records: Sequence[Record]) -> None:
@@ -312,14 +310,3 @@ def check_records(budget: str, records: Sequence[Record]) -> None:
                 f"budget {budget!r}: entry #{i} {bad}", budget=budget, entry=i
             )
         prev = rec.hash
-
-
-@contextlib.contextmanager
-def rolled_back_on_error(chain: BudgetChain) -> Iterator[None]:
-    """Undo the chain's in-memory appends when the store's transaction fails."""
-    n = len(chain.records)
-    try:
-        yield
-    except BaseException:
-        chain.rollback_to(n)
-        raise
