@@ -1,9 +1,11 @@
-"""The ``dperm`` command line: ``dperm fit | predict | account | calibrate | bench | audit``.
+"""The ``dperm`` command line: ``dperm fit | predict | budget | account | calibrate | bench``
+and ``dperm audit``.
 
 Examples (shell)::
 
     dperm fit --dataset adult --data-home ../shared/data --epsilon 1 --json
     dperm predict --model m.dperm --csv new.csv --out preds.csv
+    dperm budget show budget.db
     dperm account --noise-multiplier 1.1 --sampling-rate 0.004 --steps 15000 --delta 1e-5
     dperm calibrate --epsilon 2 --delta 1e-5 --sampling-rate 0.004 --steps 15000
     dperm audit --mechanism dp-sgd --epsilon 1
@@ -12,7 +14,8 @@ Examples (shell)::
 Errors raised by dperm (bad ε, unknown dataset, missing file, …) and usage
 errors print one line on stderr and exit with status 2, without a traceback.
 
-One module per command (:mod:`dperm.cli.fit`, :mod:`~dperm.cli.predict`, :mod:`~dperm.cli.account`,
+One module per command (:mod:`dperm.cli.fit`, :mod:`~dperm.cli.predict`,
+:mod:`~dperm.cli.budget`, :mod:`~dperm.cli.account`,
 :mod:`~dperm.cli.calibrate`, :mod:`~dperm.cli.bench`, :mod:`~dperm.cli.audit`), each with
 its typer function and the back end that does the work; ``dperm.cli._common`` holds the
 error handling, options and output helpers they share.  Importing a command module loads
@@ -31,6 +34,7 @@ from ._common import fail
 from .account import account_cmd
 from .audit import audit_cmd
 from .bench import bench_cmd
+from .budget import budget_app
 from .calibrate import calibrate_cmd
 from .fit import FIT_KEYS, NON_PRIVATE_KEYS, fit_command, run_fit
 from .predict import predict_cmd
@@ -42,6 +46,7 @@ __all__ = [
     "app",
     "audit_cmd",
     "bench_cmd",
+    "budget_app",
     "calibrate_cmd",
     "fit_command",
     "main",
@@ -79,6 +84,7 @@ def _root(
 # the commands, in the order `dperm --help` lists them
 app.command("fit")(fit_command)
 app.command("predict")(predict_cmd)
+app.add_typer(budget_app, name="budget")
 app.command("account")(account_cmd)
 app.command("calibrate")(calibrate_cmd)
 app.command("bench")(bench_cmd)

@@ -37,6 +37,8 @@ __all__ = [
     "canonical_json",
     "check_budget_name",
     "check_records",
+    "copy_chain",
+    "read_chain",
     "record_hash",
 ]
 
@@ -310,3 +312,52 @@ def check_records(budget: str, records: Sequence[Record]) -> None:
                 f"budget {budget!r}: entry #{i} {bad}", budget=budget, entry=i
             )
         prev = rec.hash
+
+
+def read_chain(store: Store, budget: str) -> list[Record]:
+    """The verified records of ``budget`` (one read transaction).
+
+    Raises
+    ------
+    LedgerIntegrityError, LedgerStoreError
+        As :meth:`BudgetChain.sync`.
+    """
+    chain = BudgetChain(store, budget)
+    with store.transaction(budget, write=False) as tx:
+        chain.sync(tx)
+    return chain.records
+
+
+def copy_chain(store: Store, budget: str, records: Sequence[Record]) -> int:
+    """Append to ``store`` the records of ``budget`` it does not hold yet — an import.
+
+    ``records`` is a whole chain (checked here); the store's own records of that budget
+    must be a prefix of it (the same hashes), so an import never rewrites history.
+
+    Returns
+    -------
+    int
+        The number of records appended.
+
+    Raises
+    ------
+    LedgerIntegrityError
+        ``records`` does not chain, or the store's history of the budget differs.
+    """
+    check_records(budget, records)
+    chain = BudgetChain(store, budget)
+    with store.transaction(budget, write=True) as tx:
+        if tx.head() is not None:
+            chain.sync(tx)
+        mine = chain.records
+        if len(mine) > len(records) or any(
+            a.hash != b.hash for a, b in zip(mine, records, strict=False)
+        ):
+            raise LedgerIntegrityError(
+                f"budget {budget!r} in {store.location} has a history that differs from the "
+                "imported one (they split at some entry): nothing imported",
+                budget=budget,
+            )
+        for rec in records[len(mine) :]:
+            tx.append(rec)
+    return len(records) - len(mine)

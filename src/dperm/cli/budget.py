@@ -1,0 +1,406 @@
+"""``dperm budget create | show | history | verify | export | import``: privacy budgets
+kept in a store (a SQLite file, a JSON store or a ``postgresql://`` URL; docs/budgets.md).
+
+Examples (shell)::
+
+    dperm budget create budget.db --epsilon 3 --delta 1e-5          # the "default" budget
+    dperm budget create budget.db --name adult --epsilon 1 --delta 1e-6
+    dperm fit --dataset adult --ledger budget.db --ledger-budget adult --epsilon 0.5
+    dperm budget show budget.db                                      # spent, remaining, reserved
+    dperm budget history budget.db --name adult --json
+    dperm budget verify budget.db                                    # every hash, every budget
+    dperm budget export budget.db backup.json
+    dperm budget import backup.json restored.db
+
+The functions behind the commands (:func:`create_budget`, :func:`show_budgets`,
+:func:`budget_history`, :func:`verify_budgets`, :func:`export_budgets`,
+:func:`import_budgets`) return the dicts that ``--json`` prints.  Errors (a missing
+store, a tampered one, a bad ε) print one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ._common import json_safe, one_line_errors
+
+__all__ = [
+    "budget_app",
+    "budget_history",
+    "create_budget",
+    "export_budgets",
+    "import_budgets",
+    "show_budgets",
+    "verify_budgets",
+]
+
+budget_app = typer.Typer(
+    name="budget",
+    help="Privacy budgets kept in a store: create, show, history, verify, export, import.",
+    add_completion=False,
+    rich_markup_mode=None,
+    no_args_is_help=True,
+)
+
+_LOCATION = "A SQLite file (budget.db), a JSON store (*.json) or a postgresql:// URL."
+Location = Annotated[str, typer.Argument(help=_LOCATION, metavar="LOCATION")]
+Name = Annotated[
+    str | None, typer.Option("--name", help="The budget (default: every budget; create: default).")
+]
+Json = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+def _names(location: str, name: str | None) -> tuple[Any, list[str]]:
+    from ..stores import open_store
+
+    store = open_store(location)
+    names = store.budgets() if name is None else [name]
+    return store, names
+
+
+def _open(store, name: str):
+    from ..accounting import Ledger
+
+    return Ledger.open(store, name)
+
+
+def _reservation_state(entry) -> str:
+    """ "running (pid N)" when its process is alive on this machine, otherwise
+    "reserved, outcome unknown" (a process that died: it stays charged)."""
+    if entry.host == socket.gethostname() and isinstance(entry.pid, int):
+        try:
+            os.kill(entry.pid, 0)
+        except ProcessLookupError:
+            pass
+        except OSError:  # exists, owned by someone else
+            return f"running? (pid {entry.pid})"
+        else:
+            return f"running? (pid {entry.pid})"
+    return "reserved, outcome unknown"
+
+
+def _event_text(event) -> str:
+    from ..accounting.events import EpsilonDelta
+
+    if isinstance(event, EpsilonDelta):
+        return f"(ε={event.epsilon:g}, δ={event.delta:g})"
+    text = repr(event)
+    return text if len(text) <= 70 else text[:67] + "…"
+
+
+def create_budget(
+    location: str,
+    epsilon: float,
+    delta: float = 1e-5,
+    name: str | None = None,
+    neighbouring: str | None = None,
+    accountant: str | None = None,
+) -> dict[str, Any]:
+    """Create a budget (refused when one of that name exists)."""
+    from ..accounting import Ledger
+    from ..exceptions import DataFileNotFoundError, LedgerStoreError
+
+    name = name or "default"
+    try:
+        Ledger.open(location, name).close()
+    except (DataFileNotFoundError, LedgerStoreError) as exc:
+        if not (isinstance(exc, DataFileNotFoundError) or str(exc).startswith("no budget")):
+            raise
+    else:
+        raise LedgerStoreError(
+            f"{location} already holds a budget named {name!r}; a budget is fixed when it is "
+            "created (choose another --name)"
+        )
+    book = Ledger.open(
+        location,
+        name,
+        epsilon=epsilon,
+        delta=delta,
+        accountant=accountant,
+        neighbouring=neighbouring,
+    )
+    return {"created": name, **_summary(book)}
+
+
+def _summary(book) -> dict[str, Any]:
+    entries = book.entries
+    eps, _ = book.spent()
+    reserved = [e for e in entries if e.status == "reserved"]
+    return {
+        "budget": book.name,
+        "location": book.location,
+        "epsilon": book.epsilon,
+        "delta": book.delta,
+        "neighbouring": book.neighbouring,
+        "accountant": book.accountant.name,
+        "spent_epsilon": eps,
+        "spent_by_accountant": book.epsilons(),
+        "certified_by": book.certified_by if entries else None,
+        "remaining_epsilon": max(0.0, book.epsilon - eps),
+        "delta_spent": book.delta_spent(),
+        "fits": sum(e.status == "committed" for e in entries),
+        "reserved": [
+            {
+                "entry": e.id,
+                "label": e.label,
+                "event": e.event.to_dict(),
+                "time": e.time,
+                "pid": e.pid,
+                "host": e.host,
+                "state": _reservation_state(e),
+            }
+            for e in reserved
+        ],
+        "head": list(book.verify()),
+    }
+
+
+def show_budgets(location: str, name: str | None = None) -> dict[str, Any]:
+    """Budget, spent (under each accountant that accepts the history), remaining and
+    reservations of one budget or of every budget in the store."""
+    store, names = _names(location, name)
+    return {"location": store.location, "budgets": [_summary(_open(store, n)) for n in names]}
+
+
+def budget_history(location: str, name: str | None = None) -> dict[str, Any]:
+    """Every record of one budget (or of each), in order."""
+    store, names = _names(location, name)
+    out = {}
+    for n in names:
+        book = _open(store, n)
+        out[n] = [{"entry": r.seq, "kind": r.kind, **r.body, "hash": r.hash} for r in book.records]
+    return {"location": store.location, "history": out}
+
+
+def verify_budgets(location: str, name: str | None = None) -> dict[str, Any]:
+    """Check every record's hash, the chains and the heads, and replay each history.
+
+    Raises
+    ------
+    LedgerIntegrityError
+        Naming the budget and the first entry found wrong.
+    """
+    store, names = _names(location, name)
+    out = {}
+    for n in names:
+        seq, digest = _open(store, n).verify()
+        out[n] = {"records": seq + 1, "head": digest}
+    return {"location": store.location, "verified": out}
+
+
+def export_budgets(location: str, out: str | Path, name: str | None = None) -> dict[str, Any]:
+    """Write the verified records of one budget (or of all) to a JSON store, atomically."""
+    from ..stores.jsonfile import atomic_write_text, store_json
+    from ..stores.records import read_chain
+
+    store, names = _names(location, name)
+    budgets = {}
+    for n in names:
+        _open(store, n)  # checks the chain and replays the history
+        recs = read_chain(store, n)
+        budgets[n] = ((recs[-1].seq, recs[-1].hash), recs)
+    text = json.dumps(store_json(budgets), indent=1, sort_keys=True, allow_nan=False)
+    atomic_write_text(out, text + "\n")
+    return {"exported": {n: len(r) for n, (_, r) in budgets.items()}, "to": str(out)}
+
+
+def import_budgets(source: str | Path, location: str, name: str | None = None) -> dict[str, Any]:
+    """Copy the budgets of a JSON export (or of a ledger written by ``Ledger.save``, as
+    budget ``name``) into the store at ``location``; records it already holds are kept,
+    a history that differs is refused."""
+    from ..accounting import Ledger
+    from ..accounting.ledger_persist import read_snapshot
+    from ..exceptions import DataFileNotFoundError, LedgerStoreError
+    from ..stores import MemoryStore, open_store
+    from ..stores.jsonfile import read_store_json
+    from ..stores.records import copy_chain
+
+    path = Path(source)
+    if not path.is_file():
+        raise DataFileNotFoundError(f"no file at {str(path)!r}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise LedgerStoreError(f"{str(path)!r} is not JSON: {exc}") from None
+    if isinstance(data, dict) and data.get("format") == "dperm.Ledger":  # a snapshot
+        budget, acc, entries = read_snapshot(data)
+        name = name or "default"
+        book = Ledger.open(
+            location,
+            name,
+            epsilon=budget["epsilon"],
+            delta=budget["delta"],
+            accountant=acc.name,
+            neighbouring=acc.neighbouring,
+        )
+        if book.records[1:]:
+            raise LedgerStoreError(
+                f"budget {name!r} of {location} already has entries; import a snapshot into a "
+                "new budget (--name)"
+            )
+        for event, label in entries:
+            book._append_history(event, label, imported=str(path.name))
+        return {"imported": {name: len(entries)}, "into": book.location}
+    chains = read_store_json(data, repr(str(path)))
+    chosen = chains if name is None else {name: chains[name]} if name in chains else None
+    if not chosen:
+        raise LedgerStoreError(f"{str(path)!r} holds no budget named {name!r}")
+    for n, (_, recs) in chosen.items():  # replay first: a history dperm cannot read is refused
+        scratch = MemoryStore()
+        copy_chain(scratch, n, recs)
+        _open(scratch, n).verify()
+    store = open_store(location, create=True)
+    done = {n: copy_chain(store, n, recs) for n, (_, recs) in chosen.items()}
+    return {"imported": done, "into": store.location}
+
+
+# ------------------------------------------------------------------- rendering
+def _print_show(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    if not result["budgets"]:
+        console.print(f"{result['location']}: no budgets (dperm budget create)")
+    for b in result["budgets"]:
+        table = Table(title=f"budget {b['budget']!r} in {b['location']}", title_justify="left")
+        table.add_column("")
+        table.add_column("value")
+        table.add_row("budget", f"ε = {b['epsilon']:g}, δ = {b['delta']:g} ({b['neighbouring']})")
+        table.add_row("accountant", b["accountant"])
+        for method, eps in b["spent_by_accountant"].items():
+            best = " (certified)" if method == b["certified_by"] else ""
+            table.add_row(f"spent under {method}", f"ε = {eps:.6g}{best}")
+        table.add_row(
+            "spent", f"ε = {b['spent_epsilon']:.6g}, Σδ of (ε, δ) fits = {b['delta_spent']:.3g}"
+        )
+        table.add_row("remaining", f"ε = {b['remaining_epsilon']:.6g}")
+        table.add_row("fits committed", str(b["fits"]))
+        table.add_row("reservations", str(len(b["reserved"])))
+        for r in b["reserved"]:
+            table.add_row(f"  entry #{r['entry']}", f"{r['label'] or ''} {r['time']}: {r['state']}")
+        table.add_row("head", f"#{b['head'][0]} {b['head'][1][:16]}…")
+        console.print(table)
+
+
+def _print_history(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..accounting.events import event_from_dict
+
+    console = Console(highlight=False)
+    for n, rows in result["history"].items():
+        table = Table(title=f"budget {n!r} in {result['location']}", title_justify="left")
+        for col in ("#", "time", "kind", "what", "label"):
+            table.add_column(col)
+        for r in rows:
+            if r["kind"] == "create":
+                what = f"budget ε = {r['epsilon']:g}, δ = {r['delta']:g} ({r['neighbouring']})"
+            elif r["kind"] in ("reserve", "spend"):
+                what = _event_text(event_from_dict(r["event"]))
+            elif r["kind"] == "commit":
+                what = f"entry #{r['reservation']}" + (f" → {r['model']}" if r.get("model") else "")
+            else:
+                what = f"entry #{r['reservation']}: {r.get('reason')}"
+            table.add_row(
+                str(r["entry"]), str(r.get("time", "")), r["kind"], what, r.get("label") or ""
+            )
+        console.print(table)
+
+
+def _emit(result: dict[str, Any], json_output: bool, text: str | None = None, printer=None) -> None:
+    if json_output:
+        typer.echo(json.dumps(_clean(result), sort_keys=True))
+    elif printer is not None:
+        printer(result)
+    else:
+        typer.echo(text)
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_clean(x) for x in v]
+    return json_safe(v)
+
+
+# -------------------------------------------------------------------- commands
+@budget_app.command("create")
+def create_cmd(
+    location: Location,
+    epsilon: Annotated[float, typer.Option("--epsilon", help="Total ε of the budget.")],
+    delta: Annotated[float, typer.Option("--delta", help="Total δ of the budget.")] = 1e-5,
+    name: Annotated[str, typer.Option("--name", help="The budget's name.")] = "default",
+    neighbouring: Annotated[
+        str, typer.Option("--neighbouring", help="replace-one | add-remove")
+    ] = "replace-one",
+    accountant: Annotated[str, typer.Option("--accountant", help="auto | pld | rdp | …")] = "auto",
+    json_output: Json = False,
+) -> None:
+    """Create a budget (ε, δ and relation fixed for good)."""
+    with one_line_errors():
+        result = create_budget(location, epsilon, delta, name, neighbouring, accountant)
+    _emit(result, json_output, f"created budget {name!r} in {result['location']}: "
+          f"ε = {epsilon:g}, δ = {delta:g} ({result['neighbouring']})")  # fmt: skip
+
+
+@budget_app.command("show")
+def show_cmd(location: Location, name: Name = None, json_output: Json = False) -> None:
+    """What each budget has spent, what remains, and the reservations still open."""
+    with one_line_errors():
+        result = show_budgets(location, name)
+    _emit(result, json_output, printer=_print_show)
+
+
+@budget_app.command("history")
+def history_cmd(location: Location, name: Name = None, json_output: Json = False) -> None:
+    """Every record of a budget: creation, reservations, commits, cancellations."""
+    with one_line_errors():
+        result = budget_history(location, name)
+    _emit(result, json_output, printer=_print_history)
+
+
+@budget_app.command("verify")
+def verify_cmd(location: Location, name: Name = None, json_output: Json = False) -> None:
+    """Check the hash chain of every record (exit 2 naming the first bad entry)."""
+    with one_line_errors():
+        result = verify_budgets(location, name)
+    lines = [
+        f"ok: budget {n!r}, {v['records']} records, head {v['head']}"
+        for n, v in result["verified"].items()
+    ]
+    _emit(result, json_output, "\n".join(lines) or f"{result['location']}: no budgets")
+
+
+@budget_app.command("export")
+def export_cmd(
+    location: Location,
+    out: Annotated[str, typer.Argument(help="The JSON file to write.", metavar="OUT")],
+    name: Name = None,
+    json_output: Json = False,
+) -> None:
+    """Write the hash-chained records to a JSON file (atomically)."""
+    with one_line_errors():
+        result = export_budgets(location, out, name)
+    _emit(result, json_output, f"exported {result['exported']} to {out}")
+
+
+@budget_app.command("import")
+def import_cmd(
+    source: Annotated[str, typer.Argument(help="A JSON export or a saved Ledger.", metavar="FILE")],
+    location: Location,
+    name: Name = None,
+    json_output: Json = False,
+) -> None:
+    """Copy the budgets of a JSON export (or a Ledger.save file) into a store."""
+    with one_line_errors():
+        result = import_budgets(source, location, name)
+    _emit(result, json_output, f"imported {result['imported']} into {result['into']}")
