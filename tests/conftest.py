@@ -105,3 +105,43 @@ def exponential_mechanism_pvalue():
         return float(stats.chisquare(counts, runs * p).pvalue)
 
     return pvalue
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """The URL of a PostgreSQL server for the ledger-store tests.
+
+    ``DPERM_TEST_POSTGRES_URL`` (set by ``.ci/run``, which starts a throwaway server), or
+    a server started here for the session by ``tools/test_postgres.sh``.  Where none
+    can be started (no server binaries, no psycopg) the test is skipped with the reason
+    — except when ``DPERM_REQUIRE_POSTGRES=1`` (CI), where that is a failure.
+    """
+    import shutil
+    import subprocess
+    import tempfile
+
+    def unavailable(reason: str):
+        if os.environ.get("DPERM_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"DPERM_REQUIRE_POSTGRES=1 but {reason}")
+        pytest.skip(reason)
+
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        unavailable("psycopg is not installed (pip install 'dperm[postgres]')")
+    url = os.environ.get("DPERM_TEST_POSTGRES_URL")
+    if url:
+        yield url
+        return
+    script = Path(__file__).resolve().parents[1] / "tools" / "test_postgres.sh"
+    where = tempfile.mkdtemp(prefix="dperm-pg-")
+    res = subprocess.run(["bash", str(script), "start", where], capture_output=True, text=True)
+    if res.returncode != 0:
+        shutil.rmtree(where, ignore_errors=True)
+        last = (res.stderr.strip().splitlines() or ["?"])[-1]
+        unavailable(f"no PostgreSQL server could be started here: {last}")
+    try:
+        yield res.stdout.strip()
+    finally:
+        subprocess.run(["bash", str(script), "stop", where], capture_output=True)
+        shutil.rmtree(where, ignore_errors=True)

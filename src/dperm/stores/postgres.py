@@ -156,6 +156,12 @@ class PostgresStore:
     def close(self) -> None:
         self._conn.close()
 
+    def __del__(self) -> None:  # a store dropped without close(): no ResourceWarning
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
     def __repr__(self) -> str:
         return f"PostgresStore({self.location!r})"
 

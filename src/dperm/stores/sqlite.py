@@ -209,5 +209,11 @@ class SqliteStore:
     def close(self) -> None:
         self._conn.close()
 
+    def __del__(self) -> None:  # a store dropped without close(): no ResourceWarning
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
     def __repr__(self) -> str:
         return f"SqliteStore({self.location!r})"
