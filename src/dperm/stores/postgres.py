@@ -17,6 +17,7 @@ messages name it without its password.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -117,6 +118,7 @@ class PostgresStore:
 
     def __init__(self, url: str, *, timeout: float = 30.0) -> None:
         self.location = redact_url(url)
+        self._pid = os.getpid()
         try:
             import psycopg
         except ImportError:
@@ -158,7 +160,9 @@ class PostgresStore:
 
     def __del__(self) -> None:  # a store dropped without close(): no ResourceWarning
         conn = getattr(self, "_conn", None)
-        if conn is not None:
+        # never from a forked child: closing the parent's connection there would drop
+        # the child's own locks on the file (POSIX locks are per process)
+        if conn is not None and getattr(self, "_pid", None) == os.getpid():
             with contextlib.suppress(Exception):
                 conn.close()
 

@@ -139,6 +139,7 @@ class SqliteStore:
         self.path = Path(path)
         self.location = str(self.path)
         self._lock = threading.RLock()
+        self._pid = os.getpid()
         if not self.path.exists():
             if not create:
                 raise DataFileNotFoundError(f"no ledger store at {self.location!r}")
@@ -211,7 +212,9 @@ class SqliteStore:
 
     def __del__(self) -> None:  # a store dropped without close(): no ResourceWarning
         conn = getattr(self, "_conn", None)
-        if conn is not None:
+        # never from a forked child: closing the parent's connection there would drop
+        # the child's own locks on the file (POSIX locks are per process)
+        if conn is not None and getattr(self, "_pid", None) == os.getpid():
             with contextlib.suppress(Exception):
                 conn.close()
 
