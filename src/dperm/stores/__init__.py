@@ -25,7 +25,7 @@ from ..exceptions import LedgerStoreError
 from .jsonfile import JsonStore
 from .memory import MemoryStore
 from .records import BudgetChain, Record, Store, Transaction, check_budget_name
-from .sqlite import SQLITE_MAGIC, SqliteStore
+from .sqlite import SqliteStore
 
 __all__ = [
     "BudgetChain",
@@ -54,10 +54,10 @@ def open_store(location: str | os.PathLike | Store, *, create: bool = False) -> 
     Parameters
     ----------
     location : str, PathLike or Store
-        ``postgresql://…`` (or ``postgres://…``): a PostgreSQL database; a path:
-        an existing file is opened by its content (a SQLite database, or a JSON
-        store), a new one by its suffix (``.json``: a JSON store; anything else: a
-        SQLite database); a store object is returned as is.
+        ``postgresql://…`` (or ``postgres://…``): a PostgreSQL database; a path
+        ending in ``.json``: a JSON store; any other path: a SQLite database (or,
+        when the file exists and is JSON, a JSON store); a store object is returned
+        as is.
     create : bool, default False
         Create a missing file (a new SQLite database or JSON store).
 
@@ -80,17 +80,17 @@ def open_store(location: str | os.PathLike | Store, *, create: bool = False) -> 
 
         return PostgresStore(str(location))
     path = Path(location)
-    if path.is_file():
-        with open(path, "rb") as fh:
-            start = fh.read(16)
-        if start == SQLITE_MAGIC:
-            return SqliteStore(path)
-        if start.lstrip()[:1] == b"{":
-            return JsonStore(path)
-        if start:
-            raise LedgerStoreError(
-                f"{str(path)!r} is not a dperm ledger store (neither SQLite nor JSON)"
-            )
     if path.suffix.lower() == ".json":
         return JsonStore(path, create=create)
-    return SqliteStore(path, create=create)
+    # never open() a file SQLite may hold: closing any descriptor of it drops this
+    # process's POSIX locks on it, and another process could then checkpoint and delete
+    # the WAL under a live connection (https://sqlite.org/howtocorrupt.html, 2.2)
+    try:
+        return SqliteStore(path, create=create)
+    except LedgerStoreError:
+        if path.is_file():  # not SQLite: a JSON store under another name?
+            with open(path, "rb") as fh:
+                start = fh.read(64).lstrip()
+            if start[:1] == b"{":
+                return JsonStore(path)
+        raise

@@ -27,10 +27,8 @@ from pathlib import Path
 from ..exceptions import DataFileNotFoundError, LedgerIntegrityError, LedgerStoreError
 from .records import Record, canonical_json
 
-__all__ = ["SQLITE_MAGIC", "SqliteStore"]
+__all__ = ["SqliteStore"]
 
-#: the first 16 bytes of every SQLite 3 database file
-SQLITE_MAGIC = b"SQLite format 3\x00"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS dperm_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
