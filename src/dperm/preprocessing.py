@@ -652,7 +652,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             warnings.warn(
                 f"{self.n_clipped_} entries of X lie outside the public bounds and are clipped",
                 ClippingWarning,
-                stacklevel=2,
+                stacklevel=3,  # +1: fit runs inside accounted_fit
             )
         Xc = np.clip(X, lo, hi)  # a clipped copy; the caller's X is untouched
         width, centre = hi - lo, (lo + hi) / 2.0

@@ -604,7 +604,7 @@ class DPLinearModelBase(BaseEstimator):
                 "coef_ and the budget split). Pass the public label set, e.g. "
                 "classes=[0, 1] or classes=range(10).",
                 PrivacyLeakWarning,
-                stacklevel=2,
+                stacklevel=3,  # +1: fit runs inside accounted_fit
             )
         return self
 

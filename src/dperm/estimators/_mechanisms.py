@@ -650,7 +650,7 @@ def _tukey_adapter(estimator, loss, X, y, epsilon, delta, rng):
             f"delta={delta:g} with {res.diagnostics['n_models']} models; the release is ⊥, "
             "reported as the zero model (more rows or a larger epsilon make the test pass)",
             UserWarning,
-            stacklevel=4,
+            stacklevel=5,  # +1: fit runs inside accounted_fit
         )
     return _projected(estimator, res)
 

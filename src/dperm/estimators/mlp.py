@@ -387,7 +387,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
                 "the private y; which labels occur is NOT protected by the privacy guarantee. "
                 "Pass the public label set, e.g. classes=range(10).",
                 PrivacyLeakWarning,
-                stacklevel=2,
+                stacklevel=3,  # +1: fit runs inside accounted_fit
             )
         return self
 

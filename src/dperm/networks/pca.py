@@ -310,7 +310,7 @@ class DPPCA(TransformerMixin, BaseEstimator):
                 f"{n_clipped} row(s) had an ℓ2 norm above data_norm={self.data_norm:g} and "
                 "were clipped to it",
                 ClippingWarning,
-                stacklevel=2,
+                stacklevel=3,  # +1: fit runs inside accounted_fit
             )
         self.components_, self.explained_variance_ = comps, eig
         self.noise_multiplier_ = s
