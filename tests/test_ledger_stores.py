@@ -309,3 +309,62 @@ def test_check_and_spend_matches_a_model_of_the_budget(tmp_path_factory, ops, to
         assert sorted(e.id for e in book.entries) == sorted(charges)
         assert sorted(e.id for e in book.reservations) == sorted(r.id for r in open_ids)
     assert Ledger.open(path).spent() == book.spent()
+
+
+# ------------------------------------------------------- the active-budget path
+def _xy(n=300):
+    import numpy as np
+
+    X = np.random.default_rng(0).uniform(-0.5, 0.5, size=(n, 2))
+    return X, np.where(X[:, 0] > 0, 1, -1)
+
+
+def test_estimator_fits_reserve_then_commit_or_cancel(tmp_path, monkeypatch):
+    """Inside ``dperm.budget(LOCATION)`` an estimator reserves its (ε, δ) before it
+    reads the data and commits the event it reports; a fit that raises after its
+    reservation cancels it."""
+    import dperm
+    from dperm.estimators import _base
+
+    X, y = _xy()
+    path = tmp_path / "budget.db"
+    Ledger.open(path, epsilon=1.0, delta=1e-5)
+    seen = []
+
+    def spy(name):  # the fit's first read of the data: the reservation is there already
+        inner = real(name)
+
+        def adapter(est, loss, Xd, target, *args):
+            seen.append([e.status for e in Ledger.open(path).entries])
+            return inner(est, loss, Xd, target, *args)
+
+        return adapter
+
+    real = _base.get_mechanism
+    monkeypatch.setattr(_base, "get_mechanism", spy)
+    with dperm.budget(path) as ledger:
+        clf = dperm.DPLogisticRegression(
+            epsilon=0.4, delta=1e-7, classes=[-1, 1], mechanism="objective"
+        )
+        clf.fit(X, y)
+    assert seen == [["reserved"]]
+    (entry,) = Ledger.open(path).entries
+    assert entry.status == "committed" and entry.reserved == EpsilonDelta(0.4, 1e-7)
+    assert entry.actual == clf.dp_event_ and entry.label == "DPLogisticRegression"
+
+    def broken(name):
+        def adapter(*args):
+            raise RuntimeError("the solver blew up")
+
+        return adapter
+
+    monkeypatch.setattr(_base, "get_mechanism", broken)
+    with dperm.budget(path), pytest.raises(RuntimeError, match="blew up"):
+        dperm.DPLogisticRegression(epsilon=0.4, delta=1e-7, classes=[-1, 1]).fit(X, y)
+    assert [r.kind for r in ledger.records][-2:] == ["reserve", "cancel"]
+    assert len(ledger.entries) == 1
+    monkeypatch.setattr(_base, "get_mechanism", real)
+    with dperm.budget(str(path)), pytest.raises(BudgetExceededError, match="active budget"):
+        for _ in range(3):  # 0.4 + 0.4 fits; a third would not
+            dperm.DPLogisticRegression(epsilon=0.4, delta=1e-7, classes=[-1, 1]).fit(X, y)
+    assert len(Ledger.open(path).entries) == 2
