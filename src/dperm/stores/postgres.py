@@ -20,11 +20,9 @@ import contextlib
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ..exceptions import LedgerStoreError
-from .records import Record, canonical_json
-from .sqlite import parse_body
+from .sql import ConnectionStore, SqlTransaction
 
 __all__ = ["PostgresStore", "redact_url"]
 
@@ -50,56 +48,7 @@ def redact_url(url: str) -> str:
     return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
-class _PgTransaction:
-    def __init__(self, cur: Any, budget: str, write: bool) -> None:
-        self._cur, self._budget, self._write = cur, budget, write
-
-    def head(self) -> tuple[int, str] | None:
-        lock = " FOR UPDATE" if self._write else ""
-        self._cur.execute(
-            "SELECT head_seq, head_hash FROM dperm_budgets WHERE name = %s" + lock,
-            (self._budget,),
-        )
-        row = self._cur.fetchone()
-        return None if row is None else (int(row[0]), str(row[1]))
-
-    def records(self, after: int) -> list[Record]:
-        self._cur.execute(
-            "SELECT seq, kind, body, prev_hash, hash FROM dperm_records "
-            "WHERE budget = %s AND seq > %s ORDER BY seq",
-            (self._budget, after),
-        )
-        return [
-            Record(self._budget, int(s), k, parse_body(self._budget, s, b), p, h)
-            for s, k, b, p, h in self._cur.fetchall()
-        ]
-
-    def append(self, record: Record) -> None:
-        if record.seq == 0:
-            self._cur.execute(
-                "INSERT INTO dperm_budgets (name, head_seq, head_hash) VALUES (%s, %s, %s)",
-                (record.budget, record.seq, record.hash),
-            )
-        else:
-            self._cur.execute(
-                "UPDATE dperm_budgets SET head_seq = %s, head_hash = %s WHERE name = %s",
-                (record.seq, record.hash, record.budget),
-            )
-        self._cur.execute(
-            "INSERT INTO dperm_records (budget, seq, kind, body, prev_hash, hash) "
-            "VALUES (%s, %s, %s, %s, %s, %s)",
-            (
-                record.budget,
-                record.seq,
-                record.kind,
-                canonical_json(record.body),
-                record.prev_hash,
-                record.hash,
-            ),
-        )
-
-
-class PostgresStore:
+class PostgresStore(ConnectionStore):
     """Budgets in a PostgreSQL database (:class:`~dperm.stores.records.Store`).
 
     Parameters
@@ -136,7 +85,7 @@ class PostgresStore:
             raise LedgerStoreError(f"ledger store {self.location}: {_first_line(exc)}") from None
 
     @contextlib.contextmanager
-    def transaction(self, budget: str, *, write: bool) -> Iterator[_PgTransaction]:
+    def transaction(self, budget: str, *, write: bool) -> Iterator[SqlTransaction]:
         conn, pg = self._conn, self._psycopg
         try:
             # a writer: READ COMMITTED + the budget's locks (each statement sees what
@@ -146,28 +95,18 @@ class PostgresStore:
             with conn.transaction(), conn.cursor() as cur:
                 if write:  # serializes the writers of this budget, its creation included
                     cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (budget,))
-                yield _PgTransaction(cur, budget, write)
+
+                def run(sql: str, params: tuple) -> list:
+                    cur.execute(sql, params)
+                    return cur.fetchall() if cur.description is not None else []
+
+                yield SqlTransaction(run, budget, "%s", " FOR UPDATE" if write else "")
         except pg.Error as exc:
             raise LedgerStoreError(f"ledger store {self.location}: {_first_line(exc)}") from None
 
     def budgets(self) -> list[str]:
         with self.transaction("", write=False) as tx:
-            tx._cur.execute("SELECT name FROM dperm_budgets ORDER BY name")
-            return [r[0] for r in tx._cur.fetchall()]
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def __del__(self) -> None:  # a store dropped without close(): no ResourceWarning
-        conn = getattr(self, "_conn", None)
-        # never from a forked child: closing the parent's connection there would drop
-        # the child's own locks on the file (POSIX locks are per process)
-        if conn is not None and getattr(self, "_pid", None) == os.getpid():
-            with contextlib.suppress(Exception):
-                conn.close()
-
-    def __repr__(self) -> str:
-        return f"PostgresStore({self.location!r})"
+            return [r[0] for r in tx._run("SELECT name FROM dperm_budgets ORDER BY name", ())]
 
 
 def _first_line(exc: BaseException) -> str:

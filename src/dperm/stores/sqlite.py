@@ -17,7 +17,6 @@ canonical JSON text that was hashed).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import threading
@@ -25,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..exceptions import DataFileNotFoundError, LedgerIntegrityError, LedgerStoreError
-from .records import Record, canonical_json
+from .sql import ConnectionStore, SqlTransaction
 
 __all__ = ["SqliteStore"]
 
@@ -54,68 +53,7 @@ INSERT OR IGNORE INTO dperm_meta (key, value) VALUES ('format', 'dperm.LedgerSto
 """
 
 
-def parse_body(budget: str, seq: int, text: str) -> dict:
-    """A stored body (JSON text) as a dict; anything else is a damaged record."""
-    try:
-        body = json.loads(text)
-    except (TypeError, ValueError):
-        body = None
-    if not isinstance(body, dict):
-        raise LedgerIntegrityError(
-            f"budget {budget!r}: entry #{seq} has a body that is not a JSON object",
-            budget=budget,
-            entry=seq,
-        )
-    return body
-
-
-class _SqliteTransaction:
-    def __init__(self, conn: sqlite3.Connection, budget: str) -> None:
-        self._conn, self._budget = conn, budget
-
-    def head(self) -> tuple[int, str] | None:
-        row = self._conn.execute(
-            "SELECT head_seq, head_hash FROM dperm_budgets WHERE name = ?", (self._budget,)
-        ).fetchone()
-        return None if row is None else (int(row[0]), str(row[1]))
-
-    def records(self, after: int) -> list[Record]:
-        rows = self._conn.execute(
-            "SELECT seq, kind, body, prev_hash, hash FROM dperm_records "
-            "WHERE budget = ? AND seq > ? ORDER BY seq",
-            (self._budget, after),
-        ).fetchall()
-        return [
-            Record(self._budget, int(s), k, parse_body(self._budget, s, b), p, h)
-            for s, k, b, p, h in rows
-        ]
-
-    def append(self, record: Record) -> None:
-        self._conn.execute(
-            "INSERT INTO dperm_records (budget, seq, kind, body, prev_hash, hash) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                record.budget,
-                record.seq,
-                record.kind,
-                canonical_json(record.body),
-                record.prev_hash,
-                record.hash,
-            ),
-        )
-        if record.seq == 0:
-            self._conn.execute(
-                "INSERT INTO dperm_budgets (name, head_seq, head_hash) VALUES (?, ?, ?)",
-                (record.budget, record.seq, record.hash),
-            )
-        else:
-            self._conn.execute(
-                "UPDATE dperm_budgets SET head_seq = ?, head_hash = ? WHERE name = ?",
-                (record.seq, record.hash, record.budget),
-            )
-
-
-class SqliteStore:
+class SqliteStore(ConnectionStore):
     """Budgets in one SQLite file (:class:`~dperm.stores.records.Store`).
 
     Parameters
@@ -171,12 +109,14 @@ class SqliteStore:
             ) from None
 
     @contextlib.contextmanager
-    def transaction(self, budget: str, *, write: bool) -> Iterator[_SqliteTransaction]:
+    def transaction(self, budget: str, *, write: bool) -> Iterator[SqlTransaction]:
         with self._lock, self._errors():
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
-                yield _SqliteTransaction(conn, budget)
+                yield SqlTransaction(
+                    lambda sql, params: conn.execute(sql, params).fetchall(), budget
+                )
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -204,17 +144,3 @@ class SqliteStore:
         with self._lock, self._errors():
             rows = self._conn.execute("SELECT name FROM dperm_budgets ORDER BY name").fetchall()
         return [r[0] for r in rows]
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def __del__(self) -> None:  # a store dropped without close(): no ResourceWarning
-        conn = getattr(self, "_conn", None)
-        # never from a forked child: closing the parent's connection there would drop
-        # the child's own locks on the file (POSIX locks are per process)
-        if conn is not None and getattr(self, "_pid", None) == os.getpid():
-            with contextlib.suppress(Exception):
-                conn.close()
-
-    def __repr__(self) -> str:
-        return f"SqliteStore({self.location!r})"
