@@ -374,6 +374,7 @@ class Ledger(LedgerSync):
             rec = self._chain.append(tx, kind, body)
             self._state.apply(rec.seq, kind, body)
             self._acc, self._conv[rec.seq] = trial, conv
+            self._total = (rec.seq, eps)  # the total after this record (commit reuses it)
         return eps, rec.seq
 
     def _append_history(self, event: DpEvent, label: str | None, **extra: Any) -> None:
@@ -492,7 +493,9 @@ class Ledger(LedgerSync):
         return slot.entry(self._conv.get(slot.id))
 
     def _actual_is_tighter(self, slot: Slot, event: DpEvent) -> bool:
-        current = self._accountant().get_epsilon(self.delta)
+        last, cached = getattr(self, "_total", (None, None))
+        same = last == self._chain.last[0] and self._acc is not None
+        current = cached if same else self._accountant().get_epsilon(self.delta)
         trial = self._empty.copy()
         try:
             for other in self._state.live():
