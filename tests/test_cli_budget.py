@@ -61,6 +61,11 @@ def test_create_show_history_verify(tmp_path, monkeypatch):
     verified = _json(_run("verify", db, "--json"))["verified"]
     assert verified["default"]["records"] == 4 and verified["adult"]["records"] == 1
     assert "ok: budget 'default', 4 records" in _run("verify", db).stdout
+    head = verified["default"]["head"]
+    Ledger.open(db).spend(EpsilonDelta(0.1, 0), "later")
+    later = _json(_run("verify", db, "--name", "default", "--head", head, "--json"))
+    assert later["verified"]["default"]["head_found_at"] == 3
+    _one_line_error(_run("verify", db, "--name", "default", "--head", "ab" * 32), "rewritten")
 
 
 def test_a_tampered_store_is_one_line_naming_the_entry(tmp_path):

@@ -178,19 +178,35 @@ def budget_history(location: str, name: str | None = None) -> dict[str, Any]:
     return {"location": store.location, "history": out}
 
 
-def verify_budgets(location: str, name: str | None = None) -> dict[str, Any]:
-    """Check every record's hash, the chains and the heads, and replay each history.
+def verify_budgets(
+    location: str, name: str | None = None, head: str | None = None
+) -> dict[str, Any]:
+    """Check every record's hash, the chains and the heads, and replay each history;
+    with ``head`` (a hash an earlier ``verify`` printed, kept elsewhere), also that the
+    history still holds that record — a store rewritten since, hashes recomputed, fails.
 
     Raises
     ------
     LedgerIntegrityError
-        Naming the budget and the first entry found wrong.
+        Naming the budget and the first entry found wrong, or the missing ``head``.
     """
+    from ..exceptions import LedgerIntegrityError
+
     store, names = _names(location, name)
     out = {}
     for n in names:
-        seq, digest = _open(store, n).verify()
+        book = _open(store, n)
+        seq, digest = book.verify()
         out[n] = {"records": seq + 1, "head": digest}
+        if head is not None:
+            found = [r.seq for r in book.records if r.hash == head]
+            if not found:
+                raise LedgerIntegrityError(
+                    f"budget {n!r} in {store.location}: no record has the hash {head[:16]}… "
+                    "you kept: its history was rewritten since (or it is another budget)",
+                    budget=n,
+                )
+            out[n]["head_found_at"] = found[0]
     return {"location": store.location, "verified": out}
 
 
@@ -369,10 +385,20 @@ def history_cmd(location: Location, name: Name = None, json_output: Json = False
 
 
 @budget_app.command("verify")
-def verify_cmd(location: Location, name: Name = None, json_output: Json = False) -> None:
+def verify_cmd(
+    location: Location,
+    name: Name = None,
+    head: Annotated[
+        str | None,
+        typer.Option(
+            "--head", help="A head hash printed by an earlier verify: must still be there."
+        ),
+    ] = None,
+    json_output: Json = False,
+) -> None:
     """Check the hash chain of every record (exit 2 naming the first bad entry)."""
     with one_line_errors():
-        result = verify_budgets(location, name)
+        result = verify_budgets(location, name, head)
     lines = [
         f"ok: budget {n!r}, {v['records']} records, head {v['head']}"
         for n, v in result["verified"].items()
