@@ -8,7 +8,8 @@
 * A read transaction is ``REPEATABLE READ, READ ONLY``: one consistent snapshot.
 * Records are append-only: a trigger refuses ``UPDATE`` and ``DELETE`` (a guard
   against mistakes; the hash chain detects deliberate edits).
-* The tables are created once, under an advisory lock, by the first connection.
+* The tables (and the trigger) are created once, under an advisory lock, by the first
+  connection that finds them missing.
 
 The URL is a libpq connection URI (``postgresql://user:password@host:5432/db``);
 messages name it without its password.
@@ -79,8 +80,15 @@ class PostgresStore(ConnectionStore):
         try:
             self._conn = psycopg.connect(url, connect_timeout=max(1, int(timeout)), autocommit=True)
             with self._conn.transaction(), self._conn.cursor() as cur:
-                for statement in _SCHEMA:
-                    cur.execute(statement)
+                # only where the tables are missing: a role that may only read and
+                # append (docs/budgets.md) never needs to own them
+                cur.execute(
+                    "SELECT to_regclass('dperm_budgets') IS NOT NULL "
+                    "AND to_regclass('dperm_records') IS NOT NULL"
+                )
+                if not cur.fetchone()[0]:
+                    for statement in _SCHEMA:
+                        cur.execute(statement)
         except psycopg.Error as exc:
             raise LedgerStoreError(f"ledger store {self.location}: {_first_line(exc)}") from None
 
