@@ -368,3 +368,15 @@ def test_estimator_fits_reserve_then_commit_or_cancel(tmp_path, monkeypatch):
         for _ in range(3):  # 0.4 + 0.4 fits; a third would not
             dperm.DPLogisticRegression(epsilon=0.4, delta=1e-7, classes=[-1, 1]).fit(X, y)
     assert len(Ledger.open(path).entries) == 2
+
+
+def test_an_in_memory_ledger_copies_into_an_independent_history():
+    import copy
+
+    ledger = Ledger(1.0, 1e-5)
+    ledger.spend(EpsilonDelta(0.3, 0.0), "first")
+    twin = copy.deepcopy(ledger)
+    twin.spend(EpsilonDelta(0.3, 0.0), "only in the copy")
+    assert [e.label for e in ledger.entries] == ["first"]
+    assert [e.label for e in twin.entries] == ["first", "only in the copy"]
+    twin.verify()

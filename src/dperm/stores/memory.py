@@ -49,6 +49,13 @@ class MemoryStore:
                 last = tx._added[-1]
                 self._heads[budget] = (last.seq, last.hash)
 
+    def __deepcopy__(self, memo: dict) -> MemoryStore:  # a copied Ledger: its own history
+        new = MemoryStore()
+        with self._lock:
+            new._records = {k: list(v) for k, v in self._records.items()}
+            new._heads = dict(self._heads)
+        return new
+
     def budgets(self) -> list[str]:
         return sorted(self._heads)
 
