@@ -696,7 +696,8 @@ def budget(
     epsilon : float > 0, or a location
         Total ε of every dperm private fit inside the block; or (a path or a
         ``postgresql://`` URL) the store of a budget shared by every process that
-        opens it (:meth:`Ledger.open`; then ``epsilon``/``delta`` by keyword create it).
+        opens it (:meth:`Ledger.open`); ``budget(location="budget.db", epsilon=1,
+        delta=1e-5)`` creates it when it is missing.
     delta : float in [0, 1)
         Total δ; the ledger's accountant reports ε at this δ.  Fits with δ > 0 (the
         estimators' default δ = 1/n², for instance) need a budget δ > 0: with δ = 0
