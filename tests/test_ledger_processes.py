@@ -126,16 +126,20 @@ def test_eight_processes_racing_on_postgres_never_overspend(tmp_path, postgres_u
     _check_race(postgres_url, name, codes, released)
 
 
-@pytest.mark.parametrize("kind", ["budget.db", "budget.json"])
-def test_fits_killed_at_random_moments_leave_every_model_charged(tmp_path, kind):
-    """12 fits with --save, each SIGKILLed at a random moment of its run (three at a
+@pytest.mark.parametrize("kind", ["budget.db", "budget.json", "postgres"])
+def test_fits_killed_at_random_moments_leave_every_model_charged(tmp_path, kind, request):
+    """12 fits with --save, each SIGKILLed at a random moment of its run (four at a
     time): afterwards the store opens and verifies, every model file that loads is
     charged by a committed entry with its SHA-256, and no reservation was lost (a
     killed fit's reservation stays charged: none is cancelled)."""
     import dperm
 
-    where = str(tmp_path / kind)
-    base = [*_FIT, "--ledger", where, "--epsilon", "0.05"]
+    name = "default"
+    if kind == "postgres":  # a connection killed mid-transaction: the server rolls it back
+        where, name = request.getfixturevalue("postgres_url"), f"kill-{uuid.uuid4().hex[:10]}"
+    else:
+        where = str(tmp_path / kind)
+    base = [*_FIT, *_ledger_argv(where, name), "--epsilon", "0.05"]
     # one unkilled fit: creates the budget and measures how long a fit takes
     t0 = time.perf_counter()
     proc = _FORK.Process(
@@ -150,9 +154,9 @@ def test_fits_killed_at_random_moments_leave_every_model_charged(tmp_path, kind)
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
     models = [tmp_path / f"m{i}.dperm" for i in range(12)]
     killed = 0
-    for wave in range(4):
+    for wave in range(3):
         procs = []
-        for m in models[3 * wave : 3 * wave + 3]:
+        for m in models[4 * wave : 4 * wave + 4]:
             p = _FORK.Process(target=_run_cli, args=([*base, "--save", str(m)], f"{m}.json"))
             p.start()
             procs.append((p, time.perf_counter() + rng.uniform(0.0, 2.5 * duration)))
@@ -163,7 +167,7 @@ def test_fits_killed_at_random_moments_leave_every_model_charged(tmp_path, kind)
                 killed += 1
         for p, _ in procs:
             p.join(60)
-    book = Ledger.open(where)  # opens: nothing torn
+    book = Ledger.open(where, name)  # opens: nothing torn
     book.verify()
     committed = {e.model: e for e in book.entries if e.status == "committed"}
     loadable = 0
