@@ -23,7 +23,7 @@ charged — "reserved, outcome unknown".
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..exceptions import InvalidPrivacyParameter, LedgerIntegrityError, UnsupportedEventError
@@ -69,21 +69,25 @@ class LedgerEntry:
         The model file saved with the fit, and its SHA-256.
     pid, host : int or str or None
         The process that reserved it.
+
+    Two entries are equal when they charge the same (events, label, status, model):
+    ``id``, the times, ``pid`` and ``host`` are provenance and not compared.
     """
 
     event: DpEvent
     label: str | None = None
     accounted: DpEvent | None = None
-    id: int | None = None
+    # provenance: where and when; not part of what two entries charge (==)
+    id: int | None = field(default=None, compare=False)
     status: str = COMMITTED
     reserved: DpEvent | None = None
     actual: DpEvent | None = None
-    time: str | None = None
-    committed_time: str | None = None
+    time: str | None = field(default=None, compare=False)
+    committed_time: str | None = field(default=None, compare=False)
     model: str | None = None
     model_sha256: str | None = None
-    pid: int | None = None
-    host: str | None = None
+    pid: int | None = field(default=None, compare=False)
+    host: str | None = field(default=None, compare=False)
 
     @property
     def neighbouring(self) -> str:
