@@ -7,12 +7,16 @@ The protocol of one fit (``reserve → fit → commit``):
    calibrated to in every active ledger — all or nothing; a ledger that cannot
    afford it raises :class:`~dperm.exceptions.BudgetExceededError` and nothing runs;
 2. the fit runs inside :func:`fit_scope` (the estimators' ``fit``, ``DPStandardScaler``,
-   ``DPPCA``, ``DPMLPClassifier``, ``PrivateRandomSearch``, :func:`dperm.networks.fit`);
+   ``DPPCA``, ``DPMLPClassifier``, ``PrivateRandomSearch``; the algorithm functions and
+   :func:`dperm.networks.fit` through :func:`accounted_call`);
 3. on success the reservation is *committed* with the event the fit reports
    (``dp_event_``); on an exception it is *cancelled* (nothing was released); if the
    process dies in between, it stays charged (fail closed).
 
-A ``charge`` outside any fit scope is committed at once (a plain spend).  The active
+A ``charge`` outside any fit scope is committed at once (a plain spend).  A fit scope
+covers everything that runs inside it: a function wrapped by :func:`accounted_call`
+called inside another fit's scope (an estimator calling ``dp_sgd.fit``) charges
+nothing — the enclosing fit has charged the whole release.  The active
 ledgers live in a :class:`contextvars.ContextVar`, so they follow the code that runs
 in this context and are invisible to other processes and to threads started without
 a copy of the context.  Inside the block joblib's default backend is set to
@@ -29,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import inspect
 import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -38,11 +43,13 @@ from .events import DpEvent
 
 __all__ = [
     "DEFAULT_DELTA_SHARE",
+    "accounted_call",
     "accounted_fit",
     "active_ledgers",
     "charge",
     "default_delta",
     "fit_scope",
+    "planned",
     "suspended",
 ]
 
@@ -57,6 +64,11 @@ ENV_MARK = "DPERM_ACTIVE_BUDGET"
 #: the reservations of the innermost fit scope (None outside any)
 _SCOPE: contextvars.ContextVar[list | None] = contextvars.ContextVar(
     "dperm_fit_scope", default=None
+)
+#: the deferred charge of the innermost :func:`accounted_call` whose event is known only
+#: once the fit has planned it (None: no charge is waiting for :func:`planned`)
+_DEFERRED: contextvars.ContextVar[_Deferred | None] = contextvars.ContextVar(
+    "dperm_deferred_charge", default=None
 )
 
 
@@ -152,11 +164,109 @@ def fit_scope() -> Iterator[FitOutcome]:
 
 
 def _reported_event(out: Any) -> DpEvent | None:
+    if isinstance(out, tuple):  # e.g. (index, Result) of a discrete selection
+        found = [e for e in map(_reported_event, out) if e is not None]
+        return found[0] if len(found) == 1 else None
     for name in ("dp_event_", "event"):
         event = getattr(out, name, None)
         if isinstance(event, DpEvent):
             return event
     return None
+
+
+class _Deferred:
+    """The charge of an :func:`accounted_call` waiting for the fit's planned event."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.charged = False
+
+
+def planned(event: DpEvent) -> None:
+    """Announce the event a running fit has just fixed, before its first noisy step.
+
+    Called by the shared calibration of the gradient methods
+    (:func:`dperm.algorithms._gradient_calibration.resolve_noise`) once the noise
+    multiplier and the number of steps are known.  It reserves ``event`` (as
+    :func:`charge`) only for an :func:`accounted_call` whose reservation could not be
+    computed from its arguments (a given ``noise_multiplier`` and no ``epsilon``), and
+    at most once per call; everywhere else it does nothing.
+
+    Raises
+    ------
+    BudgetExceededError, UnsupportedEventError, LedgerIntegrityError
+        As :func:`charge`.
+    """
+    slot = _DEFERRED.get()
+    if slot is None or slot.charged:
+        return
+    slot.charged = True
+    charge(event, slot.label)
+
+
+def _must_charge() -> bool:
+    """A budget is active here (or in the process that started this worker)."""
+    if ACTIVE.get():
+        return True
+    owner = os.environ.get(ENV_MARK)
+    return owner is not None and owner != str(os.getpid())
+
+
+def accounted_call(
+    plan: Callable[[inspect.Signature, tuple, dict], DpEvent | None],
+) -> Callable[[F], F]:
+    """Decorate a private function so that a direct call charges the active budgets.
+
+    ``plan(signature, args, kwargs)`` returns the event to reserve *before* the
+    function runs — an upper bound of what it will release, computed from the call's
+    public arguments only, never from the data — or None when the event is known only
+    once the function has planned its run (it then calls :func:`planned`).  The call:
+
+    * outside every active budget, or inside another fit's scope (an estimator, a
+      search, an enclosing accounted call: they charge the whole release), runs as is;
+    * otherwise runs inside a :func:`fit_scope`: the planned event is reserved before
+      the function starts (refused: :class:`~dperm.exceptions.BudgetExceededError`,
+      nothing runs); with no planned event, the event the function announces through
+      :func:`planned` is reserved then — and if it announces none, the event it returns
+      is charged before it is released (refused: the result is not returned).  On
+      success the reservation is committed with the event the result reports (its
+      ``event``/``dp_event_``); on an exception it is cancelled.
+
+    Used by :func:`dperm.algorithms.base.private_fit` (every public ``fit`` of
+    :mod:`dperm.algorithms` and :func:`dperm.networks.fit`).
+    """
+
+    def decorate(fit: F) -> F:
+        signature = inspect.signature(fit)
+        label = f"{fit.__module__.removeprefix('dperm.')}.{fit.__qualname__}"
+
+        @functools.wraps(fit)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if _SCOPE.get() is not None or not _must_charge():
+                return fit(*args, **kwargs)
+            event = plan(signature, args, kwargs)
+            slot = _Deferred(label) if event is None else None
+            with fit_scope() as outcome:
+                if event is not None:
+                    charge(event, label)  # before the function reads anything
+                token = _DEFERRED.set(slot)
+                try:
+                    out = fit(*args, **kwargs)
+                finally:
+                    _DEFERRED.reset(token)
+                outcome.event = _reported_event(out)
+                if slot is not None and not slot.charged:
+                    if outcome.event is None:
+                        raise BudgetExceededError(
+                            f"{label} returned no privacy event to charge to the active "
+                            "budget; its result is not released"
+                        )
+                    charge(outcome.event, label)  # before the result is released
+            return out
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
 
 
 def accounted_fit(fit: F) -> F:

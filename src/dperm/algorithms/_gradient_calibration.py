@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._validation import check_delta, check_epsilon, check_nonnegative
+from ..accounting.active import planned
 from ..accounting.events import REPLACE_ONE, DpEvent, Gaussian, NonPrivate, SelfComposed
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
 from ..sampling import PoissonSampler, Sampler
@@ -261,6 +262,7 @@ def resolve_noise(
                 ),
             )
     event = sampler.event(z, steps)
+    planned(event)  # an active budget waiting for this run's event reserves it now
     spent = None
     if delta is not None:
         spent = epsilon_of(event, check_delta(delta, allow_zero=False), accountant)

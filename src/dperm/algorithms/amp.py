@@ -75,7 +75,7 @@ from ..losses.softmax import FlatSoftmax, Softmax
 from ..mechanisms.gaussian import gaussian_noise
 from ..solvers import minimize
 from ._objective_calibration import _l2_for_jacobian
-from .base import Result
+from .base import Result, private_fit
 from .output_perturbation import _gaussian_multiplier
 
 __all__ = [
@@ -600,6 +600,7 @@ def _run(
 
 
 # ----------------------------------------------------------------------------- fit
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     loss: GLMLoss,
     X,
@@ -722,6 +723,7 @@ def fit(
     return _run(loss, X, y, "amp", cal_kwargs, data_norm, constraint, max_iter, random_state)
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit_nt(
     loss: GLMLoss,
     X,

@@ -60,7 +60,7 @@ from ..exceptions import InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import GLMLoss, check_smooth_glm_loss
 from ..mechanisms.gamma_norm import gamma_norm_noise
 from ..mechanisms.gaussian import gaussian_noise
-from .base import Result
+from .base import Result, private_fit
 from .output_perturbation import _gaussian_multiplier
 
 __all__ = [
@@ -260,6 +260,7 @@ def _check_loss(loss) -> GLMLoss:
     )
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     loss: GLMLoss,
     X,

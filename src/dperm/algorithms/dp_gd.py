@@ -38,7 +38,7 @@ from .._validation import check_count, check_delta, check_epsilon, check_positiv
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError
 from ..schedules import get_schedule
 from . import _gradient_loop as gl
-from .base import Result
+from .base import Result, private_fit
 
 __all__ = ["advanced_composition_noise_multiplier", "default_steps", "fit"]
 
@@ -122,6 +122,7 @@ def default_steps(n_samples: int, n_features: int, epsilon: float | None) -> int
     return int(min(200, max(20, t)))
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     loss,
     X,

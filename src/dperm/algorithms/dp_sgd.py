@@ -65,7 +65,7 @@ from .._validation import check_count, check_epsilon, check_positive, check_prob
 from ..exceptions import InvalidPrivacyParameter
 from ..schedules import get_schedule
 from . import _gradient_loop as gl
-from .base import Result
+from .base import Result, private_fit
 
 __all__ = ["default_hyperparameters", "fit", "fit_single_sample"]
 
@@ -136,6 +136,7 @@ def default_hyperparameters(
     return {"batch_size": b, "epochs": epochs, "learning_rate": float(lr)}
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     loss,
     X,
@@ -421,6 +422,7 @@ def fit(
     return Result(theta=np.asarray(out.theta), event=event, diagnostics=diagnostics)
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit_single_sample(
     loss,
     X,

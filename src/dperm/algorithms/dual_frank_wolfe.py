@@ -134,7 +134,7 @@ from ..losses.base import GLMLoss
 from ..mechanisms.gamma_norm import gamma_norm_noise
 from ..mechanisms.gaussian import gaussian_noise
 from ..norms import ChainTVNorm, GroupLinfNorm, L1Norm, LinfNorm, Norm, SubmodularNorm
-from .base import Result
+from .base import Result, private_fit
 from .frank_wolfe import step_epsilon
 from .objective_perturbation import _prepare
 from .output_perturbation import _gaussian_multiplier, output_sensitivity
@@ -356,6 +356,7 @@ def release_multiplier(
 
 
 # ----------------------------------------------------------------------------- Algorithm 2
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     loss: GLMLoss,
     X,

@@ -53,7 +53,7 @@ from ..exceptions import (
 from ..losses import Hinge, HuberSVM, Logistic, Quantile, Squared
 from ..losses.base import GLMLoss
 from ..mechanisms import exponential_mechanism
-from .base import Result
+from .base import Result, private_fit
 
 __all__ = ["fit", "grid", "loss_interval", "private_quantile", "random_net"]
 
@@ -223,6 +223,7 @@ def sum_losses(loss: GLMLoss, X, y, thetas: np.ndarray, lo: float, hi: float) ->
 
 
 # ----------------------------------------------------------------------------- fit
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     loss: GLMLoss,
     X,
@@ -331,6 +332,7 @@ def fit(
     return Result(theta=cands[j].copy(), event=PureEpsilon(epsilon), diagnostics=diagnostics)
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def private_quantile(
     values,
     quantile: float = 0.5,

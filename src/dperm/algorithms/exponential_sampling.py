@@ -115,7 +115,7 @@ from ..exceptions import (
 from ..losses import Hinge, Huber, HuberSVM, Logistic, Quantile, Squared
 from ..losses.base import MARGIN_BOUND, GLMLoss
 from . import _proximal_sampler as _prox
-from .base import Result
+from .base import Result, private_fit
 from .exponential_erm import (
     check_label_bound,
     check_loss_bounds,
@@ -457,6 +457,7 @@ def sensitivity(
     return sens, lo, hi
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     loss: GLMLoss,
     X,

@@ -94,7 +94,7 @@ from ..design import Design, as_design, check_X_y
 from ..exceptions import ClippingWarning, InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import GLMLoss
 from ..mechanisms import exponential_mechanism, laplace_noise
-from .base import Result
+from .base import Result, private_fit
 
 __all__ = [
     "curvature_bound",
@@ -368,6 +368,7 @@ def _select(utility: np.ndarray, epsilon0: float, sensitivity: float, selection:
 
 
 # ----------------------------------------------------------------------------- fit
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     loss: GLMLoss,
     X,

@@ -51,7 +51,7 @@ from ..accounting.gaussian import analytic_gaussian_noise_multiplier
 from ..design import as_design, check_X_y
 from ..exceptions import InvalidPrivacyParameter
 from ..losses.base import GLMLoss
-from .base import Result
+from .base import Result, private_fit
 
 __all__ = ["MAX_STEPS", "default_steps", "fit", "mirror_descent_bound"]
 
@@ -88,6 +88,7 @@ def default_steps(n: int, d: int, epsilon: float, delta: float) -> int:
     return int(min(MAX_STEPS, max(10, math.ceil(root * root))))
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     loss: GLMLoss,
     X,

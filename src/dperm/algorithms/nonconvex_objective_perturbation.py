@@ -56,7 +56,7 @@ from ..exceptions import (
     UnsupportedOperationError,
 )
 from ..losses.zero_one import ZeroOne
-from .base import Result
+from .base import Result, private_fit
 
 #: the estimators refuse (public sizes) problems larger than this: the MILP has n + d·k
 #: binaries and HiGHS's time to proven optimality grows quickly with them
@@ -164,6 +164,7 @@ def _check_loss_values(losses) -> np.ndarray:
     return v
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit_discrete(
     loss_sums: Callable[[], np.ndarray],
     n_candidates: int,
@@ -224,6 +225,7 @@ def fit_discrete(
     return j, Result(theta=codes[j].copy(), event=PureEpsilon(float(epsilon)), diagnostics=diag)
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit_zero_one_grid(
     X,
     y,

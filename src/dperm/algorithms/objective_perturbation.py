@@ -109,7 +109,7 @@ from ._objective_calibration import (
     tight_calibration,
     tight_gaussian_delta,
 )
-from .base import Result
+from .base import Result, private_fit
 
 __all__ = [
     "MARGIN_BOUND",
@@ -333,6 +333,7 @@ def _solve(loss, X, y, l2, linear, regularizer, constraint, tol, max_iter, algor
 
 
 # ----------------------------------------------------------------------------- fit
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     loss: GLMLoss,
     X,

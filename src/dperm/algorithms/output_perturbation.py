@@ -57,7 +57,7 @@ from ..losses.base import GLMLoss
 from ..mechanisms.gamma_norm import gamma_norm_noise
 from ..mechanisms.gaussian import gaussian_noise
 from ..regularizers import Regularizer
-from .base import Result
+from .base import Result, private_fit
 from .objective_perturbation import _prepare, _solve
 
 __all__ = ["fit", "output_sensitivity"]
@@ -87,6 +87,7 @@ def _gaussian_multiplier(epsilon: float, delta: float) -> float:
     return float(analytic_gaussian_noise_multiplier(epsilon, delta))
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     loss: GLMLoss,
     X,

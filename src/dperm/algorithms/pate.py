@@ -59,6 +59,7 @@ from ..exceptions import (
     UnknownNameError,
 )
 from . import pate_aggregation
+from .base import private_fit
 from .pate_aggregation import (
     ABSTAIN,
     AccountantSpec,
@@ -352,6 +353,8 @@ def _resolve_classes(y, classes) -> np.ndarray:
     return cls
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     X_private,
     y_private,

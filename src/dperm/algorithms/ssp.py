@@ -85,7 +85,7 @@ from ..accounting.events import Composed, Gaussian
 from ..accounting.gaussian import analytic_gaussian_noise_multiplier
 from ..design import Design, check_X_y
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, LabelError
-from .base import Result
+from .base import Result, private_fit
 
 __all__ = ["fit", "noise_scales", "sufficient_statistics"]
 
@@ -197,6 +197,7 @@ def _operator_norm_bound(std: float, k: int, rho: float) -> float:
     return std * (math.sqrt(2.0 * k) + math.sqrt(2.0 * math.log(2.0 / rho)))
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     X,
     y,

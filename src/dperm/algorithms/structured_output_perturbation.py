@@ -71,7 +71,7 @@ from ..exceptions import InvalidPrivacyParameter
 from ..losses.base import GLMLoss
 from ..norms import Norm, gaussian_width
 from . import output_perturbation
-from .base import Result
+from .base import Result, private_fit
 
 __all__ = [
     "DENOISE_LEVEL",
@@ -207,6 +207,7 @@ def kd_lambda(norm: Norm, n: int, lipschitz: float, data_norm: float) -> float:
     return lip * r * math.sqrt(n) / g
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     loss: GLMLoss,
     X,

@@ -101,7 +101,7 @@ from .._validation import check_count, check_delta, check_epsilon, check_probabi
 from ..accounting.events import EpsilonDelta
 from ..design import check_X_y
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, LabelError
-from .base import Result
+from .base import Result, private_fit
 
 __all__ = [
     "approximate_tukey_depth",
@@ -489,6 +489,7 @@ def release(
     )
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     X,
     y,

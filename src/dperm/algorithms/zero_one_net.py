@@ -35,7 +35,7 @@ from .._validation import check_count
 from ..exceptions import InvalidPrivacyParameter
 from ..losses.zero_one import ZeroOne
 from . import exponential_erm
-from .base import Result
+from .base import Result, private_fit
 
 __all__ = [
     "covering_radius",
@@ -94,6 +94,7 @@ def covering_radius(net, probes: int = 20_000, random_state=None) -> float:
     return float(np.sqrt(np.maximum(2.0 - 2.0 * best.min(), 0.0)))
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def private_linear_classifier(
     X,
     y,

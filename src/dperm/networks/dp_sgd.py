@@ -44,7 +44,7 @@ from .._rng import check_random_state
 from .._validation import check_count, check_epsilon, check_positive, check_probability
 from ..accounting.events import ADD_REMOVE, Composed, DpEvent, Gaussian
 from ..algorithms import _gradient_loop as gl
-from ..algorithms.base import Result
+from ..algorithms.base import Result, private_fit
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter
 from ..schedules import get_schedule
 from ._torch import flat_parameters, load_flat_parameters, require_torch, resolve_device
@@ -314,6 +314,7 @@ def _check_data(X, y, loss) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
+@private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     module,
     X,
