@@ -202,7 +202,7 @@ def test_networks_fit_inside_a_budget(tmp_path):
 
     path = _store(tmp_path)
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(300, 4)).astype(np.float32)
+    X = rng.uniform(-0.4, 0.4, size=(300, 4)).astype(np.float32)
     y = (X[:, 0] > 0).astype(int)
 
     def net():
@@ -211,14 +211,20 @@ def test_networks_fit_inside_a_budget(tmp_path):
 
     with dperm.budget(path):
         result = networks.fit(net(), X, y, epsilon=0.5, delta=1e-5, epochs=1, random_state=0)
+        # the estimator holds the reservation; the networks.fit it calls charges nothing
+        dperm.DPMLPClassifier(
+            (4,), epsilon=0.3, delta=1e-5, n_components=None, epochs=1, classes=[0, 1],
+            random_state=0,
+        ).fit(X, y)  # fmt: skip
         private = Untouchable((300, 4))
         with pytest.raises(BudgetExceededError, match=r"networks\.dp_sgd\.fit"):
             networks.fit(net(), private, y, epsilon=0.9, delta=1e-5)
         assert private.reads == []  # refused before the data was read
-    (entry,) = Ledger.open(path).entries
+    entry, mlp = Ledger.open(path).entries
     assert entry.label == "networks.dp_sgd.fit" and entry.status == "committed"
     assert entry.reserved == EpsilonDelta(0.5, 1e-5) and entry.actual == result.event
-    assert _kinds(path) == ["reserve", "commit"]
+    assert mlp.label == "DPMLPClassifier" and mlp.status == "committed"
+    assert _kinds(path) == ["reserve", "commit"] * 2
 
 
 # ------------------------------------------------------------- the planned reservation
@@ -236,3 +242,42 @@ def test_planned_event_reads_only_public_arguments():
     plan = planned_event(op, (Logistic(), X, None), kw)
     assert plan == EpsilonDelta(2.0, 1.0 / 400**2, neighbouring=REPLACE_ONE)
     assert X.reads == []
+
+
+def test_every_public_private_fit_is_accounted_once():
+    """Each public ``fit``/``fit_*`` of dperm.algorithms (and dperm.networks.fit) is wrapped
+    by ``@private_fit`` exactly once — a new algorithm without it fails here."""
+    import importlib
+    import pkgutil
+
+    import dperm.algorithms as pkg
+
+    found = []
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name.startswith("_") or info.name == "base":
+            continue
+        module = importlib.import_module(f"dperm.algorithms.{info.name}")
+        for name, fn in vars(module).items():
+            if (name == "fit" or name.startswith("fit_")) and inspect.isfunction(fn):
+                if fn.__module__ == module.__name__:
+                    found.append(fn)
+    from dperm import networks  # importable without torch (imported when a network trains)
+
+    found.append(networks.fit)
+    assert len(found) >= 18
+    for fn in found:
+        inner = getattr(fn, "__wrapped__", None)
+        assert inner is not None, f"{fn.__module__}.{fn.__name__} does not charge a budget"
+        assert not hasattr(inner, "__wrapped__"), f"{fn.__module__}.{fn.__name__}: twice"
+
+
+def test_a_direct_call_in_a_worker_of_an_active_budget_is_refused(monkeypatch):
+    """No ledger here but the mark of a parent process's active budget: the call cannot be
+    counted, so it is refused — before it reads the data."""
+    from dperm.accounting.active import ENV_MARK
+
+    monkeypatch.setenv(ENV_MARK, "1")  # pid 1: never this process
+    X, y = Untouchable((400, 3)), Untouchable((400,))
+    with pytest.raises(BudgetExceededError, match="worker process"):
+        _output(X, y, epsilon=0.5)
+    assert X.reads == [] and y.reads == []

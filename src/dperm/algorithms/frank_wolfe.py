@@ -348,7 +348,7 @@ def _clip_entries(X, bound: float):
         f"{n_rows} row(s) had an entry above data_norm={bound:g} in absolute value "
         "and were clipped entrywise",
         ClippingWarning,
-        stacklevel=3,
+        stacklevel=4,  # the caller of fit (+1: the @private_fit wrapper)
     )
     return X, n_rows
 

@@ -334,7 +334,7 @@ def _resolve_classes(y, classes) -> np.ndarray:
             "histogram bins and the student's classes then reveal which labels occur; pass "
             "classes= from a public schema",
             PrivacyLeakWarning,
-            stacklevel=3,
+            stacklevel=4,  # the caller of fit (+1: the @private_fit wrapper)
         )
         cls = np.unique(y)
     else:
@@ -353,7 +353,6 @@ def _resolve_classes(y, classes) -> np.ndarray:
     return cls
 
 
-@private_fit  # an active dperm.budget: reserve, run, commit the event
 @private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
     X_private,
