@@ -404,7 +404,7 @@ def private_quantile(
         warnings.warn(
             f"{n_clipped} value(s) outside [lower, upper] = [{lo_b:g}, {hi_b:g}] were clipped",
             ClippingWarning,
-            stacklevel=2,
+            stacklevel=3,  # the caller (+1: the @private_fit wrapper)
         )
         v = np.clip(v, lo_b, hi_b)
     loss = Quantile(q)
