@@ -457,7 +457,9 @@ def fit(
             beta,
             lip,
             n_coords=n_coords,
-            theta_bound=math.sqrt(k) * MARGIN_BOUND / p.data_norm,
+            # the loss's prior on R‖θ*‖ (Huber: in the units of y, so the fit is
+            # equivariant in them); MARGIN_BOUND for the classification losses
+            theta_bound=math.sqrt(k) * getattr(loss, "margin_bound", MARGIN_BOUND) / p.data_norm,
             **p.geometry(),
         )
         theorem = (

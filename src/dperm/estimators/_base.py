@@ -200,6 +200,10 @@ class _WeightedLoss(GLMLoss):
     def curvature(self):
         return self.base.curvature
 
+    @property
+    def margin_bound(self):
+        return self.base.margin_bound
+
     def __repr__(self) -> str:
         return f"Weighted({self.base!r})"
 

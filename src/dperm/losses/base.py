@@ -80,6 +80,11 @@ class GLMLoss(ABC):
     smooth: bool = True
     #: True when labels are a class in {-1, +1}; False for regression losses
     classification: bool = True
+    #: public prior bound on the prediction scale R·‖θ*‖ (per class) that objective
+    #: perturbation's choice of Δ assumes (:data:`MARGIN_BOUND` for the classification
+    #: losses); a regression loss states it in the units of y, so that the fit does
+    #: not depend on the units of y (:attr:`dperm.losses.Huber.margin_bound`)
+    margin_bound: float = MARGIN_BOUND
 
     # ----- scalar functions of the linear prediction z -------------------------------
     @abstractmethod
