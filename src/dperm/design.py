@@ -51,6 +51,7 @@ __all__ = [
     "check_X_y",
     "check_binary_labels",
     "check_sample_weight",
+    "class_indices",
     "clip_factors",
     "encode_class_targets",
     "float_labels",
@@ -269,6 +270,12 @@ def encode_class_targets(estimator, y) -> list:
             "multi_class='ovr' or a numpy array"
         )
     return backend.one_vs_rest(y, estimator.classes_[1:] if k == 2 else estimator.classes_)
+
+
+def class_indices(y, classes: np.ndarray):
+    """The multinomial target: the index (0 … k−1) of each label of ``y`` in the
+    sorted ``classes``, by the backend of y (a Dask vector stays on the workers)."""
+    return backend_for(y).class_indices(y, classes)
 
 
 def check_sample_weight(sample_weight, n: int):

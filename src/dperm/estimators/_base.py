@@ -60,6 +60,7 @@ from ..design import (
     as_design,
     augmented_bound,
     check_sample_weight,
+    class_indices,
     encode_class_targets,
     margins,
     validate_estimator_input,
@@ -520,7 +521,7 @@ class DPLinearModelBase(BaseEstimator):
         weight = _check_sample_weight(sample_weight, n, self.mechanism_)
         multinomial = self._multinomial(len(problems), weighted=weight is not None)
         if multinomial:  # one softmax model, the whole budget (no one-vs-rest split)
-            problems = [np.searchsorted(self.classes_, y)]
+            problems = [class_indices(y, self.classes_)]  # numpy or Dask (#32)
         k = len(problems)
         eps_k, delta_k = epsilon / k, delta / k  # basic composition (Dwork & Roth, Thm 3.16)
 
