@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validation
-from ._validation import check_positive
+from ._validation import check_data_norm
 from .backends import numpy_inputs as _numpy_backend
 from .backends.numpy import Design, blas_controller
 from .backends.rows import augmented_bound, clip_factors
@@ -140,7 +140,7 @@ def as_design(X, data_norm=None, *, intercept_scaling=None, warn: bool = True) -
     True
     """
     if data_norm is not None:
-        data_norm = check_positive(data_norm, "data_norm")
+        data_norm = check_data_norm(data_norm)
     if isinstance(X, Design):
         if intercept_scaling is not None:
             raise InvalidDataError(

@@ -61,6 +61,7 @@ import numpy as np
 from .._rng import check_random_state
 from .._validation import (
     check_count,
+    check_data_norm,
     check_delta,
     check_epsilon,
     check_positive,
@@ -526,7 +527,7 @@ def _run(
     """One AMP run (``algorithm`` "amp" or "amp-nt"): ``cal_kwargs`` are the
     :func:`calibrate` arguments other than the public sizes and bounds."""
     loss = _check_loss(loss)
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm)
     constraint = _check_constraint(constraint)
     max_iter = check_count(max_iter, "max_iter")
     X, y = check_X_y(X, y)

@@ -48,6 +48,7 @@ import numpy as np
 from .._rng import check_random_state
 from .._validation import (
     check_count,
+    check_data_norm,
     check_delta,
     check_epsilon,
     check_nonnegative,
@@ -339,7 +340,7 @@ def fit(
     loss = _check_loss(loss)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm)
     passes = check_count(passes, "passes")
     alpha = check_nonnegative(alpha, "alpha")
     if variant not in VARIANTS:

@@ -99,6 +99,7 @@ import numpy as np
 from .._rng import check_random_state
 from .._validation import (
     check_count,
+    check_data_norm,
     check_delta,
     check_epsilon,
     check_nonnegative,
@@ -445,7 +446,7 @@ def sensitivity(
     InvalidPrivacyParameter
     """
     R = check_positive(radius, "radius")
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm)
     if loss_bounds is None:
         lo, hi = loss_interval(loss, data_norm * R, label_bound)
     else:
@@ -551,7 +552,7 @@ def fit(
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     R = check_positive(radius, "radius")
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm)
     X, y = check_X_y(X, y)
     y = loss.check_labels(y)
     n, d = X.shape
@@ -573,7 +574,7 @@ def fit(
                 f"exponential sampling for d={d} > {MAX_EXACT_DIM} needs a convex loss of "
                 f"dperm without loss_bounds (a Gaussian envelope), got {loss!r}"
             )
-        beta_l = float(loss.smoothness(check_positive(data_norm, "data_norm")))
+        beta_l = float(loss.smoothness(check_data_norm(data_norm)))
         n_expected = expected_proposals(d, beta_l, alpha)
         if n_expected > MAX_EXPECTED_PROPOSALS:
             need = beta_l / math.expm1(2.0 * math.log(MAX_EXPECTED_PROPOSALS) / d)

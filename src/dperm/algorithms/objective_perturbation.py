@@ -79,6 +79,7 @@ import numpy as np
 from .._rng import check_random_state
 from .._validation import (
     check_count,
+    check_data_norm,
     check_delta,
     check_epsilon,
     check_nonnegative,
@@ -256,7 +257,7 @@ def _prepare(loss, X, y, epsilon, data_norm, alpha, constraint, regularizer, alg
     public bounds."""
     loss = _check_loss(loss, algorithm)
     epsilon = check_epsilon(epsilon)
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm)
     alpha = check_nonnegative(alpha, "alpha")
     constraint, regularizer = _check_constraint(constraint, regularizer)
     X, y = check_X_y(X, y)

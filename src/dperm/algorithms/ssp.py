@@ -74,6 +74,7 @@ import scipy.sparse as sp
 
 from .._rng import check_random_state
 from .._validation import (
+    check_data_norm,
     check_delta,
     check_epsilon,
     check_nonnegative,
@@ -166,7 +167,7 @@ def noise_scales(
     """
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta, allow_zero=False)
-    R = check_positive(data_norm, "data_norm")
+    R = check_data_norm(data_norm)
     B = check_positive(label_bound, "label_bound")
     parts = 3 if adaptive else 2
     if split is None:
@@ -272,7 +273,7 @@ def fit(
     """
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta, allow_zero=False)
-    R = check_positive(data_norm, "data_norm")
+    R = check_data_norm(data_norm)
     B = check_positive(label_bound, "label_bound")
     ridge = check_nonnegative(ridge, "ridge")
     rho = check_probability(rho, "rho")

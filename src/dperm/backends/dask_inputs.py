@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_binary_labels, check_positive, float_labels
+from .._validation import check_binary_labels, check_data_norm, check_positive, float_labels
 from ..exceptions import InvalidDataError
 from .dask import (
     DaskDesign,
@@ -112,7 +112,7 @@ def build_design(X, data_norm=None, *, intercept_scaling=None, warn: bool = True
         ``data_norm`` or ``intercept_scaling`` not a positive finite number.
     """
     if data_norm is not None:
-        data_norm = check_positive(data_norm, "data_norm")
+        data_norm = check_data_norm(data_norm)
     s = (
         None
         if intercept_scaling is None

@@ -51,7 +51,13 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive
+from .._validation import (
+    check_data_norm,
+    check_delta,
+    check_epsilon,
+    check_nonnegative,
+    check_positive,
+)
 from ..accounting.events import REPLACE_ONE, Composed, DpEvent, EpsilonDelta, SelfComposed
 from ..accounting.ledger import charge, default_delta
 from ..constraints import Constraint, get_constraint
@@ -376,7 +382,7 @@ class DPLinearModelBase(BaseEstimator):
             delta = default_delta(int(n))
         else:
             delta = check_delta(self.delta)
-        data_norm = check_positive(self.data_norm, "data_norm")
+        data_norm = check_data_norm(self.data_norm)
         if self.mechanism != AUTO:
             get_mechanism(self.mechanism)  # UnknownNameError listing the registered ones
         if isinstance(self.penalty, Norm):

@@ -35,7 +35,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_positive
+from .._validation import check_data_norm
 from ..design import Design, check_binary_labels, float_labels
 from ..exceptions import InvalidPrivacyParameter
 
@@ -254,7 +254,7 @@ def check_smooth_glm_loss(loss, requirement: str) -> GLMLoss:
 
 
 def _check_data_norm(data_norm) -> float:
-    return check_positive(data_norm, "data_norm")
+    return check_data_norm(data_norm)
 
 
 def _finite_or_inf(x: float) -> float:
