@@ -120,6 +120,40 @@ def check_delta(delta, name: str = "delta", allow_zero: bool = True) -> float:
     return d
 
 
+def check_delta_size(delta, n: int, name: str = "delta", size: str = "n") -> float:
+    """Return δ after refusing δ ≥ 1/n for a dataset of public size n.
+
+    An (ε, δ) guarantee with δ ≥ 1/n is void: the mechanism that publishes one record
+    picked at random, in the clear, is (0, 1/n)-DP (Dwork & Roth 2014, §2.3: "δ less
+    than the inverse of any polynomial in the size of the database").  dperm refuses
+    such a δ rather than stating it as a guarantee (issue #32: δ = 0.5 was accepted
+    and printed as one).  n is the public size of the run: the number of rows under
+    replace-one, the caller's public ``dataset_size`` under add/remove (the number of
+    rows is private there).
+
+    Parameters
+    ----------
+    delta : float in [0, 1)
+    n : int ≥ 1
+    name, size : str
+        The names the message uses for δ and n.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Naming δ, n and the default 1/n².
+    """
+    d = check_delta(delta, name)
+    n = int(n)
+    if d > 0.0 and d * n >= 1.0:
+        raise InvalidPrivacyParameter(
+            f"{name}={delta!r} is ≥ 1/{size} = 1/{n}: an (ε, δ) guarantee with δ ≥ 1/n is "
+            "void (publishing one random record in the clear is (0, 1/n)-DP); use "
+            f"δ ≪ 1/n, e.g. the default 1/n² = {1.0 / max(n, 1) ** 2:.3g}"
+        )
+    return d
+
+
 def check_positive(value, name: str, allow_inf: bool = False) -> float:
     """Return ``value`` as a float after checking ``0 < value`` (and finite).
 

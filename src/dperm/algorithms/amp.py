@@ -63,6 +63,7 @@ from .._validation import (
     check_count,
     check_data_norm,
     check_delta,
+    check_delta_size,
     check_epsilon,
     check_positive,
     check_probability,
@@ -555,7 +556,7 @@ def _run(
     delta_default = delta is None
     if delta_default:
         delta = 1.0 / float(n) ** 2
-    delta = check_delta(delta, allow_zero=False)
+    delta = check_delta_size(check_delta(delta, allow_zero=False), n)  # δ < 1/n (#32)
     rng = check_random_state(random_state)
     X = as_design(X, data_norm)  # [AMP-0] ‖x‖ ≤ R by a per-row scale (X not copied)
     n_clipped = X.n_clipped

@@ -50,6 +50,7 @@ from .._validation import (
     check_count,
     check_data_norm,
     check_delta,
+    check_delta_size,
     check_epsilon,
     check_nonnegative,
     check_positive,
@@ -356,6 +357,7 @@ def fit(
     X, y = check_X_y(X, y)
     y = loss.check_labels(y)
     n, d = X.shape
+    check_delta_size(delta, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
     batch_size = (
         default_batch_size(n, epsilon)
         if batch_size is None

@@ -39,6 +39,7 @@ from .._validation import (
     check_count,
     check_data_norm,
     check_delta,
+    check_delta_size,
     check_epsilon,
     check_positive,
     check_probability,
@@ -286,6 +287,7 @@ def fit(
     X, y = check_X_y(X, y)
     y = loss.check_labels(y)
     n, d = X.shape
+    check_delta_size(delta, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
     try:
         cands = np.asarray(candidates, dtype=float)
     except (TypeError, ValueError):

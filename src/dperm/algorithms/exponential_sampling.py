@@ -101,6 +101,7 @@ from .._validation import (
     check_count,
     check_data_norm,
     check_delta,
+    check_delta_size,
     check_epsilon,
     check_nonnegative,
     check_positive,
@@ -556,6 +557,7 @@ def fit(
     X, y = check_X_y(X, y)
     y = loss.check_labels(y)
     n, d = X.shape
+    check_delta_size(delta, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
     alpha = check_nonnegative(alpha, "alpha")
     max_proposals = check_count(max_proposals, "max_proposals")
     convex = loss_bounds is None and isinstance(loss, _CONVEX_LOSSES)

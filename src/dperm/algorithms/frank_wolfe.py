@@ -86,6 +86,7 @@ from .._validation import (
     check_count,
     check_data_norm,
     check_delta,
+    check_delta_size,
     check_epsilon,
     check_positive,
 )
@@ -471,6 +472,7 @@ def fit(
     y = loss.check_labels(y)
     rng = check_random_state(random_state)
     n, d = X.shape
+    check_delta_size(delta, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
 
     # 1. enforce the public row bound (the sensitivity below assumes it)
     if data_norm_ord == "l2":

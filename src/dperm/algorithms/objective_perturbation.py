@@ -81,6 +81,7 @@ from .._validation import (
     check_count,
     check_data_norm,
     check_delta,
+    check_delta_size,
     check_epsilon,
     check_nonnegative,
     check_positive,
@@ -434,6 +435,7 @@ def fit(
     lip, beta, strong = p.lipschitz, p.smoothness, p.strong_convexity
     kind, delta_used, rng = p.noise, p.delta, p.rng
     n = X.shape[0]
+    check_delta_size(delta_used, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
     n_coords = math.prod(p.shape)
 
     if calibration == "paper":

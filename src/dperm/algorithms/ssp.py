@@ -76,6 +76,7 @@ from .._rng import check_random_state
 from .._validation import (
     check_data_norm,
     check_delta,
+    check_delta_size,
     check_epsilon,
     check_nonnegative,
     check_positive,
@@ -283,6 +284,7 @@ def fit(
     if y.dtype.kind not in "f":
         raise LabelError(f"y must be numeric targets, got dtype {y.dtype}")
     n, d = X.shape
+    check_delta_size(dlt, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
     intercept = intercept_scaling is not None
     if intercept:
         s = check_positive(intercept_scaling, "intercept_scaling")

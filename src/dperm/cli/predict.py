@@ -58,8 +58,8 @@ def _check_categories(encoder, frame) -> None:
     import numpy as np
 
     for col in encoder.schema_.columns:
-        if not hasattr(col, "categories"):
-            continue
+        if not hasattr(col, "categories") or col.name not in frame.columns:
+            continue  # a missing column: the encoder's own error names it
         codes = col.codes(frame[col.name])
         if (codes >= 0).all():
             continue

@@ -53,7 +53,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import (
     check_data_norm,
-    check_delta,
+    check_delta_size,
     check_epsilon,
     check_nonnegative,
     check_positive,
@@ -132,10 +132,20 @@ def _refuse_mostly_clipped(n_clipped: int, n: int, data_norm) -> None:
     sees mostly the directions of X, not its scale: raw features with the default
     ``data_norm=1`` (e.g. scikit-learn's ``load_breast_cancer()``: every row clipped,
     accuracy below the majority class).  dperm refuses instead of fitting such a model
-    silently.  Like ``n_clipped_``, this check reads the data without noise: that a fit
-    was refused reveals only that more than half of the rows exceed the bound, before
-    anything is charged or released (outside the (ε, δ) guarantee, as documented in
-    ``docs/choosing_a_mechanism.md``, "Raw data").
+    silently.
+
+    **A non-private, data-dependent check (decided in issue #32).**  Like
+    ``n_clipped_``, it reads the row norms without noise.  What it leaks: one bit per
+    call — whether the median row norm exceeds ``data_norm`` — to whoever sees that
+    the fit was refused; nothing is charged and no model is released.  The bit is
+    outside the (ε, δ) guarantee and is not accounted: repeated calls with different
+    ``data_norm`` values would reveal the median row norm to such an observer.  It is
+    a usability guard for the data owner, so it stays exact: a private version (a
+    noisy count) would charge part of every fit's budget, change every estimator's
+    privacy event, and still not make a useless model useful.  Where refusals are
+    visible to others, pass a public ``data_norm`` that bounds the rows (or scale by
+    public bounds first) and no row is ever over it (``docs/choosing_a_mechanism.md``,
+    "Raw data").
 
     Raises
     ------
@@ -380,8 +390,8 @@ class DPLinearModelBase(BaseEstimator):
         epsilon = check_epsilon(self.epsilon)
         if self.delta is None:  # 1/n², or a share of an active budget's remaining δ
             delta = default_delta(int(n))
-        else:
-            delta = check_delta(self.delta)
+        else:  # δ ≥ 1/n would be a void guarantee: refused (n public under replace-one)
+            delta = check_delta_size(self.delta, int(n))
         data_norm = check_data_norm(self.data_norm)
         if self.mechanism != AUTO:
             get_mechanism(self.mechanism)  # UnknownNameError listing the registered ones
