@@ -24,7 +24,7 @@ from dperm.cli import app
 from dperm.cli.fit import run_fit
 from dperm.datasets import load_csv
 from dperm.estimators import DPLinearRegression
-from dperm.exceptions import InvalidPrivacyParameter
+from dperm.exceptions import ClippingWarning, InvalidDataError, InvalidPrivacyParameter
 from dperm.losses import MARGIN_BOUND, Huber, Logistic
 
 runner = CliRunner()
@@ -213,3 +213,34 @@ def test_bad_bound_third_part_is_refused():
     assert split_bounds(["a=0:10:log", "b=1:2"]) == ({"a": (0.0, 10.0), "b": (1.0, 2.0)}, ["a"])
     with pytest.raises(InvalidPrivacyParameter, match="lo ≥ 0"):
         split_bounds(["a=-1:10:log"])
+
+
+def test_the_pipeline_the_refusal_names_fits_raw_rows(wdbc):
+    # the _refuse_mostly_clipped message names this pipeline (issue #32: the one it named
+    # before, [0, 1] features then the ball, fitted the majority class, 0.63)
+    from sklearn.pipeline import make_pipeline
+
+    from dperm import DPLogisticRegression
+    from dperm.preprocessing import PublicMinMaxScaler, RowNormalizer
+
+    raw, _, bounds, features = wdbc
+    frame = pd.read_csv(raw)
+    X, y = frame[features].to_numpy(), frame["target"].to_numpy()
+    with (
+        warnings.catch_warnings(),
+        pytest.raises(InvalidDataError, match=r"feature_range=\(-1, 1\)"),
+    ):
+        warnings.simplefilter("ignore", ClippingWarning)  # every row: then the refusal
+        DPLogisticRegression(classes=[0, 1], random_state=0).fit(X, y)
+    rng = np.random.default_rng(0)
+    test = rng.permutation(len(y))[:120]
+    train = np.setdiff1d(np.arange(len(y)), test)
+    accs = []
+    for seed in range(3):
+        pipe = make_pipeline(
+            PublicMinMaxScaler([bounds[c] for c in features], feature_range=(-1, 1)),
+            RowNormalizer(mode="sphere"),
+            DPLogisticRegression(classes=[0, 1], random_state=seed),
+        )
+        accs.append(pipe.fit(X[train], y[train]).score(X[test], y[test]))
+    assert np.mean(accs) > 0.8

@@ -64,8 +64,8 @@ def _exact_clipped_sum(module, X, y, C):
 @pytest.mark.parametrize("name", ["reuse", "tied"])
 def test_shared_parameters_take_the_exact_path(name):
     module = _shared_modules()[name]
-    X = torch.randn(24, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
-    y = torch.randint(0, 3, (24,), generator=torch.Generator().manual_seed(2))
+    X = torch.randn(12, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    y = torch.randint(0, 3, (12,), generator=torch.Generator().manual_seed(2))
     assert shares_parameters(module) and not ghost_eligible(module)
     C = 0.05  # small enough that every example is clipped: the norms decide the sum
     exact = _exact_clipped_sum(module, X, y, C)

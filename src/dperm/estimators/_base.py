@@ -155,10 +155,12 @@ def _refuse_mostly_clipped(n_clipped: int, n: int, data_norm) -> None:
     if 2 * int(n_clipped) > int(n):
         raise InvalidDataError(
             f"more than half of the rows have a norm above data_norm={data_norm!r}, so the "
-            "fit would clip most of them and return a near-useless model; scale X to a "
-            "public bound first (dperm.preprocessing.PublicMinMaxScaler with public "
-            "feature bounds, then RowNormalizer, or DPStandardScaler) or pass data_norm= "
-            "a public bound on the row norm of your features"
+            "fit would clip most of them and return a near-useless model; scale X by "
+            "public bounds first — make_pipeline(PublicMinMaxScaler(bounds, "
+            "feature_range=(-1, 1)), RowNormalizer(mode='sphere'), estimator) from "
+            "dperm.preprocessing (centered at the public midpoints, unit rows), or "
+            "DPStandardScaler — or pass data_norm= a public bound on the row norm of your "
+            "features"
         )
 
 

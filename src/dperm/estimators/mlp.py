@@ -25,7 +25,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._rng import check_random_state
-from .._validation import check_delta, check_epsilon, check_positive
+from .._validation import check_data_norm, check_delta, check_epsilon, check_positive
 from ..accounting.events import Composed, DpEvent
 from ..accounting.ledger import charge
 from ..algorithms._gradient_loop import resolve_accountant
@@ -288,7 +288,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
             scale = None
         else:
             scale = check_positive(self.input_scale, "input_scale")
-        R = check_positive(self.data_norm, "data_norm")
+        R = check_data_norm(self.data_norm)
         encode_class_targets(self, y)
         codes = np.searchsorted(self.classes_, y)
         k = len(self.classes_)

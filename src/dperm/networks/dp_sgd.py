@@ -337,6 +337,14 @@ def _check_oracle(oracle, loss, X, y) -> None:
         (only their count), since they are the training records'.
     """
     torch = oracle.torch
+    devices = [oracle.device.index or 0] if oracle.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):  # the caller's torch RNG is untouched
+        _dry_run(oracle, loss, X, y)
+
+
+def _dry_run(oracle, loss, X, y) -> None:
+    """:func:`_check_oracle`'s forward pass and clipped sum on the first two rows."""
+    torch = oracle.torch
     rows = np.arange(min(2, X.shape[0]))
     try:
         Xt, _ = oracle.tensors(rows)
