@@ -539,7 +539,7 @@ class DPLinearModelBase(BaseEstimator):
         weight = _check_sample_weight(sample_weight, n, self.mechanism_)
         multinomial = self._multinomial(len(problems), weighted=weight is not None)
         if multinomial:  # one softmax model, the whole budget (no one-vs-rest split)
-            problems = [class_indices(y, self.classes_)]  # numpy or Dask (#32)
+            problems = [class_indices(y, self.classes_)]  # by the backend of y (#32)
         k = len(problems)
         eps_k, delta_k = epsilon / k, delta / k  # basic composition (Dwork & Roth, Thm 3.16)
 
