@@ -296,7 +296,7 @@ def _matched_objective_perturbation(cal, n):
     return eps_op, delta_op
 
 
-def test_gamma_to_zero_matches_objective_perturbation():
+def test_gamma_to_zero_matches_objective_perturbation(monkeypatch):
     """With γ → 0 the output noise vanishes and AMP is objective perturbation.
 
     dperm's objective_perturbation (Kifer et al. 2012) has other constants than
@@ -316,6 +316,10 @@ def test_gamma_to_zero_matches_objective_perturbation():
     )  # fmt: skip
     assert cal.sigma_output < 1e-6
     eps_op, delta_op = _matched_objective_perturbation(cal, n)
+    # (ε_op, δ_op) only equate the two calibrations' σ and Λ (δ_op ≈ 0.09 ≥ 1/n): a
+    # device of this comparison, not a guarantee, so the δ ≥ 1/n refusal (issue #32)
+    # is lifted for it alone
+    monkeypatch.setattr(op, "check_delta_size", lambda delta, n, **kw: delta)
 
     def op_fit(seed):
         return op.fit(

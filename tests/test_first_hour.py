@@ -177,13 +177,19 @@ def test_fit_save_then_predict_raw_rows(shop, tmp_path, capsys):
     model = tmp_path / "m.dperm"
     status, out, _ = run([*FIT, "--csv", csv, *CATS, "--seed", "0", "--save", model], capsys)
     assert status == 0
+    # issue #32: a value outside the public category list is refused (it would be
+    # encoded as zeros, silently changing the row's prediction), naming column and value
+    assert_cli_error(["predict", "--model", model, "--csv", new], capsys, "colour", "purple")
+    known = tmp_path / "known.csv"
+    pd.read_csv(new).iloc[:2].to_csv(known, index=False)
     preds = tmp_path / "p.csv"
-    status, _, err = run(["predict", "--model", model, "--csv", new, "--out", preds], capsys)
+    status, _, err = run(["predict", "--model", model, "--csv", known, "--out", preds], capsys)
     assert status == 0, err
     cli = pd.read_csv(preds)["prediction"].to_numpy()
     pipe = dperm.load(model)
     raw = pd.read_csv(new, dtype={"colour": str})
-    assert np.array_equal(pipe.predict(raw), cli) and set(cli) <= {-1.0, 1.0}
+    # the file's own labels, not the encoded −1/+1 (issue #32)
+    assert np.array_equal(pipe.predict(raw.iloc[:2]), cli) and set(cli) <= {"no", "yes"}
     # the schema: the raw columns in, the encoded design into the model
     enc = pipe.steps[0][1]
     assert enc.get_feature_names_out().tolist() == [
@@ -192,12 +198,12 @@ def test_fit_save_then_predict_raw_rows(shop, tmp_path, capsys):
         "colour=blue",
         "colour=green",
     ]
-    X = enc.transform(raw)
-    assert np.array_equal(pipe.steps[1][1].predict(X), cli)
+    X = enc.transform(raw)  # the encoder itself maps an unknown value to zeros
+    assert np.array_equal(pipe.steps[1][1].predict(X[:2]), cli)
     assert np.allclose(X[2], [0.5 / np.sqrt(2), 0, 0, 0]) and np.all(np.linalg.norm(X, axis=1) <= 1)
     text = dperm.privacy_statement(pipe)
     assert "SchemaEncoder" in text and "spends nothing" in text
-    status, out, _ = run(["predict", "--model", model, "--csv", new], capsys)  # stdout
+    status, out, _ = run(["predict", "--model", model, "--csv", known], capsys)  # stdout
     assert status == 0 and out.split() == ["prediction", *map(str, cli)]
     # a row lacking a schema column, a missing model, a file that is not a model
     pd.DataFrame({"x": [1.0]}).to_csv(tmp_path / "bad.csv", index=False)

@@ -120,6 +120,40 @@ def check_delta(delta, name: str = "delta", allow_zero: bool = True) -> float:
     return d
 
 
+def check_delta_size(delta, n: int, name: str = "delta", size: str = "n") -> float:
+    """Return δ after refusing δ ≥ 1/n for a dataset of public size n.
+
+    An (ε, δ) guarantee with δ ≥ 1/n is void: the mechanism that publishes one record
+    picked at random, in the clear, is (0, 1/n)-DP (Dwork & Roth 2014, §2.3: "δ less
+    than the inverse of any polynomial in the size of the database").  dperm refuses
+    such a δ rather than stating it as a guarantee (issue #32: δ = 0.5 was accepted
+    and printed as one).  n is the public size of the run: the number of rows under
+    replace-one, the caller's public ``dataset_size`` under add/remove (the number of
+    rows is private there).
+
+    Parameters
+    ----------
+    delta : float in [0, 1)
+    n : int ≥ 1
+    name, size : str
+        The names the message uses for δ and n.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Naming δ, n and the default 1/n².
+    """
+    d = check_delta(delta, name)
+    n = int(n)
+    if d > 0.0 and d * n >= 1.0:
+        raise InvalidPrivacyParameter(
+            f"{name}={delta!r} is ≥ 1/{size} = 1/{n}: an (ε, δ) guarantee with δ ≥ 1/n is "
+            "void (publishing one random record in the clear is (0, 1/n)-DP); use "
+            f"δ ≪ 1/n, e.g. the default 1/n² = {1.0 / max(n, 1) ** 2:.3g}"
+        )
+    return d
+
+
 def check_positive(value, name: str, allow_inf: bool = False) -> float:
     """Return ``value`` as a float after checking ``0 < value`` (and finite).
 
@@ -128,6 +162,36 @@ def check_positive(value, name: str, allow_inf: bool = False) -> float:
     InvalidPrivacyParameter
     """
     return _check_above_zero(value, name, allow_inf, strict=True)
+
+
+#: the largest public row bound ``data_norm`` dperm calibrates with: the calibrations
+#: square it and multiply it by a few more factors, which must stay finite in float64
+#: (max ≈ 1.8·10³⁰⁸).  A larger bound is a unit error, not a bound (issue #32).
+MAX_DATA_NORM = 1e150
+#: the largest row norm dperm clips: the products x·θ of the oracles (computed before
+#: the clipping scale is applied) stay finite for ‖θ‖ up to 10⁵⁸.  A larger row holds a
+#: value such as 1e308, a sentinel or a unit error (issue #32: NaN coefficients).
+MAX_ROW_NORM = 1e250
+
+
+def check_data_norm(value, name: str = "data_norm") -> float:
+    """Return the public row bound ``value`` as a float after checking
+    0 < value ≤ :data:`MAX_DATA_NORM`.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Naming the value and the fix (rescale the features to a smaller public bound).
+    """
+    v = check_positive(value, name)
+    if v > MAX_DATA_NORM * (1.0 + 1e-9):  # the slack: the augmented bound √(R² + s²)
+        raise InvalidPrivacyParameter(
+            f"{name}={value!r} is beyond {MAX_DATA_NORM:g}: the calibrations square it and "
+            "multiply it by more factors, which overflows float64; scale the features "
+            f"by a public constant first (e.g. to unit rows) and pass a {name} ≤ "
+            f"{MAX_DATA_NORM:g}"
+        )
+    return v
 
 
 def check_nonnegative(value, name: str, allow_inf: bool = False) -> float:
@@ -433,7 +497,7 @@ def clip_rows(X, data_norm: float, warn: bool = True):
     InvalidPrivacyParameter
         If ``data_norm`` ≤ 0, NaN or infinite.
     """
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm)
     norms = row_norms(X)
     over = norms > data_norm
     n_clipped = int(over.sum())

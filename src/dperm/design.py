@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validation
-from ._validation import check_positive
+from ._validation import check_data_norm
 from .backends import numpy_inputs as _numpy_backend
 from .backends.numpy import Design, blas_controller
 from .backends.rows import augmented_bound, clip_factors
@@ -51,6 +51,7 @@ __all__ = [
     "check_X_y",
     "check_binary_labels",
     "check_sample_weight",
+    "class_indices",
     "clip_factors",
     "encode_class_targets",
     "float_labels",
@@ -139,7 +140,7 @@ def as_design(X, data_norm=None, *, intercept_scaling=None, warn: bool = True) -
     True
     """
     if data_norm is not None:
-        data_norm = check_positive(data_norm, "data_norm")
+        data_norm = check_data_norm(data_norm)
     if isinstance(X, Design):
         if intercept_scaling is not None:
             raise InvalidDataError(
@@ -269,6 +270,12 @@ def encode_class_targets(estimator, y) -> list:
             "multi_class='ovr' or a numpy array"
         )
     return backend.one_vs_rest(y, estimator.classes_[1:] if k == 2 else estimator.classes_)
+
+
+def class_indices(y, classes: np.ndarray):
+    """The multinomial target: the index (0 … k−1) of each label of ``y`` in the
+    sorted ``classes``, by the backend of y (a Dask vector stays on the workers)."""
+    return backend_for(y).class_indices(y, classes)
 
 
 def check_sample_weight(sample_weight, n: int):

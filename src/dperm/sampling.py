@@ -156,6 +156,9 @@ class Sampler:
     def __init__(self, n: int, neighbouring: str = REPLACE_ONE):
         self.n = check_count(n, "n_samples")
         self.neighbouring = check_neighbouring(neighbouring)
+        #: the public size of the run: n under replace-one, the caller's public
+        #: ``dataset_size`` under add/remove (what δ < 1/size is checked against)
+        self.public_size = self.n
 
     @property
     def sensitivity_factor(self) -> float:
@@ -198,6 +201,7 @@ class FullBatchSampler(Sampler):
         self.normalizer = float(size)
         self.sampling_rate = 1.0
         self.batch_size = size
+        self.public_size = size
 
     def batches(self, rng, steps):
         for _ in range(steps):
@@ -245,7 +249,7 @@ class PoissonSampler(Sampler):
             self.n,
             "the normaliser q·dataset_size of the noisy sum",
         )
-        self.dataset_size = size
+        self.dataset_size = self.public_size = size
         self.normalizer = self.sampling_rate * size
         self.batch_size = self.normalizer  # expected
         self.default_accountant = "pld"

@@ -27,7 +27,7 @@ import copy
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_nonnegative, check_positive
+from ._validation import check_data_norm, check_nonnegative, check_positive
 from .accounting.events import NonPrivate
 from .design import as_design, check_X_y, validate_estimator_input
 from .exceptions import InvalidDataError, InvalidPrivacyParameter
@@ -133,7 +133,7 @@ def _vector_problem(theta, X, y, loss, data_norm, what: str):
     X, y = check_X_y(X, y)
     y = loss.check_labels(y)
     if data_norm is not None:
-        data_norm = check_positive(data_norm, "data_norm")
+        data_norm = check_data_norm(data_norm)
     X = as_design(X, data_norm, warn=False)  # rows clipped by a per-row scale
     theta = np.asarray(theta, dtype=float).ravel()
     _check_theta_size(theta, X.shape[1])

@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .._validation import check_delta, check_epsilon, check_nonnegative
+from .._validation import check_delta, check_delta_size, check_epsilon, check_nonnegative
 from ..accounting.active import planned
 from ..accounting.events import REPLACE_ONE, DpEvent, Gaussian, NonPrivate, SelfComposed
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
@@ -225,6 +225,9 @@ def resolve_noise(
         meet the target ε.
     """
     check_accountant(accountant)
+    if delta is not None:  # δ ≥ 1/N is a void guarantee (N public: n or dataset_size)
+        what = "n" if sampler.neighbouring == REPLACE_ONE else "dataset_size"
+        check_delta_size(delta, getattr(sampler, "public_size", sampler.n), size=what)
     if noise_multiplier is None:
         if epsilon is None:
             raise InvalidPrivacyParameter(

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_nonnegative, check_positive
+from .._validation import check_data_norm, check_nonnegative, check_positive
 from ..accounting.events import ADD_REMOVE, NEIGHBOURING_RELATIONS, REPLACE_ONE
 from ..design import Design, as_design, check_X_y, clip_factors
 from ..design import blas_controller as _blas_controller
@@ -631,7 +631,7 @@ def check_options(
     """
     alpha, momentum, averaging = check_common(alpha, momentum, averaging)
     if data_norm is not None:
-        data_norm = check_positive(data_norm, "data_norm")
+        data_norm = check_data_norm(data_norm)
     if clipping_norm is not None:
         clipping_norm = check_positive(clipping_norm, "clipping_norm")
     return Options(alpha, momentum, averaging, data_norm, clipping_norm, constraint, regularizer)

@@ -61,7 +61,9 @@ import numpy as np
 from .._rng import check_random_state
 from .._validation import (
     check_count,
+    check_data_norm,
     check_delta,
+    check_delta_size,
     check_epsilon,
     check_positive,
     check_probability,
@@ -526,7 +528,7 @@ def _run(
     """One AMP run (``algorithm`` "amp" or "amp-nt"): ``cal_kwargs`` are the
     :func:`calibrate` arguments other than the public sizes and bounds."""
     loss = _check_loss(loss)
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm)
     constraint = _check_constraint(constraint)
     max_iter = check_count(max_iter, "max_iter")
     X, y = check_X_y(X, y)
@@ -554,7 +556,7 @@ def _run(
     delta_default = delta is None
     if delta_default:
         delta = 1.0 / float(n) ** 2
-    delta = check_delta(delta, allow_zero=False)
+    delta = check_delta_size(check_delta(delta, allow_zero=False), n)  # δ < 1/n (#32)
     rng = check_random_state(random_state)
     X = as_design(X, data_norm)  # [AMP-0] ‖x‖ ≤ R by a per-row scale (X not copied)
     n_clipped = X.n_clipped

@@ -48,7 +48,9 @@ import numpy as np
 from .._rng import check_random_state
 from .._validation import (
     check_count,
+    check_data_norm,
     check_delta,
+    check_delta_size,
     check_epsilon,
     check_nonnegative,
     check_positive,
@@ -340,7 +342,7 @@ def fit(
     loss = _check_loss(loss)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm)
     passes = check_count(passes, "passes")
     alpha = check_nonnegative(alpha, "alpha")
     if variant not in VARIANTS:
@@ -356,6 +358,7 @@ def fit(
     X, y = check_X_y(X, y)
     y = loss.check_labels(y)
     n, d = X.shape
+    check_delta_size(delta, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
     batch_size = (
         default_batch_size(n, epsilon)
         if batch_size is None

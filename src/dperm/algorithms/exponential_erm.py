@@ -37,7 +37,9 @@ import numpy as np
 from .._rng import check_random_state
 from .._validation import (
     check_count,
+    check_data_norm,
     check_delta,
+    check_delta_size,
     check_epsilon,
     check_positive,
     check_probability,
@@ -282,10 +284,11 @@ def fit(
         raise InvalidPrivacyParameter(f"loss must be a GLMLoss, got {type(loss).__name__}")
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm)
     X, y = check_X_y(X, y)
     y = loss.check_labels(y)
     n, d = X.shape
+    check_delta_size(delta, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
     try:
         cands = np.asarray(candidates, dtype=float)
     except (TypeError, ValueError):

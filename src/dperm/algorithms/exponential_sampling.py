@@ -99,7 +99,9 @@ import numpy as np
 from .._rng import check_random_state
 from .._validation import (
     check_count,
+    check_data_norm,
     check_delta,
+    check_delta_size,
     check_epsilon,
     check_nonnegative,
     check_positive,
@@ -445,7 +447,7 @@ def sensitivity(
     InvalidPrivacyParameter
     """
     R = check_positive(radius, "radius")
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm)
     if loss_bounds is None:
         lo, hi = loss_interval(loss, data_norm * R, label_bound)
     else:
@@ -552,10 +554,11 @@ def fit(
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     R = check_positive(radius, "radius")
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm)
     X, y = check_X_y(X, y)
     y = loss.check_labels(y)
     n, d = X.shape
+    check_delta_size(delta, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
     alpha = check_nonnegative(alpha, "alpha")
     max_proposals = check_count(max_proposals, "max_proposals")
     convex = loss_bounds is None and isinstance(loss, _CONVEX_LOSSES)
@@ -574,7 +577,7 @@ def fit(
                 f"exponential sampling for d={d} > {MAX_EXACT_DIM} needs a convex loss of "
                 f"dperm without loss_bounds (a Gaussian envelope), got {loss!r}"
             )
-        beta_l = float(loss.smoothness(check_positive(data_norm, "data_norm")))
+        beta_l = float(loss.smoothness(check_data_norm(data_norm)))
         n_expected = expected_proposals(d, beta_l, alpha)
         if n_expected > MAX_EXPECTED_PROPOSALS:
             need = beta_l / math.expm1(2.0 * math.log(MAX_EXPECTED_PROPOSALS) / d)

@@ -84,7 +84,9 @@ import scipy.sparse as sp
 from .._rng import check_random_state
 from .._validation import (
     check_count,
+    check_data_norm,
     check_delta,
+    check_delta_size,
     check_epsilon,
     check_positive,
 )
@@ -144,7 +146,7 @@ def _geometry(d, data_norm, data_norm_ord, constraint, radius):
     """(‖v‖₁, ‖v‖₂ of every vertex, b∞, R₂): the public geometry of C and of the rows
     that the sensitivity and curvature bounds read, with the inputs checked."""
     d = check_count(d, "d")
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm)
     data_norm_ord = _check_ord(data_norm_ord)
     constraint = _check_constraint(constraint, radius)
     norms1, norms2 = _vertex_norms(constraint, d)
@@ -459,7 +461,7 @@ def fit(
         raise InvalidPrivacyParameter(f"loss must be a GLMLoss, got {type(loss).__name__}")
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm)
     data_norm_ord = _check_ord(data_norm_ord)
     if selection not in _SELECTIONS:
         raise UnknownNameError(f"selection must be one of {list(_SELECTIONS)}, got {selection!r}")
@@ -471,6 +473,7 @@ def fit(
     y = loss.check_labels(y)
     rng = check_random_state(random_state)
     n, d = X.shape
+    check_delta_size(delta, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
 
     # 1. enforce the public row bound (the sensitivity below assumes it)
     if data_norm_ord == "l2":

@@ -45,7 +45,14 @@ from typing import Any
 import numpy as np
 
 from .._rng import check_random_state
-from .._validation import check_count, check_delta, check_epsilon, check_positive
+from .._validation import (
+    check_count,
+    check_data_norm,
+    check_delta,
+    check_delta_size,
+    check_epsilon,
+    check_positive,
+)
 from ..accounting.events import Gaussian, SelfComposed
 from ..accounting.gaussian import analytic_gaussian_noise_multiplier
 from ..design import as_design, check_X_y
@@ -156,10 +163,11 @@ def fit(
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
     R = check_positive(radius, "radius")
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm)
     X, y = check_X_y(X, y)
     y = loss.check_labels(y)
     n, d = X.shape
+    check_delta_size(delta, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
     T = default_steps(n, d, epsilon, delta) if steps is None else check_count(steps, "steps")
     lip = float(loss.lipschitz(data_norm, radius=R))
     if not math.isfinite(lip) or lip <= 0:

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from .._rng import check_random_state
-from .._validation import check_count, check_epsilon, check_positive, clip_rows
+from .._validation import check_count, check_data_norm, check_epsilon, check_positive, clip_rows
 from ..accounting.events import PureEpsilon
 from ..design import Design, check_X_y
 from ..exceptions import (
@@ -278,7 +278,7 @@ def fit_zero_one_grid(
     y = ZeroOne().check_labels(y)
     if isinstance(X, Design):  # the MILP needs the matrix itself: materialized (a copy)
         X = X.to_dense()
-    X, n_clipped = clip_rows(np.asarray(X, dtype=float), check_positive(data_norm, "data_norm"))
+    X, n_clipped = clip_rows(np.asarray(X, dtype=float), check_data_norm(data_norm))
     rng = check_random_state(random_state)
     n, d = X.shape
     m = d * k

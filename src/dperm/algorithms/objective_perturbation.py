@@ -79,7 +79,9 @@ import numpy as np
 from .._rng import check_random_state
 from .._validation import (
     check_count,
+    check_data_norm,
     check_delta,
+    check_delta_size,
     check_epsilon,
     check_nonnegative,
     check_positive,
@@ -256,7 +258,7 @@ def _prepare(loss, X, y, epsilon, data_norm, alpha, constraint, regularizer, alg
     public bounds."""
     loss = _check_loss(loss, algorithm)
     epsilon = check_epsilon(epsilon)
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm)
     alpha = check_nonnegative(alpha, "alpha")
     constraint, regularizer = _check_constraint(constraint, regularizer)
     X, y = check_X_y(X, y)
@@ -434,6 +436,7 @@ def fit(
     lip, beta, strong = p.lipschitz, p.smoothness, p.strong_convexity
     kind, delta_used, rng = p.noise, p.delta, p.rng
     n = X.shape[0]
+    check_delta_size(delta_used, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
     n_coords = math.prod(p.shape)
 
     if calibration == "paper":
@@ -458,7 +461,9 @@ def fit(
             beta,
             lip,
             n_coords=n_coords,
-            theta_bound=math.sqrt(k) * MARGIN_BOUND / p.data_norm,
+            # the loss's prior on R‖θ*‖ (Huber: in the units of y, so the fit is
+            # equivariant in them); MARGIN_BOUND for the classification losses
+            theta_bound=math.sqrt(k) * getattr(loss, "margin_bound", MARGIN_BOUND) / p.data_norm,
             **p.geometry(),
         )
         theorem = (

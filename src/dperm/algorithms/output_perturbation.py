@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 
-from .._validation import check_count, check_positive
+from .._validation import check_count, check_delta_size, check_positive
 from ..accounting.events import Gaussian, PureEpsilon
 from ..constraints import Constraint
 from ..exceptions import InvalidPrivacyParameter
@@ -160,6 +160,7 @@ def fit(
     p.check_run(noise, delta, tol, max_iter, random_state)
     kind, delta_used, rng = p.noise, p.delta, p.rng
     n = X.shape[0]
+    check_delta_size(delta_used, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
     n_coords = math.prod(p.shape)  # d, or d·k for the softmax loss (Frobenius norm)
 
     sensitivity = output_sensitivity(n, lip, strong)

@@ -74,7 +74,9 @@ import scipy.sparse as sp
 
 from .._rng import check_random_state
 from .._validation import (
+    check_data_norm,
     check_delta,
+    check_delta_size,
     check_epsilon,
     check_nonnegative,
     check_positive,
@@ -166,7 +168,7 @@ def noise_scales(
     """
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta, allow_zero=False)
-    R = check_positive(data_norm, "data_norm")
+    R = check_data_norm(data_norm)
     B = check_positive(label_bound, "label_bound")
     parts = 3 if adaptive else 2
     if split is None:
@@ -273,7 +275,7 @@ def fit(
     """
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta, allow_zero=False)
-    R = check_positive(data_norm, "data_norm")
+    R = check_data_norm(data_norm)
     B = check_positive(label_bound, "label_bound")
     ridge = check_nonnegative(ridge, "ridge")
     rho = check_probability(rho, "rho")
@@ -283,6 +285,7 @@ def fit(
     if y.dtype.kind not in "f":
         raise LabelError(f"y must be numeric targets, got dtype {y.dtype}")
     n, d = X.shape
+    check_delta_size(dlt, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
     intercept = intercept_scaling is not None
     if intercept:
         s = check_positive(intercept_scaling, "intercept_scaling")

@@ -65,7 +65,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_nonnegative, check_positive, check_probability
+from .._validation import check_data_norm, check_nonnegative, check_positive, check_probability
 from ..design import check_X_y
 from ..exceptions import InvalidPrivacyParameter
 from ..losses.base import GLMLoss
@@ -202,7 +202,7 @@ def kd_lambda(norm: Norm, n: int, lipschitz: float, data_norm: float) -> float:
     InvalidPrivacyParameter
     """
     lip = check_positive(lipschitz, "lipschitz")
-    r = check_positive(data_norm, "data_norm")
+    r = check_data_norm(data_norm)
     g = gaussian_width(norm, ball="dual", n_samples=2000, random_state=0).value
     return lip * r * math.sqrt(n) / g
 

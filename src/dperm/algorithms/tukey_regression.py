@@ -97,7 +97,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._rng import check_random_state
-from .._validation import check_count, check_delta, check_epsilon, check_probability
+from .._validation import (
+    check_count,
+    check_delta,
+    check_delta_size,
+    check_epsilon,
+    check_probability,
+)
 from ..accounting.events import EpsilonDelta
 from ..design import check_X_y
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, LabelError
@@ -552,6 +558,7 @@ def fit(
         raise LabelError(f"y must be numeric targets, got dtype {y.dtype}")
     y = np.asarray(y, dtype=np.float64)
     n, p = X.shape
+    check_delta_size(dlt, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
     m = default_n_models(n, p) if n_models is None else check_count(n_models, "n_models")
     if m < 4 or m > n:
         raise InvalidPrivacyParameter(f"n_models must be in [4, n={n}], got {n_models!r}")

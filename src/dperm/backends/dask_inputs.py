@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_binary_labels, check_positive, float_labels
+from .._validation import check_binary_labels, check_data_norm, check_positive, float_labels
 from ..exceptions import InvalidDataError
 from .dask import (
     DaskDesign,
@@ -35,6 +35,7 @@ __all__ = [
     "as_dask_design",
     "build_design",
     "check_sample_weight",
+    "class_indices",
     "count_outside",
     "label_set",
     "map_labels",
@@ -43,8 +44,9 @@ __all__ = [
     "validate_estimator_input",
 ]
 
-#: multinomial (softmax) models are not fitted on this backend yet
-MULTINOMIAL = False
+#: multinomial (softmax) models are fitted on this backend: the targets are the class
+#: indices of :func:`class_indices`, the softmax passes those of :class:`DaskDesign`
+MULTINOMIAL = True
 
 
 def _as_dask_array(X, name: str = "X"):
@@ -110,7 +112,7 @@ def build_design(X, data_norm=None, *, intercept_scaling=None, warn: bool = True
         ``data_norm`` or ``intercept_scaling`` not a positive finite number.
     """
     if data_norm is not None:
-        data_norm = check_positive(data_norm, "data_norm")
+        data_norm = check_data_norm(data_norm)
     s = (
         None
         if intercept_scaling is None
@@ -191,6 +193,18 @@ def count_outside(y, classes: np.ndarray) -> int:
     import dask.array as da
 
     return int((~da.isin(y, classes)).sum().compute())
+
+
+def _indices_block(yb, classes):
+    return np.searchsorted(classes, yb).astype(np.int64)
+
+
+def class_indices(y, classes: np.ndarray):
+    """The index of each label in the sorted ``classes`` (0 … k−1), computed on the
+    workers (the multinomial target; ``np.searchsorted`` itself does not take a Dask
+    vector with a numpy ``classes``: issue #32, AttributeError '_meta')."""
+    classes = np.asarray(classes)
+    return y.map_blocks(_indices_block, classes, dtype=np.int64).persist()
 
 
 def one_vs_rest(y, classes) -> list:

@@ -50,7 +50,7 @@ import numbers
 
 import numpy as np
 
-from .._validation import check_positive, rows_per_chunk, sp
+from .._validation import check_data_norm, rows_per_chunk, sp
 from ..exceptions import InvalidDataError
 from ._products import every_row, mm, row_weighted, tmm
 from .rows import (
@@ -421,7 +421,7 @@ class Design:
             ``bound`` = ``data_norm``; ``n_clipped`` = rows whose effective norm
             exceeded it.
         """
-        data_norm = check_positive(data_norm, "data_norm")
+        data_norm = check_data_norm(data_norm)
         norms = self.row_norms()
         t, n_clipped = clip_scale(norms, data_norm, self.shape[1] + 4)
         if t is None:

@@ -41,6 +41,7 @@ __all__ = [
     "build_design",
     "check_sample_weight",
     "check_weight_values",
+    "class_indices",
     "count_outside",
     "label_set",
     "map_labels",
@@ -183,6 +184,11 @@ def label_set(y) -> np.ndarray:
 def count_outside(y, classes: np.ndarray) -> int:
     """The number of labels of ``y`` not in ``classes``."""
     return int(np.count_nonzero(~np.isin(y, classes)))
+
+
+def class_indices(y, classes: np.ndarray) -> np.ndarray:
+    """The index of each label in the sorted ``classes`` (0 … k−1)."""
+    return np.searchsorted(classes, y)
 
 
 def one_vs_rest(y, classes) -> list[np.ndarray]:

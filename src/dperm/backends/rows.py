@@ -45,6 +45,7 @@ import warnings
 import numpy as np
 
 from .._validation import (
+    MAX_ROW_NORM,
     check_finite_matrix,
     rows_per_chunk,
     sp,
@@ -114,7 +115,12 @@ def safe_row_norms(X) -> np.ndarray:
     Raises
     ------
     InvalidDataError
-        If X contains NaN or infinite values (detected in the same pass).
+        If X contains NaN or infinite values (detected in the same pass), or a row
+        whose norm exceeds :data:`~dperm._validation.MAX_ROW_NORM` (1e250: a value
+        such as 1e308 — the products x·θ of such a row overflow float64, which gave
+        NaN coefficients silently, issue #32).  Like the NaN check, this refusal
+        depends on the data (it reveals that some row is that large) and precedes
+        any release.
     """
     sparse = sp.issparse(X)
     sq = sq_norms_csr(X) if sparse else sq_norms_dense(X)
@@ -130,9 +136,19 @@ def safe_row_norms(X) -> np.ndarray:
             raise InvalidDataError("X contains NaN or infinite values")
         m = np.max(np.abs(blk), axis=1)
         nz = m > 0  # all-zero rows keep their norm 0
-        p2 = np.exp2(np.ceil(np.log2(m[nz])))  # exact scaling by a power of two
-        blk = blk[nz] / p2[:, None]
-        norms[rows[nz]] = p2 * np.sqrt(np.einsum("ij,ij->i", blk, blk))
+        # exact scaling by 2^-e with m = f·2^e, f ∈ [0.5, 1): ldexp never overflows
+        # (2^ceil(log2 m) did for m near the float64 maximum: inf, then a NaN norm)
+        _, e = np.frexp(m[nz])
+        blk = np.ldexp(blk[nz], -e[:, None])
+        with np.errstate(over="ignore"):
+            norms[rows[nz]] = np.ldexp(np.sqrt(np.einsum("ij,ij->i", blk, blk)), e)
+    n_huge = int(np.count_nonzero(norms > MAX_ROW_NORM))
+    if n_huge:
+        raise InvalidDataError(
+            f"X has {n_huge} row(s) with an ℓ2 norm above {MAX_ROW_NORM:g} (e.g. a value "
+            "like 1e308, usually a sentinel or a unit error): products with such rows "
+            "overflow float64; fix or drop those values, or scale the columns first"
+        )
     return norms
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "load_dask_dataset",
     "parse_bounds",
     "parse_categories",
+    "split_bounds",
 ]
 
 
@@ -67,16 +68,25 @@ def _items(items: Sequence[str] | None, option: str, parse_value) -> dict[str, A
     return out
 
 
-def _bound_value(col: str, value: Any, option: str) -> tuple[float, float]:
+def _bound_value(col: str, value: Any, option: str) -> tuple:
+    """``lo:hi`` (or ``[lo, hi]``) → (lo, hi); ``lo:hi:log`` (``[lo, hi, "log"]``) →
+    (lo, hi, "log"): the column is scaled on the log1p scale (``lo ≥ 0``)."""
     if isinstance(value, str):
         parts = value.split(":")
-        if len(parts) != 2:
+        if len(parts) not in (2, 3):
             raise InvalidPrivacyParameter(
-                f"{option}: bound of {col!r} must be lo:hi, got {value!r}"
+                f"{option}: bound of {col!r} must be lo:hi or lo:hi:log, got {value!r}"
             )
         value = parts
-    if not isinstance(value, (list, tuple)) or len(value) != 2:
-        raise InvalidPrivacyParameter(f"{option}: bound of {col!r} must be [lo, hi], got {value!r}")
+    if not isinstance(value, (list, tuple)) or len(value) not in (2, 3):
+        raise InvalidPrivacyParameter(
+            f'{option}: bound of {col!r} must be [lo, hi] or [lo, hi, "log"], got {value!r}'
+        )
+    log = len(value) == 3
+    if log and str(value[2]).strip().lower() != "log":
+        raise InvalidPrivacyParameter(
+            f"{option}: the third part of the bound of {col!r} can only be 'log', got {value[2]!r}"
+        )
     try:
         lo, hi = float(value[0]), float(value[1])
     except (TypeError, ValueError):
@@ -87,7 +97,11 @@ def _bound_value(col: str, value: Any, option: str) -> tuple[float, float]:
         raise InvalidPrivacyParameter(
             f"{option}: bound of {col!r} must be finite with lo < hi, got {lo}:{hi}"
         )
-    return lo, hi
+    if log and lo < 0:
+        raise InvalidPrivacyParameter(
+            f"{option}: a log-scaled bound needs lo ≥ 0; {col!r} has {lo}:{hi}:log"
+        )
+    return (lo, hi, "log") if log else (lo, hi)
 
 
 def _category_value(col: str, value: Any, option: str) -> list[str]:
@@ -104,8 +118,10 @@ def _category_value(col: str, value: Any, option: str) -> list[str]:
     return vals
 
 
-def parse_bounds(items: Sequence[str] | None) -> dict[str, tuple[float, float]]:
-    """``--bounds``: schema files ``{"col": [lo, hi]}`` and/or ``col=lo:hi`` items.
+def parse_bounds(items: Sequence[str] | None) -> dict[str, tuple]:
+    """``--bounds``: schema files ``{"col": [lo, hi]}`` and/or ``col=lo:hi`` items; a
+    third part ``log`` (``col=lo:hi:log``, ``[lo, hi, "log"]``) scales the column on
+    the log1p scale (for heavy-tailed non-negative quantities; :func:`split_bounds`).
 
     Raises
     ------
@@ -113,6 +129,14 @@ def parse_bounds(items: Sequence[str] | None) -> dict[str, tuple[float, float]]:
         On a missing file, bad JSON, or a bound that is not finite with lo < hi.
     """
     return _items(items, "--bounds", _bound_value)
+
+
+def split_bounds(bounds) -> tuple[dict[str, tuple[float, float]], list[str]]:
+    """(``{col: (lo, hi)}``, the log1p-scaled columns) of parsed ``--bounds`` items or
+    a dict of pairs (``(lo, hi, "log")`` marks a log1p-scaled column)."""
+    pairs = bounds if isinstance(bounds, dict) else parse_bounds(bounds)
+    logs = [c for c, v in pairs.items() if isinstance(v, (list, tuple)) and len(v) == 3]
+    return {c: (tuple(v[:2]) if c in logs else v) for c, v in pairs.items()}, logs
 
 
 def parse_categories(items: Sequence[str] | None) -> dict[str, list[str]]:
@@ -185,10 +209,12 @@ def load_dask_dataset(
             label = int(num) if num.is_integer() else num
         except ValueError:
             pass
+    pairs, log_columns = split_bounds(bounds)
     return read_dask(
         path,
         target,
-        bounds=bounds if isinstance(bounds, dict) else parse_bounds(bounds),
+        bounds=pairs,
+        log_columns=log_columns,
         categories=categories if isinstance(categories, dict) else parse_categories(categories),
         positive_label=label,
         task=task,

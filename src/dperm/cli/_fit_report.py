@@ -68,6 +68,8 @@ def measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose) -
         "delta": float(est.delta_),
         f"test_{metric}": float(est.score(ds.X_test, ds.y_test)) if has_test else None,
     }
+    if has_test and not regression:
+        _warn_single_class(est, ds)
     if regression:
         out["test_rmse"] = (
             float(np.sqrt(np.mean((est.predict(ds.X_test) - ds.y_test) ** 2))) if has_test else None
@@ -113,6 +115,26 @@ def measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose) -
 
     out["seed_bounds"] = [b.to_dict() for b in seed_bounds_for_estimator(est, ds.n_train)]
     return out
+
+
+def _warn_single_class(est, ds) -> None:
+    """A UserWarning naming the fixes when the private classifier predicts one class
+    for every test row although the test rows hold several (issue #32: a raw CSV with
+    honest but wide bounds fitted the majority class, silently).  Read off the test
+    rows like ``test_accuracy``; it changes nothing that is released."""
+    import warnings
+
+    import numpy as np
+
+    if np.unique(est.predict(ds.X_test)).size == 1 and np.unique(ds.y_test).size > 1:
+        warnings.warn(
+            "the private model predicts one class for every test row (majority-class "
+            "accuracy): the signal is below the noise. Typical fixes: public --bounds "
+            "closer to the documented range of each column (lo:hi:log for heavy-tailed "
+            "non-negative columns), fewer features, or a larger --epsilon",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 def _ledger_rows(result: dict[str, Any]) -> tuple[tuple[str, str], ...]:

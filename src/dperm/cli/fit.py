@@ -43,7 +43,7 @@ from ._common import (
     step,
     with_options,
 )
-from ._fit_inputs import dask_scheduler, load_dask_dataset, parse_bounds, parse_categories
+from ._fit_inputs import dask_scheduler, load_dask_dataset, parse_categories, split_bounds
 from ._fit_ledger import commit_fit, ledger_keys, open_ledger, reserve_fit, settles_ledger
 from ._fit_report import NON_PRIVATE_KEYS, measure, print_fit_table
 
@@ -230,7 +230,7 @@ def run_fit(
             raise InvalidPrivacyParameter("give either --dataset or --csv, not both")
         if target is None:
             raise InvalidPrivacyParameter("--csv needs --target COLUMN (the label column)")
-        bounds_map = bounds if isinstance(bounds, dict) else parse_bounds(bounds)
+        bounds_map, log_columns = split_bounds(bounds)
         cats_map = categories if isinstance(categories, dict) else parse_categories(categories)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -238,6 +238,7 @@ def run_fit(
                 csv,
                 target,
                 bounds=bounds_map,
+                log_columns=log_columns,
                 categories=cats_map,
                 categorical=list(cats_map) or None,
                 task=task,
@@ -336,7 +337,10 @@ def run_fit(
     if save is not None:
         # a file's public schema goes with the model: the saved pipeline scores raw rows
         encoder = ds.encoder if (csv or parquet or csv_dir) is not None else None
-        out.update(_save_model(est, Path(save), bool(out.get("bounds_from_data")), encoder, commit))
+        names = getattr(ds, "label_names", None) if csv is not None else None
+        out.update(
+            _save_model(est, Path(save), bool(out.get("bounds_from_data")), encoder, commit, names)
+        )
     elif commit is not None:
         out["_entry"] = commit()
     if book is not None:
@@ -345,15 +349,31 @@ def run_fit(
 
 
 def _save_model(
-    est, path: Path, bounds_from_data: bool = False, encoder=None, commit=None
+    est,
+    path: Path,
+    bounds_from_data: bool = False,
+    encoder=None,
+    commit=None,
+    label_names=None,
 ) -> dict[str, Any]:
     """``dperm fit --save``: the model file and its privacy statement next to it.  With
     the ``encoder`` of a file's public schema, the file holds the pipeline (schema
     encoder, model): ``dperm.load(path).predict(raw_frame)`` and ``dperm predict``.
     ``commit`` (``--ledger``) is called with (path, staged file) once the model is
     written next to ``path``, before it is moved there: a model file in place is
-    always charged."""
+    always charged.  ``label_names`` (a file's own labels, :attr:`Dataset.label_names`)
+    replace the encoded ones in ``classes_``, so that the saved model predicts the
+    file's labels (a relabelling of the released model: post-processing); the parameter
+    ``classes`` becomes None, so the statement says the labels were read off the data."""
     from ..io import privacy_statement, save
+
+    classes = getattr(est, "classes_", None)
+    if label_names is not None and classes is not None and len(classes) == len(label_names):
+        import numpy as np
+
+        est.classes_ = np.asarray(list(label_names))
+        if "classes" in est.get_params(deep=False):
+            est.set_params(classes=None)
 
     if bounds_from_data:  # the statement must not claim public bounds
         est.privacy_caveats_ = (
@@ -431,7 +451,8 @@ _OPTIONS = {
     "bounds": Opt(
         list[str] | None,
         None,
-        "Public bounds: a JSON file {col: [lo, hi]} or col=lo:hi (repeat).",
+        "Public bounds: a JSON file {col: [lo, hi]} or col=lo:hi (repeat); lo:hi:log "
+        "scales a heavy-tailed column on the log1p scale.",
         metavar="COL=LO:HI|FILE",
     ),
     "categories": Opt(

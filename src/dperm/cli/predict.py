@@ -49,13 +49,37 @@ def _read_table(path: Path, text_columns: list[str]):
         ) from None
 
 
+def _check_categories(encoder, frame) -> None:
+    """Refuse a value outside a categorical column's public category list, naming the
+    column and the value (the rows scored are the caller's, not training records).
+    Values are compared as exact strings — case counts: ``RED`` is not ``red`` — since
+    at fit time an unknown value is encoded as all zeros, which would silently change
+    the prediction of the row (issue #32)."""
+    import numpy as np
+
+    for col in encoder.schema_.columns:
+        if not hasattr(col, "categories") or col.name not in frame.columns:
+            continue  # a missing column: the encoder's own error names it
+        codes = col.codes(frame[col.name])
+        if (codes >= 0).all():
+            continue
+        value = str(frame[col.name].to_numpy(dtype=object)[int(np.argmax(codes < 0))])
+        near = [c for c in col.categories if c.strip().lower() == value.strip().lower()]
+        hint = f" (did you mean {near[0]!r}? values are case-sensitive)" if near else ""
+        raise InvalidDataError(
+            f"column {col.name!r} has the value {value!r}, outside its public category "
+            f"list {list(col.categories)}{hint}; {int((codes < 0).sum())} row(s) affected"
+        )
+
+
 def _model_input(model, frame):
-    """What ``model.predict`` takes: the raw frame for a schema pipeline, else the
-    numeric feature columns as an array."""
+    """What ``model.predict`` takes: the raw frame for a schema pipeline (its category
+    values checked), else the numeric feature columns as an array."""
     import numpy as np
 
     first = model.steps[0][1] if hasattr(model, "steps") else None
     if type(first).__name__ == "SchemaEncoder":
+        _check_categories(first, frame)
         return frame
     names = getattr(model, "feature_names_in_", None)
     if names is not None:
@@ -69,7 +93,11 @@ def _model_input(model, frame):
             f"the model takes {n_in} feature columns, --csv has {frame.shape[1]}; save the "
             "model with its schema (dperm fit --csv … --save) to score raw columns"
         )
-    bad = [str(c) for c in frame.columns if not np.issubdtype(frame[c].dtype, np.number)]
+    import pandas as pd
+
+    # pandas' own test: a text column may have a pandas extension dtype (StringDtype)
+    # that numpy cannot interpret (issue #32: a traceback)
+    bad = [str(c) for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c].dtype)]
     if bad:
         raise InvalidDataError(
             f"column(s) {bad} are not numeric; a model saved without its schema reads "

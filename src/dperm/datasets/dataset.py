@@ -70,6 +70,13 @@ class Dataset(TrainTestSizes):
         loaders encode the positive class as +1), (0, …, 9) for MNIST.  None for
         regression and for a multi-class CSV/svmlight file, whose label set was
         read off the file (then the estimators warn that it is not protected).
+    label_names : tuple or None
+        A file's own label values, in the order of the encoded labels: (negative,
+        positive) for a binary task (−1, +1), the sorted classes (0 … k−1) for a
+        multi-class one; ``dperm fit --csv … --save`` gives them to the saved model, so
+        that ``dperm predict`` prints the file's labels.  Read off the file's target
+        column (like a multi-class file's label set, outside the guarantee).  None for
+        the built-in datasets and regression.
     encoder : dperm.schema.SchemaEncoder or None
         The public map from the raw records to ``X_train``/``X_test`` (fitted; it learns
         nothing), when the loader has one: ``dperm fit --csv … --save`` saves it in front
@@ -89,6 +96,7 @@ class Dataset(TrainTestSizes):
     n_unknown_categories: int = 0
     classes: tuple | None = field(default=None, repr=False)
     encoder: Any = field(default=None, repr=False)
+    label_names: tuple | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.classes is None and self.task == "binary":

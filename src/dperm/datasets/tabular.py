@@ -6,6 +6,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .._rng import check_random_state
@@ -35,7 +36,7 @@ def load_csv(
     task: str | None = None,
     label_bound: float | None = None,
     allow_data_bounds: bool = False,
-    normalize_rows: bool = True,
+    normalize_rows: bool | str = "auto",
     center: bool | None = None,
 ) -> Dataset:
     """Load a CSV file (with a header row) with a schema from the caller.
@@ -82,8 +83,19 @@ def load_csv(
         Regression: public bound on ``|y|``; targets are clipped to it.
     allow_data_bounds : bool, default False
         Allow bounds and category lists read from the data (privacy leak, warned).
-    normalize_rows : bool, default True
-        Divide rows by the public worst-case norm √(#numeric + #categorical).
+    normalize_rows : {"auto", True, False, "unit"}, default "auto"
+        True: divide rows by the public worst-case norm √(#numeric + #categorical).
+        "unit": center every feature at the midpoint of its public range and scale
+        each row to unit norm (a per-record map, as the breast-cancer loader does).
+        "auto" (a public rule of the schema and the task): "unit" for a
+        classification task whose features are all numeric, True otherwise.  With
+        honest public bounds wider than the data, the worst-case division leaves
+        every row pointing the same way (the all-positive midpoint direction): raw
+        WDBC (sklearn's breast cancer) with bounds [0, 1.2·max] fitted at the
+        majority-class rate (0.64); "unit" gives 0.85–0.95 at ε = 1 (issue #32,
+        ``docs/datasets.md``, "Any CSV").  One-hot groups gain nothing from it
+        (Adult: −0.8 point), and regression keeps the linear relation of the
+        features to y, hence True there.
     center : bool or None, default None
         Map every numeric column to ``[−1, 1]``, centered at the midpoint of its public
         bounds (:class:`NumericColumn` ``center=True``) instead of ``[0, 1]``; the row
@@ -200,6 +212,8 @@ def load_csv(
     y_raw = frame[target].to_numpy()
     y_enc, _, task, label_text = _encode_labels(y_raw, None, task, positive_label, label_bound)
     center = task == "regression" if center is None else bool(center)
+    if isinstance(normalize_rows, str) and normalize_rows == "auto":
+        normalize_rows = "unit" if (task != "regression" and not categorical) else True
     schema = _user_schema(features, categorical, categories, bounds, log_columns, center)
     rng = check_random_state(random_state)
     strat = y_enc if task != "regression" else None
@@ -213,6 +227,24 @@ def load_csv(
         desc += " WARNING: bounds or categories were read from the data (privacy leak)."
     bound = float(label_bound) if (task == "regression" and label_bound is not None) else None
     dependent = tuple(c for c in features if c in no_bound or c in no_cats)
-    return _finish_split(
+    ds = _finish_split(
         path.stem, schema, frame, y_enc, tr, te, task, normalize_rows, bound, desc, dependent
     )
+    ds.label_names = _label_names(y_raw, task, positive_label)
+    return ds
+
+
+def _label_names(y_raw: np.ndarray, task: str, positive_label) -> tuple | None:
+    """The file's label values in the order of :func:`_encode_labels`' encoding:
+    (value → −1, value → +1) for a binary task (``"not <positive_label>"`` when several
+    values map to −1), the sorted classes for a multi-class one; None for regression."""
+    if task == "regression":
+        return None
+    vals = np.unique(y_raw)
+    if task == "multiclass" or positive_label is None:  # binary: the larger value is +1
+        return tuple(vals.tolist())
+    pos = str(positive_label)
+    others = [v for v in vals.tolist() if str(v) != pos]
+    match = [v for v in vals.tolist() if str(v) == pos]
+    positive = match[0] if match else positive_label
+    return (others[0] if len(others) == 1 else f"not {pos}", positive)

@@ -51,7 +51,13 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive
+from .._validation import (
+    check_data_norm,
+    check_delta_size,
+    check_epsilon,
+    check_nonnegative,
+    check_positive,
+)
 from ..accounting.active import accounted_fit, charge, default_delta
 from ..accounting.events import REPLACE_ONE, Composed, DpEvent, EpsilonDelta, SelfComposed
 from ..constraints import Constraint, get_constraint
@@ -60,6 +66,7 @@ from ..design import (
     as_design,
     augmented_bound,
     check_sample_weight,
+    class_indices,
     encode_class_targets,
     margins,
     validate_estimator_input,
@@ -125,10 +132,20 @@ def _refuse_mostly_clipped(n_clipped: int, n: int, data_norm) -> None:
     sees mostly the directions of X, not its scale: raw features with the default
     ``data_norm=1`` (e.g. scikit-learn's ``load_breast_cancer()``: every row clipped,
     accuracy below the majority class).  dperm refuses instead of fitting such a model
-    silently.  Like ``n_clipped_``, this check reads the data without noise: that a fit
-    was refused reveals only that more than half of the rows exceed the bound, before
-    anything is charged or released (outside the (ε, δ) guarantee, as documented in
-    ``docs/choosing_a_mechanism.md``, "Raw data").
+    silently.
+
+    **A non-private, data-dependent check (decided in issue #32).**  Like
+    ``n_clipped_``, it reads the row norms without noise.  What it leaks: one bit per
+    call — whether the median row norm exceeds ``data_norm`` — to whoever sees that
+    the fit was refused; nothing is charged and no model is released.  The bit is
+    outside the (ε, δ) guarantee and is not accounted: repeated calls with different
+    ``data_norm`` values would reveal the median row norm to such an observer.  It is
+    a usability guard for the data owner, so it stays exact: a private version (a
+    noisy count) would charge part of every fit's budget, change every estimator's
+    privacy event, and still not make a useless model useful.  Where refusals are
+    visible to others, pass a public ``data_norm`` that bounds the rows (or scale by
+    public bounds first) and no row is ever over it (``docs/choosing_a_mechanism.md``,
+    "Raw data").
 
     Raises
     ------
@@ -138,10 +155,12 @@ def _refuse_mostly_clipped(n_clipped: int, n: int, data_norm) -> None:
     if 2 * int(n_clipped) > int(n):
         raise InvalidDataError(
             f"more than half of the rows have a norm above data_norm={data_norm!r}, so the "
-            "fit would clip most of them and return a near-useless model; scale X to a "
-            "public bound first (dperm.preprocessing.PublicMinMaxScaler with public "
-            "feature bounds, then RowNormalizer, or DPStandardScaler) or pass data_norm= "
-            "a public bound on the row norm of your features"
+            "fit would clip most of them and return a near-useless model; scale X by "
+            "public bounds first — make_pipeline(PublicMinMaxScaler(bounds, "
+            "feature_range=(-1, 1)), RowNormalizer(mode='sphere'), estimator) from "
+            "dperm.preprocessing (centered at the public midpoints, unit rows), or "
+            "DPStandardScaler — or pass data_norm= a public bound on the row norm of your "
+            "features"
         )
 
 
@@ -199,6 +218,10 @@ class _WeightedLoss(GLMLoss):
     @property
     def curvature(self):
         return self.base.curvature
+
+    @property
+    def margin_bound(self):
+        return self.base.margin_bound
 
     def __repr__(self) -> str:
         return f"Weighted({self.base!r})"
@@ -369,9 +392,9 @@ class DPLinearModelBase(BaseEstimator):
         epsilon = check_epsilon(self.epsilon)
         if self.delta is None:  # 1/n², or a share of an active budget's remaining δ
             delta = default_delta(int(n))
-        else:
-            delta = check_delta(self.delta)
-        data_norm = check_positive(self.data_norm, "data_norm")
+        else:  # δ ≥ 1/n would be a void guarantee: refused (n public under replace-one)
+            delta = check_delta_size(self.delta, int(n))
+        data_norm = check_data_norm(self.data_norm)
         if self.mechanism != AUTO:
             get_mechanism(self.mechanism)  # UnknownNameError listing the registered ones
         if isinstance(self.penalty, Norm):
@@ -517,7 +540,7 @@ class DPLinearModelBase(BaseEstimator):
         weight = _check_sample_weight(sample_weight, n, self.mechanism_)
         multinomial = self._multinomial(len(problems), weighted=weight is not None)
         if multinomial:  # one softmax model, the whole budget (no one-vs-rest split)
-            problems = [np.searchsorted(self.classes_, y)]
+            problems = [class_indices(y, self.classes_)]  # by the backend of y (#32)
         k = len(problems)
         eps_k, delta_k = epsilon / k, delta / k  # basic composition (Dwork & Roth, Thm 3.16)
 

@@ -73,9 +73,10 @@ PARAMETER_DOCS: dict[str, ParamDoc] = {
         problems when there are k > 2 classes: basic composition).""",
     ),
     "delta": ParamDoc(
-        "float in [0, 1) or None",
+        "float in [0, 1/n) or None",
         """Total δ.  None → δ = 1/n² (n = number of training rows, public).  0 →
-        pure ε-DP (Gamma-norm noise for "objective" / "output").""",
+        pure ε-DP (Gamma-norm noise for "objective" / "output").  δ ≥ 1/n is refused
+        by ``fit`` (InvalidPrivacyParameter): such a δ guarantees nothing.""",
     ),
     "mechanism": ParamDoc(
         "str",

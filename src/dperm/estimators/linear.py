@@ -7,7 +7,7 @@ from typing import Literal
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from .._validation import check_positive
+from .._validation import check_data_norm, check_positive
 from ..constraints import get_constraint
 from ..design import float_labels
 from ..exceptions import InvalidPrivacyParameter, LabelError
@@ -54,13 +54,13 @@ def default_constraint_radius(label_bound: float, data_norm: float, n_features: 
     float
     """
     B = check_positive(label_bound, "label_bound")
-    R = check_positive(data_norm, "data_norm")
+    R = check_data_norm(data_norm)
     return float(n_features) * B / R
 
 
 def _design_norm(est) -> float:
     """The public row bound of an estimator's design, intercept column included."""
-    R = check_positive(est.data_norm, "data_norm")
+    R = check_data_norm(est.data_norm)
     if est.fit_intercept:
         s = check_positive(est.intercept_scaling, "intercept_scaling")
         return (R * R + s * s) ** 0.5

@@ -25,7 +25,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._rng import check_random_state
-from .._validation import check_delta, check_epsilon, check_positive
+from .._validation import check_data_norm, check_delta, check_epsilon, check_positive
 from ..accounting.active import accounted_fit, charge
 from ..accounting.events import Composed, DpEvent
 from ..algorithms._gradient_loop import resolve_accountant
@@ -289,7 +289,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
             scale = None
         else:
             scale = check_positive(self.input_scale, "input_scale")
-        R = check_positive(self.data_norm, "data_norm")
+        R = check_data_norm(self.data_norm)
         encode_class_targets(self, y)
         codes = np.searchsorted(self.classes_, y)
         k = len(self.classes_)
@@ -414,8 +414,15 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         return softmax(logits, axis=1)
 
     def predict(self, X: ArrayLike) -> np.ndarray:
-        """Predicted class labels, shape (n_samples,)."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        """Predicted class labels, shape (n_samples,).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit`` (issue #32: an AttributeError).
+        """
+        proba = self.predict_proba(X)  # NotFittedError first, as every sklearn estimator
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def privacy_statement(self) -> str:
         """A plain-language statement of the fitted model's guarantee (what is
@@ -488,10 +495,14 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         for W, b, a, c in zip(coefs, intercepts, widths[:-1], widths[1:], strict=True):
             if W.shape != (a, c) or b.shape != (c,) or W.dtype.kind != "f" or b.dtype.kind != "f":
                 raise InvalidDataError(f"a layer of shape {W.shape} where {(a, c)} was expected")
+            if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
+                raise InvalidDataError("a layer holds non-finite weights (NaN or ∞)")
         if self.pca_components_ is not None:
             expected = (self.n_components_, self.n_features_in_)
             if self.pca_components_.shape != expected:
                 raise InvalidDataError(f"pca_components_ must have shape {expected}")
+            if not np.all(np.isfinite(self.pca_components_)):
+                raise InvalidDataError("pca_components_ holds non-finite values (NaN or ∞)")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

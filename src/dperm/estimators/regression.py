@@ -12,13 +12,15 @@ with ``alpha`` = Λ adds the public ridge nΛ to AdaSSP (or the ℓ2 term
 
 Mechanism choices
 -----------------
-* :class:`DPLasso` — ``"frank-wolfe"`` (default): private Frank-Wolfe over the
-  ℓ1 ball (Talwar, Thakurta, Zhang 2015, the constrained Lasso; its privacy
-  needs only the ℓ∞-Lipschitz constant, dimension-free up to log d), or
-  ``"objective"``: objective perturbation of the penalized Lasso
-  (1/2n)‖Xθ − y‖² + α‖θ‖₁ (Kifer, Smith, Thakurta 2012: a convex, possibly
-  non-smooth regularizer is allowed) over the ℓ2 ball of the public default
-  radius, since the squared loss is Lipschitz only on a bounded set.
+* :class:`DPLasso` — ``"auto"`` (default): objective perturbation of the Huber
+  loss (threshold 0.4·``label_bound``) + α‖θ‖₁, with no constraint set (the public
+  rule of :mod:`dperm.estimators._auto`; Kifer, Smith, Thakurta 2012: a convex,
+  possibly non-smooth regularizer is allowed); ``"frank-wolfe"``: private
+  Frank-Wolfe over the ℓ1 ball (Talwar, Thakurta, Zhang 2015, the constrained
+  Lasso; its privacy needs only the ℓ∞-Lipschitz constant, dimension-free up to
+  log d); or ``"objective"``: objective perturbation of the penalized Lasso
+  (1/2n)‖Xθ − y‖² + α‖θ‖₁ over the ℓ2 ball of the public default radius, since
+  the squared loss is Lipschitz only on a bounded set.
 * :class:`DPElasticNet` — objective perturbation with the penalty
   α(ρ‖θ‖₁ + (1 − ρ)/2 ‖θ‖²).
 * :class:`DPQuantileRegressor` — the pinball loss is Lipschitz
@@ -72,7 +74,12 @@ class _NamedRegressor(DPLinearRegression):
         """ℓ1 weight α of the penalized form ("objective"); "auto" is the
         mechanism's public rule.""",
     ),
-    mechanism=ParamDoc('{"auto", "frank-wolfe", "objective"}'),
+    mechanism=ParamDoc(
+        '{"auto", "frank-wolfe", "objective"}',
+        """"auto" (default): objective perturbation of the Huber loss + α‖θ‖₁ (the
+        public rule of :mod:`dperm.estimators._auto`); "frank-wolfe": the ℓ1-ball
+        constrained Lasso; "objective": the penalized squared loss over an ℓ2 ball.""",
+    ),
     constraint_radius=ParamDoc(
         "float > 0 or None",
         "Radius of the ℓ1 ball (Frank-Wolfe) or ℓ2 ball (objective); None = d·B/R.",

@@ -10,6 +10,7 @@ the encoding of one object as a JSON record plus ``.npy`` arrays (a ``penalty=``
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,30 @@ FORMAT_VERSION = 2
 _FORMAT_NAME = "dperm-model"
 _META = "dperm.json"
 _STATEMENT = "privacy_statement.txt"
+#: the metadata key of :func:`content_digest` (files written before it have none)
+_DIGEST = "content_sha256"
+
+
+def content_digest(meta: dict, members: dict[str, bytes]) -> str:
+    """SHA-256 of a model file's content: its metadata (canonical JSON, without this
+    digest) and every other member (name and bytes, in name order).  :func:`dperm.load`
+    recomputes it, so a file edited after it was written — a swapped activation in the
+    metadata, a replaced weight array — is refused (issue #32).  An integrity check,
+    not a signature: whoever edits the file on purpose can recompute it; the loader's
+    own checks (allow-lists, finite weights, shapes, the privacy event) still apply."""
+    import hashlib
+
+    h = hashlib.sha256()
+    body = {k: v for k, v in meta.items() if k != _DIGEST}
+    h.update(json.dumps(body, sort_keys=True, allow_nan=False).encode("utf-8"))
+    for name in sorted(members):
+        if name == _META:
+            continue
+        h.update(name.encode("utf-8") + b"\0" + len(members[name]).to_bytes(8, "little"))
+        h.update(members[name])
+    return h.hexdigest()
+
+
 #: key of a serialized dperm.norms norm in a parameter
 _NORM_KEY = "__dperm_norm__"
 

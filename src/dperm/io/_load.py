@@ -9,9 +9,12 @@ rebuilt from the parameters.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import struct
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from ..accounting.events import event_from_dict
 from ..exceptions import DpermError, ModelFileError
 from ..statement import caveats as _caveats
 from ._format import (
+    _DIGEST,
     _FORMAT_NAME,
     _META,
     _SAVED_ATTRIBUTES,
@@ -30,6 +34,7 @@ from ._format import (
     _allowed_classes,
     _allowed_transformers,
     _decode_param,
+    content_digest,
 )
 from ._validate import check_estimator, check_pipeline
 
@@ -41,8 +46,33 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
     ------
     ModelFileError, DataFileNotFoundError
     """
-    with _open(path) as zf:
+    with _open(path) as zf, _corrupt_as_model_file_error(path):
         return _metadata(zf)
+
+
+@contextlib.contextmanager
+def _corrupt_as_model_file_error(path):
+    """A damaged archive (a flipped byte: a bad CRC, a broken deflate stream) is a
+    ModelFileError naming the file, never a raw zlib/zipfile error (issue #32)."""
+    try:
+        yield
+    except (zipfile.BadZipFile, zlib.error, EOFError, struct.error) as exc:
+        raise ModelFileError(
+            f"{str(path)!r} is corrupt (damaged after it was written): {exc}"
+        ) from None
+
+
+def _check_digest(zf: zipfile.ZipFile, meta: dict) -> None:
+    """The content digest written by :func:`save` (files of earlier versions have none)."""
+    want = meta.get(_DIGEST)
+    if want is None:
+        return
+    members = {name: zf.read(name) for name in zf.namelist() if name != _META}
+    if not isinstance(want, str) or content_digest(meta, members) != want:
+        raise ModelFileError(
+            "the model file was modified after it was written (its content does not match "
+            f"its {_DIGEST}); refusing to load"
+        )
 
 
 def _open(path) -> zipfile.ZipFile:
@@ -101,17 +131,20 @@ def load(path: str | os.PathLike):
     ModelFileError
         Not a dperm model file, an unsupported format version, a class outside
         the allow-list, unknown parameters, an object (pickled) array, a
-        corrupt event.
+        corrupt event, non-finite weights, a damaged archive (a flipped byte), or a
+        file edited after it was written (its content digest).
     DataFileNotFoundError
         If ``path`` does not exist.
     """
-    with _open(path) as zf:
+    with _open(path) as zf, _corrupt_as_model_file_error(path):
         meta = _metadata(zf)
         if meta.get("kind", "estimator") == "pipeline":
-            return _load_pipeline(zf, meta)
-        _check_members(zf, {_META, _STATEMENT} | _members(meta, ""))
-        est = _load_estimator(zf, meta, "")
-    return est
+            model = _load_pipeline(zf, meta)
+        else:
+            _check_members(zf, {_META, _STATEMENT} | _members(meta, ""))
+            model = _load_estimator(zf, meta, "")
+        _check_digest(zf, meta)  # after the specific checks, which name what is wrong
+    return model
 
 
 def _members(rec: dict, prefix: str) -> set[str]:

@@ -23,6 +23,7 @@ from ..exceptions import ModelFileError
 from ..statement import caveats as _caveats
 from ..statement import public_bounds as _public_bounds
 from ._format import (
+    _DIGEST,
     _FORMAT_NAME,
     _META,
     _REBUILT,
@@ -35,6 +36,7 @@ from ._format import (
     _is_pipeline,
     _record,
     _version,
+    content_digest,
 )
 from ._statement import _pipeline_privacy, privacy_statement
 
@@ -171,16 +173,19 @@ def save(model, path: str | os.PathLike) -> Path:
         "dperm_version": _version(),
         **body,
     }
+    members = {_STATEMENT: statement.encode("utf-8")}
+    for member, arr in arrays.items():
+        buf = _io.BytesIO()
+        np.lib.format.write_array(buf, arr, allow_pickle=False)
+        members[member] = buf.getvalue()
+    meta[_DIGEST] = content_digest(meta, members)  # checked by load (edits, corruption)
     # write next to the target, then rename: a crash never leaves half a model file
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         with open(tmp, "xb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
             zf.writestr(_META, json.dumps(meta, indent=2, sort_keys=True, allow_nan=False))
-            zf.writestr(_STATEMENT, statement)
-            for member, arr in arrays.items():
-                buf = _io.BytesIO()
-                np.lib.format.write_array(buf, arr, allow_pickle=False)
-                zf.writestr(member, buf.getvalue())
+            for member, data in members.items():
+                zf.writestr(member, data)
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)

@@ -35,7 +35,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_positive
+from .._validation import check_data_norm
 from ..design import Design, check_binary_labels, float_labels
 from ..exceptions import InvalidPrivacyParameter
 
@@ -80,6 +80,11 @@ class GLMLoss(ABC):
     smooth: bool = True
     #: True when labels are a class in {-1, +1}; False for regression losses
     classification: bool = True
+    #: public prior bound on the prediction scale R·‖θ*‖ (per class) that objective
+    #: perturbation's choice of Δ assumes (:data:`MARGIN_BOUND` for the classification
+    #: losses); a regression loss states it in the units of y, so that the fit does
+    #: not depend on the units of y (:attr:`dperm.losses.Huber.margin_bound`)
+    margin_bound: float = MARGIN_BOUND
 
     # ----- scalar functions of the linear prediction z -------------------------------
     @abstractmethod
@@ -249,7 +254,7 @@ def check_smooth_glm_loss(loss, requirement: str) -> GLMLoss:
 
 
 def _check_data_norm(data_norm) -> float:
-    return check_positive(data_norm, "data_norm")
+    return check_data_norm(data_norm)
 
 
 def _finite_or_inf(x: float) -> float:

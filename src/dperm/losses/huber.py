@@ -47,6 +47,16 @@ class Huber(GLMLoss):
     def second_derivative(self, z, y):
         return (np.abs(np.asarray(z, dtype=float) - y) <= self.h).astype(float)
 
+    @property
+    def margin_bound(self) -> float:
+        """Public prior on the prediction scale R·‖θ*‖: 10·h (= 4B under the estimators'
+        rule h = 0.4·label_bound B), in the units of y.  Objective perturbation's
+        choice of Δ compares this prior with its noise (∝ L = hR); both scale with y,
+        so the fit is the same in dollars or in $100,000 (issue #32: a prior fixed at
+        :data:`~dperm.losses.MARGIN_BOUND` made a target in dollars fit R² < 0 where
+        the same target in $100,000 fit 0.63).  Never used by a privacy proof."""
+        return 10.0 * self.h
+
     def lipschitz(self, data_norm, **bounds):
         """L = h · data_norm (any label, any θ)."""
         return self.h * _check_data_norm(data_norm)

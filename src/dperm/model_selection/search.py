@@ -178,7 +178,10 @@ class PrivateRandomSearch(BaseEstimator):
     search_diagnostics_ : dict
         K, every configuration tried and every noisy score.  NOT covered by the
         privacy guarantee (K in particular must stay secret): for the data
-        owner only, never to be released.
+        owner only, never to be released.  It is therefore not part of the
+        object's pickled state (``pickle``, ``joblib``, ``copy.deepcopy`` drop it:
+        a pickled search would otherwise carry K wherever the file goes; issue
+        #32), and :func:`dperm.save` saves only ``best_estimator_``.
 
     Raises
     ------
@@ -434,6 +437,13 @@ class PrivateRandomSearch(BaseEstimator):
         est.dp_event_, est.epsilon_, est.delta_ = search_event, tot_eps, tot_delta
         self.best_estimator_ = est
         return self
+
+    def __getstate__(self):
+        """The pickled state: everything but ``search_diagnostics_``, which reveals K
+        (the number of runs drawn, which the analysis needs secret)."""
+        state = dict(super().__getstate__())  # a copy: the object keeps its diagnostics
+        state.pop("search_diagnostics_", None)
+        return state
 
     # ------------------------------------------------------------ delegation
     def _best(self):

@@ -43,7 +43,8 @@ def resolve_device(device: Any):
     Raises
     ------
     InvalidPrivacyParameter
-        Naming ``device`` when it is not a device name.
+        Naming ``device`` when it is not a device name, or names a CUDA (MPS) device
+        this machine does not have.
     """
     torch = require_torch()
     if device is None or device == "cpu":
@@ -51,11 +52,28 @@ def resolve_device(device: Any):
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
-        return torch.device(device)
+        dev = torch.device(device)
     except (RuntimeError, TypeError):
         raise InvalidPrivacyParameter(
             f"device must be 'cpu', 'auto', 'cuda[:k]' or a torch.device, got {device!r}"
         ) from None
+    if dev.type == "cuda":  # torch's own message is an AssertionError deep in a call
+        if not torch.cuda.is_available():
+            raise InvalidPrivacyParameter(
+                f"device={device!r}: this PyTorch sees no CUDA device "
+                "(torch.cuda.is_available() is False); use device='cpu' or 'auto'"
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise InvalidPrivacyParameter(
+                f"device={device!r}: only {torch.cuda.device_count()} CUDA device(s) are present"
+            )
+    elif dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise InvalidPrivacyParameter(
+                f"device={device!r}: the MPS backend is not available; use device='cpu'"
+            )
+    return dev
 
 
 def trainable(module) -> list:

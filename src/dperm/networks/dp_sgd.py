@@ -45,7 +45,7 @@ from .._validation import check_count, check_epsilon, check_positive, check_prob
 from ..accounting.events import ADD_REMOVE, Composed, DpEvent, Gaussian
 from ..algorithms import _gradient_loop as gl
 from ..algorithms.base import Result, private_fit
-from ..exceptions import InvalidDataError, InvalidPrivacyParameter
+from ..exceptions import DpermError, InvalidDataError, InvalidPrivacyParameter
 from ..schedules import get_schedule
 from ._torch import flat_parameters, load_flat_parameters, require_torch, resolve_device
 from ._torch import torch_rng_seed as _torch_seed
@@ -209,6 +209,10 @@ def calibrate(
         )
     r = check_positive(companion_ratio, "companion_ratio")
     nb = sampler.neighbouring
+    if delta is not None:  # δ ≥ 1/N is a void guarantee (issue #32), as in gl.resolve_noise
+        from .._validation import check_delta_size
+
+        check_delta_size(delta, sampler.public_size, size="n" if nb == "replace-one" else "N")
 
     def make_event(z: float) -> DpEvent:
         return Composed((Gaussian(r * z, neighbouring=nb), sampler.event(z, steps)))
@@ -312,6 +316,77 @@ def _check_data(X, y, loss) -> tuple[np.ndarray, np.ndarray]:
                 f"loss='cross_entropy' needs integer class indices 0..k−1 in y, got dtype {y.dtype}"
             )
     return X, y
+
+
+def _torch_message(exc: BaseException) -> str:
+    """The first line of a torch error, shortened (it names shapes and dtypes)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _check_oracle(oracle, loss, X, y) -> None:
+    """Run the module and the clipped sum once on the first two rows, so that what
+    torch refuses (a module that does not take rows of X's shape, targets the loss
+    cannot read, labels beyond the module's k outputs) is a dperm error naming the
+    parameter, raised before any step (issue #32: torch's errors escaped ``fit``).
+
+    Raises
+    ------
+    InvalidDataError
+        Naming ``module``/``X``, ``y`` or ``loss``; label values are never echoed
+        (only their count), since they are the training records'.
+    """
+    torch = oracle.torch
+    devices = [oracle.device.index or 0] if oracle.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):  # the caller's torch RNG is untouched
+        _dry_run(oracle, loss, X, y)
+
+
+def _dry_run(oracle, loss, X, y) -> None:
+    """:func:`_check_oracle`'s forward pass and clipped sum on the first two rows."""
+    torch = oracle.torch
+    rows = np.arange(min(2, X.shape[0]))
+    try:
+        Xt, _ = oracle.tensors(rows)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise InvalidDataError(
+            f"y of dtype {y.dtype} cannot be read as targets of loss={loss!r}: "
+            f"{_torch_message(exc)}"
+        ) from None
+    try:
+        with torch.no_grad():
+            out = oracle.module(Xt)
+    except DpermError:
+        raise
+    except (RuntimeError, TypeError, ValueError, IndexError) as exc:
+        raise InvalidDataError(
+            f"module {type(oracle.module).__name__} cannot take rows of X of shape "
+            f"{tuple(X.shape[1:])}: {_torch_message(exc)}"
+        ) from None
+    if loss == "cross_entropy":
+        if out.ndim != 2:
+            raise InvalidDataError(
+                "loss='cross_entropy' needs a module with outputs of shape (b, k) (logits), "
+                f"got shape {tuple(out.shape)}"
+            )
+        k = int(out.shape[1])
+        labels = np.asarray(y)
+        bad = int(np.count_nonzero((labels < 0) | (labels >= k)))
+        if bad:  # a count, never the values
+            raise InvalidDataError(
+                f"loss='cross_entropy': the module outputs k={k} logits, but {bad} label(s) "
+                f"of y are outside 0..{k - 1}"
+            )
+    try:
+        oracle.clipped_sum(flat_parameters(oracle.module), rows)
+    except DpermError:
+        raise
+    except (RuntimeError, TypeError, ValueError, IndexError) as exc:
+        what = f"loss={loss!r}" if isinstance(loss, str) else "the loss callable"
+        raise InvalidDataError(
+            f"{what} cannot be evaluated on the outputs of module "
+            f"{type(oracle.module).__name__} and y: {_torch_message(exc)}"
+        ) from None
 
 
 @private_fit  # an active dperm.budget: reserve, run, commit the event
@@ -500,7 +575,7 @@ def fit(
     noise_std_sum = z * sampler.sensitivity_factor * C
     module.to(dev)
     oracle = TorchOracle(module, loss, X, y, C, method=method, device=dev)
-    oracle.tensors(slice(0, min(2, X.shape[0])))  # dtype of y checked on 2 rows
+    _check_oracle(oracle, loss, X, y)  # torch's errors as dperm errors, before any step
     theta0 = flat_parameters(module)
     seed = _torch_seed(rng)
     devices = [dev.index or 0] if dev.type == "cuda" else []

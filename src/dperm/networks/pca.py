@@ -43,15 +43,16 @@ from sklearn.utils.validation import check_is_fitted
 from .._rng import check_random_state
 from .._validation import (
     check_count,
+    check_data_norm,
     check_delta,
     check_epsilon,
     check_positive,
     rows_per_chunk,
-    sq_norms_dense,
 )
 from ..accounting.active import accounted_fit, charge
 from ..accounting.events import ADD_REMOVE, Gaussian, check_neighbouring
 from ..accounting.gaussian import analytic_gaussian_noise_multiplier
+from ..backends.rows import safe_row_norms
 from ..exceptions import ClippingWarning, InvalidDataError, InvalidPrivacyParameter
 from ..exceptions import UnknownNameError as _UnknownName
 from ..mechanisms.gaussian import gaussian_noise
@@ -72,7 +73,7 @@ def covariance_sensitivity(data_norm: float, neighbouring: str) -> float:
     >>> round(covariance_sensitivity(2.0, "replace-one"), 6)
     5.656854
     """
-    R = check_positive(data_norm, "data_norm")
+    R = check_data_norm(data_norm)
     nb = check_neighbouring(neighbouring)
     return R * R if nb == ADD_REMOVE else math.sqrt(2.0) * R * R
 
@@ -105,7 +106,7 @@ def row_scales(X, data_norm: float, mode: str) -> tuple[np.ndarray, int]:
     sᵢ = min(1, R/‖xᵢ‖); ``"sphere"``: sᵢ = R/‖xᵢ‖ (0 for a zero row)."""
     if mode not in MODES:
         raise _UnknownName(f"unknown mode {mode!r}; choose one of {list(MODES)}")
-    norms = np.sqrt(sq_norms_dense(X))
+    norms = safe_row_norms(X)  # exact to the float maximum; NaN/∞ and 1e308 refused (#32)
     safe = np.where(norms > 0, norms, 1.0)
     if mode == "sphere":
         return np.where(norms > 0, data_norm / safe, 0.0), int(np.count_nonzero(norms > data_norm))
@@ -175,7 +176,7 @@ def analyze_gauss(
     if k > d:
         raise InvalidPrivacyParameter(f"n_components must be ≤ n_features={d}, got {k}")
     s = check_positive(noise_multiplier, "noise_multiplier")
-    R = check_positive(data_norm, "data_norm")
+    R = check_data_norm(data_norm)
     nb = check_neighbouring(neighbouring)
     rng = check_random_state(random_state)
     scales, n_clipped = row_scales(X, R, mode)

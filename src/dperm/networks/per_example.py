@@ -10,7 +10,8 @@ gradient):
 * ``"vmap"`` — any :class:`torch.nn.Module`: ``torch.func.vmap(torch.func.grad(ℓ))``
   over the batch (the per-example gradients are materialised, b × p numbers, in
   chunks of at most :data:`VMAP_CHUNK` numbers);
-* ``"ghost"`` — an :class:`torch.nn.Sequential` of :class:`torch.nn.Linear` layers and
+* ``"ghost"`` — an :class:`torch.nn.Sequential` of distinct :class:`torch.nn.Linear`
+  layers (no layer called twice, no tied weights: :func:`shares_parameters`) and
   parameter-free element-wise activations on (b, d) inputs: one backward pass gives
   the gradients Gₗ = ∂(Σᵢ ℓᵢ)/∂Zₗ with respect to each layer's outputs, whose row i
   is example i's own (rows of an MLP do not interact); example i's gradient of layer
@@ -45,6 +46,7 @@ __all__ = [
     "ghost_eligible",
     "per_example_gradients",
     "resolve_loss",
+    "shares_parameters",
 ]
 
 METHODS = ("auto", "ghost", "vmap")
@@ -126,11 +128,26 @@ def _elementwise_types():
     )
 
 
+def shares_parameters(module) -> bool:
+    """Whether a parameter of ``module`` is used by more than one layer call: a layer
+    that appears twice (``Sequential(l1, act, l1)``) or two layers holding the same
+    tensor (tied weights, ``l2.weight = l1.weight``).  Each call then contributes its
+    own term to the parameter's per-example gradient, and the ghost identity — which
+    takes the norm of every call's term separately — under-estimates the norm of
+    their sum (2–2.5 % on the modules of issue #32), so the clipping would not bound
+    the sensitivity.  Read off the registered structure (a parameter registered under
+    two names), which is the sequence of calls of a ``Sequential``, the only container
+    the ghost path takes."""
+    params = [id(p) for _, p in module.named_parameters(remove_duplicate=False)]
+    return len(params) != len(set(params))
+
+
 def ghost_eligible(module, X_ndim: int = 2) -> bool:
     """Whether the ``"ghost"`` path applies: a Sequential of Linear layers (with or
-    without bias, all parameters trainable) and parameter-free element-wise
-    activations (:class:`~dperm.networks.mlp.TemperedSigmoid` included), inputs of
-    shape (b, d)."""
+    without bias, all parameters trainable, no parameter used by two layers —
+    :func:`shares_parameters`) and parameter-free element-wise activations
+    (:class:`~dperm.networks.mlp.TemperedSigmoid` included), inputs of shape (b, d).
+    Anything else takes the ``"vmap"`` path, exact for any module."""
     nn = require_torch().nn
     if X_ndim != 2 or not isinstance(module, nn.Sequential):
         return False
@@ -144,7 +161,7 @@ def ghost_eligible(module, X_ndim: int = 2) -> bool:
             return False
         elif any(True for _ in m.parameters()):
             return False
-    return linear > 0
+    return linear > 0 and not shares_parameters(module)
 
 
 def _check_losses(values, b: int):
@@ -301,10 +318,15 @@ def clipped_gradient_sum(module, loss, Xb, yb, clipping_norm: float, method: str
     loss_fn = resolve_loss(loss)
     ghost = ghost_eligible(module, Xb.ndim)
     if method == "ghost" and not ghost:
+        shared = (
+            " whose layers share a parameter (use method='vmap')"
+            if (Xb.ndim == 2 and shares_parameters(module))
+            else ""
+        )
         raise InvalidPrivacyParameter(
-            "method='ghost' needs a torch.nn.Sequential of Linear layers and element-wise "
-            f"activations on (b, d) inputs, got {type(module).__name__} on inputs of "
-            f"dimension {Xb.ndim}"
+            "method='ghost' needs a torch.nn.Sequential of distinct Linear layers and "
+            f"element-wise activations on (b, d) inputs, got {type(module).__name__}{shared} "
+            f"on inputs of dimension {Xb.ndim}"
         )
     if Xb.shape[0] == 0:
         p = sum(v.numel() for v in module.parameters() if v.requires_grad)
