@@ -341,12 +341,14 @@ def _open(client, key, design, y):
     where = design._placement()
     _, groups, xf, af = where
     worker = next(w for w, ps in groups.items() if 0 in ps)
-    yf = backend._block_futures(design.align(y), client)
+    yf = backend.block_futures(design.align(y), client)
     blocks = [(xf[p], af[p], yf[p], None) for p in groups[worker]]
     args = dict(size=design.shape[1], loss=Logistic(), C=0.3)
+    prepare = functools.partial(tasks.prepare_batch, op="clip", spec=design._spec)
+    compute = functools.partial(tasks.compute_batch, op="clip", spec=design._spec, args=args)
     fut = client.submit(
-        open_session, key, functools.partial(tasks._local_design, spec=design._spec),
-        tasks._apply, "clip", args, (design.shape[1],), blocks, workers=[worker], pure=False,
+        open_session, key, prepare, compute, (design.shape[1],), blocks, workers=[worker],
+        pure=False,
     )  # fmt: skip
     return tuple(fut.result()), groups[worker]
 
@@ -358,6 +360,7 @@ def test_session_refuses_a_peer_without_the_key(client, ddata):
     import socket
 
     from dperm.backends import dask_session as ds
+    from dperm.backends import dask_tasks as tasks
 
     Xd, yd = ddata
     design = as_design(Xd, 1.2, warn=False)
@@ -373,10 +376,13 @@ def test_session_refuses_a_peer_without_the_key(client, ddata):
     theta = np.random.default_rng(0).normal(size=D)
     rows = np.arange(0, N, 7)
     local = [(p, r) for p, r in design._blocks_for(rows) if p in parts]
-    counts = [ds._STEP] + [len(dict(local).get(p, ())) for p in parts]
-    ds._send(sock, np.array(counts), theta, *[r for _, r in local])
+    counts = [len(dict(local).get(p, ())) for p in parts]
+    L = tasks.grid_exponent(len(rows), 0.3)
+    ds._send(sock, np.array([ds._STEP, L, *counts]), theta, *[r for _, r in local])
     reply = ds._recv(sock)
-    got = np.frombuffer(reply, np.float64, offset=8)
+    assert np.frombuffer(reply, np.int64, 1)[0] == ds._OK
+    first = np.frombuffer(reply, np.int64, offset=8)
+    got = tasks.from_grid(first, L)
     want = sum(
         as_design(Xd[p * CHUNK : (p + 1) * CHUNK].compute(), 1.2, warn=False).glm_clipped_sum(
             Logistic(), theta, yd[p * CHUNK : (p + 1) * CHUNK].compute(), 0.3, rows=r
@@ -384,13 +390,19 @@ def test_session_refuses_a_peer_without_the_key(client, ddata):
         for p, r in local
     )
     np.testing.assert_allclose(got, want, rtol=1e-12)
+    # batches queued ahead, then one θ per step: the same sums
+    ds._send(sock, np.array([ds._BATCHES, 2, *counts, *counts]), *[r for _, r in local] * 2)
+    for _ in range(2):
+        ds._send(sock, np.array([ds._NEXT, L]), theta)
+        reply = ds._recv(sock)
+        np.testing.assert_array_equal(np.frombuffer(reply, np.int64, offset=8), first)
     sock.close()
     assert _wait_no_session_threads(client) == 0
 
 
 def test_session_errors_and_a_lost_connection(client, data, ddata):
     """A worker-side error is raised on the client (never a hang or a silent zero);
-    a lost connection falls back to the task path for that step, same sum."""
+    a lost connection to a live worker reopens the session for that step, same sum."""
     from dperm.backends.dask_session import SessionError
 
     X, y = data
@@ -399,18 +411,21 @@ def test_session_errors_and_a_lost_connection(client, data, ddata):
     theta, rows, loss = np.full(D, 0.1), np.arange(3, N, 11), Logistic()
     want = D0.glm_clipped_sum(loss, theta, y, 0.3, rows=rows)
     np.testing.assert_allclose(D1.glm_clipped_sum(loss, theta, yd, 0.3, rows=rows), want)
-    session = D1._session[2]
+    session = D1._steps.session[2]
+    w0 = next(w for w, ps in session.groups.items() if 0 in ps)
+    bad = {w0: (np.eye(1, len(session.groups[w0]), dtype=np.int64)[0], np.array([CHUNK + 5]))}
     with pytest.raises(RuntimeError, match="IndexError"):
-        session.step(theta, [(0, np.array([CHUNK + 5]))])  # a row outside partition 0
+        session.step(theta, 40, bad)  # a row outside partition 0
     assert session.closed
     np.testing.assert_allclose(D1.glm_clipped_sum(loss, theta, yd, 0.3, rows=rows), want)
-    session = D1._session[2]  # reopened
+    session = D1._steps.session[2]  # reopened
     for sock in session._socks.values():
         sock.close()  # the connections go away under the open session
     np.testing.assert_allclose(D1.glm_clipped_sum(loss, theta, yd, 0.3, rows=rows), want)
-    assert session.closed and D1._session is None  # that step ran as tasks
+    assert session.closed and not D1._steps.session[2].closed  # a new session served it
+    assert D1._steps.recoveries == 0  # no worker was lost
     with pytest.raises(SessionError):
-        session.step(theta, D1._blocks_for(rows))
+        session.step(theta, 40, bad)
 
 
 def test_session_on_a_tls_cluster_is_encrypted(tmp_path, data):
@@ -453,7 +468,7 @@ def test_session_on_a_tls_cluster_is_encrypted(tmp_path, data):
             got = design.glm_clipped_sum(
                 Logistic(), np.full(D, 0.1), yd, 0.3, rows=np.arange(0, N, 3)
             )
-            session = design._session[2]
+            session = design._steps.session[2]
             assert all(isinstance(s, ssl.SSLSocket) for s in session._socks.values())
             assert all(s.version().startswith("TLS") for s in session._socks.values())
             want = as_design(X, 1.2, warn=False).glm_clipped_sum(
