@@ -661,3 +661,57 @@ def test_cli_fit_parquet(client, table_dir, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no public bound" in err[0]
+
+
+# ------------------------------------------------------------------ placement-free sums
+def test_clipped_sums_do_not_depend_on_how_the_rows_are_placed(data):
+    """The per-example grid sum of a batch is the same integer vector however its rows
+    are split over partitions and workers, in any order (so a lost worker's partitions
+    recomputed elsewhere give the same model, bit for bit), and the numpy clipped sum
+    to rounding; a term beyond the grid raises instead of wrapping around."""
+    from dperm.backends import dask_tasks as tasks
+
+    X, y = data
+    D0 = as_design(X, 1.2, intercept_scaling=0.5, warn=False)
+    D1 = as_design(da.from_array(X, chunks=(CHUNK, D)), 1.2, intercept_scaling=0.5, warn=False)
+    aux = D1.aux.compute()
+    rows = np.random.default_rng(5).choice(N, 900, replace=False)
+    theta, C, loss = np.random.default_rng(6).normal(size=D + 1), 0.3, Logistic()
+    L = tasks.grid_exponent(rows.size, C)
+    sums = []
+    for cuts in ([], [2000, 4000], [1, 3000, 5999]):  # partitions of the same rows
+        bounds = [0, *cuts, N]
+        blocks = [(X[a:b], aux[a:b], y[a:b], None) for a, b in zip(bounds, bounds[1:])]
+        part = np.searchsorted(bounds, rows, side="right") - 1
+        for order in (np.arange(len(blocks)), np.arange(len(blocks))[::-1]):
+            entry = [(p, rows[part == p] - bounds[p]) for p in order if np.any(part == p)]
+            prepared = tasks.batch_rows(blocks, entry, D1._spec)
+            sums.append(tasks.clip_grid_sum(prepared, blocks, D1._spec, loss, theta, C, L))
+    for s in sums[1:]:
+        np.testing.assert_array_equal(s, sums[0])
+    want = D0.glm_clipped_sum(loss, theta, y, C, rows=rows)
+    np.testing.assert_allclose(tasks.from_grid(sums[0], L), want, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="grid"):  # a grid too fine for terms of norm C
+        tasks.clip_grid_sum(prepared, blocks, D1._spec, loss, theta, C, L + 12)
+
+
+def test_batches_split_by_partition_and_worker():
+    """Batches of every sampler shape (index arrays in any order, negative indices, a
+    slice, None = every row, empty) are split into each worker's partitions' local
+    rows, in the batch's order within a partition; the row counts are public-size
+    facts of the batch (the grid's scale)."""
+    from dperm.backends.dask_steps import split
+
+    offsets = np.array([0, 10, 25, 40])
+    groups = {"w1": [0, 2], "w2": [1]}
+    batches = [np.array([39, 3, 12, 11, 0]), np.array([-1, 24]), slice(8, 12), None, []]
+    per_worker, sizes = split(batches, offsets, groups)
+    np.testing.assert_array_equal(sizes, [5, 2, 4, 40, 0])
+    c1, r1 = per_worker["w1"]
+    c2, r2 = per_worker["w2"]
+    np.testing.assert_array_equal(c1, [[2, 1], [0, 1], [2, 0], [-1, -1], [0, 0]])
+    np.testing.assert_array_equal(c2, [[2], [1], [2], [-1], [0]])
+    np.testing.assert_array_equal(r1, [3, 0, 14, 14, 8, 9])  # partition 0 keeps 3 before 0
+    np.testing.assert_array_equal(r2, [2, 1, 14, 0, 1])
+    with pytest.raises(InvalidDataError, match="out of range"):
+        split([np.array([40])], offsets, groups)

@@ -102,8 +102,8 @@ def placement(X, aux):
 
 
 def rows_array(rows, n: int) -> np.ndarray:
-    """A row descriptor (index array, boolean mask, slice or integer) as sorted-as-given
-    non-negative int64 global indices.
+    """A row descriptor (index array, boolean mask, slice or integer) as non-negative
+    int64 global indices, in the descriptor's order.
 
     Raises
     ------
@@ -118,36 +118,41 @@ def rows_array(rows, n: int) -> np.ndarray:
     if rows.dtype == bool:
         rows = np.flatnonzero(rows)
     rows = rows.astype(np.int64, copy=False)
-    if rows.size and (rows.min() < -n or rows.max() >= n):
+    if not rows.size:
+        return rows
+    lo, hi = rows.min(), rows.max()
+    if lo < -n or hi >= n:
         raise InvalidDataError(f"row indices out of range for a design with {n} rows")
-    return np.where(rows < 0, rows + n, rows)
+    return rows if lo >= 0 else np.where(rows < 0, rows + n, rows)
 
 
 def split(batches, offsets: np.ndarray, groups: dict):
     """The batches' rows by worker: ({worker: (counts int64[K, P_w], local rows)},
     row count of each batch).  A partition's rows keep the batch's order (a stable
-    sort by (step, partition)); ``None`` (every row) is the count −1."""
+    sort by (step, partition), skipped when the batches are already in that order, as
+    Poisson batches are); ``None`` (every row) is the count −1."""
     P = len(offsets) - 1
     n = int(offsets[-1])
     K = len(batches)
     idx = [None if b is None else rows_array(b, n) for b in batches]
+    lens = [0 if r is None else r.size for r in idx]
     sizes = np.array([n if r is None else r.size for r in idx], dtype=np.int64)
     flat = np.concatenate([np.empty(0, np.int64)] + [r for r in idx if r is not None])
-    step = np.repeat(np.arange(K), [0 if r is None else r.size for r in idx])
     part = np.searchsorted(offsets, flat, side="right") - 1
-    key = step * P + part
-    order = np.argsort(key, kind="stable")
-    key, local = key[order], flat[order] - offsets[part[order]]
+    key = np.repeat(np.arange(K) * P, lens) + part
+    if key.size and np.any(key[1:] < key[:-1]):
+        order = np.argsort(key, kind="stable")
+        key, flat, part = key[order], flat[order], part[order]
+    local = flat - offsets[part]
     counts = np.bincount(key, minlength=K * P).reshape(K, P)
     counts[[r is None for r in idx]] = -1
     owner = np.empty(P, dtype=np.int64)
     for j, ps in enumerate(groups.values()):
         owner[ps] = j
-    by_owner = np.argsort(owner[key % P], kind="stable")
-    cuts = np.searchsorted(owner[key % P][by_owner], np.arange(len(groups) + 1))
+    of_row = owner[part]
     out = {}
     for j, (w, ps) in enumerate(groups.items()):
-        out[w] = (np.ascontiguousarray(counts[:, ps]), local[by_owner[cuts[j] : cuts[j + 1]]])
+        out[w] = (np.ascontiguousarray(counts[:, ps]), local[of_row == j])
     return out, sizes
 
 

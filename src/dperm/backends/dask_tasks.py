@@ -82,32 +82,49 @@ class Rows:
 
 
 def _rows(xb, auxb, yb, wb, spec: _Spec) -> Rows:
-    m, d = xb.shape
-    X = np.empty((m, d + (spec.per_row_intercept or spec.intercept is not None)))
-    X[:, :d] = xb
+    """The :class:`Rows` of a contiguous block of a partition."""
+    X = _effective(xb.shape[0], xb.shape[1], spec)
+    X[:, : xb.shape[1]] = xb
+    return _finish(X, xb.shape[1], np.asarray(auxb), yb, wb, spec)
+
+
+def _effective(m: int, d: int, spec: _Spec) -> np.ndarray:
+    return np.empty((m, d + (spec.per_row_intercept or spec.intercept is not None)))
+
+
+def _finish(X, d: int, aux, y, w, spec: _Spec) -> Rows:
+    """Scale the raw rows in ``X[:, :d]`` and fill the intercept column."""
     if spec.clipped:
-        X[:, :d] *= auxb[:, _SCALE, None]
+        X[:, :d] *= aux[:, _SCALE, None]
     if X.shape[1] > d:
-        X[:, d] = auxb[:, _ICOL] if spec.per_row_intercept else spec.intercept
-    return Rows(X, np.ascontiguousarray(auxb[:, _NORM]), yb, wb)
+        X[:, d] = aux[:, _ICOL] if spec.per_row_intercept else spec.intercept
+    return Rows(X, np.ascontiguousarray(aux[:, _NORM]), y, w)
 
 
 def batch_rows(blocks, entry, spec: _Spec) -> list:
     """One worker's rows of a batch: ``entry`` = [(partition, local rows or None = all)]
     of ``blocks`` = [(xb, auxb, yb, wb)].  The gathered rows of every partition are
     one :class:`Rows` (a DP-SGD batch: a few rows, one block for all partitions);
-    whole partitions are (partition, None), read in chunks by :func:`clip_grid_sum`."""
-    out, parts = [], []
-    for i, r in entry:
-        if r is None:
-            out.append((i, None))
-        else:
-            xb, auxb, yb, wb = blocks[i]
-            parts.append([_gather(a, r) if a is not None else None for a in (xb, auxb, yb, wb)])
-    if parts:
-        cat = [None if p[0] is None else np.concatenate(p) for p in zip(*parts, strict=True)]
-        out.insert(0, _rows(*cat, spec))
-    return out
+    whole partitions stay (partition, None), read in chunks by :func:`clip_grid_sum`."""
+    out = [(i, None) for i, r in entry if r is None]
+    picked = [(blocks[i], r) for i, r in entry if r is not None]
+    if not picked:
+        return out
+    m, d = sum(len(r) for _, r in picked), picked[0][0][0].shape[1]
+    X, aux = _effective(m, d, spec), np.empty((m, 4))
+    y = None if picked[0][0][2] is None else np.empty(m)
+    w = None if picked[0][0][3] is None else np.empty(m)
+    pos = 0
+    for (xb, auxb, yb, wb), r in picked:
+        sl = slice(pos, pos + len(r))
+        X[sl, :d] = _gather(xb, r)
+        aux[sl] = _gather(auxb, r)
+        if y is not None:
+            y[sl] = _gather(yb, r)
+        if w is not None:
+            w[sl] = _gather(wb, r)
+        pos = sl.stop
+    return [_finish(X, d, aux, y, w, spec), *out]
 
 
 def clip_grid_sum(rows, blocks, spec: _Spec, loss, theta, C: float, exponent: int):
@@ -117,8 +134,15 @@ def clip_grid_sum(rows, blocks, spec: _Spec, loss, theta, C: float, exponent: in
     ‖∇ℓᵢ‖ = |wᵢφ'ᵢ|·‖x̃ᵢ‖ as in :meth:`dperm.design.Design.glm_clipped_sum`; every
     operation is row by row (the margins by ``einsum``, not a BLAS product whose
     rounding may depend on the other rows of the block), so a row's term, and with
-    the exact sum the whole result, is the same however the rows are grouped."""
-    total = None
+    the exact sum the whole result, is the same however the rows are grouped.
+
+    Raises
+    ------
+    ValueError
+        A clipped term exceeds the grid's range (never rounded away silently).
+    """
+    total = np.zeros(len(theta), dtype=np.int64)
+    unit = _unit(exponent)
     for piece in rows:
         chunks = [piece]
         if isinstance(piece, tuple):  # a whole partition, in chunks of rows
@@ -138,9 +162,12 @@ def clip_grid_sum(rows, blocks, spec: _Spec, loss, theta, C: float, exponent: in
             a = np.abs(s)
             a *= R.norms
             s *= clip_factors(a, C)
-            part = to_grid(R.X * s[:, None], exponent).sum(axis=0)
-            total = part if total is None else total + part
-    return np.zeros(len(theta), dtype=np.int64) if total is None else total
+            s *= unit  # exact: a power of two; |each term| ≤ |sᵢ|·‖x̃ᵢ‖ ≤ C·2ᴸ < 2⁶¹
+            if not np.all(np.abs(s) * R.norms < 2.0**62):
+                raise ValueError("a clipped term exceeds clipping_norm (grid overflow)")
+            G = R.X * s[:, None]
+            total += np.rint(G, out=G).astype(np.int64).sum(axis=0)
+    return total
 
 
 def prepare_batch(blocks, entry, *, op: str, spec: _Spec):
@@ -190,7 +217,7 @@ def to_grid(v, exponent: int) -> np.ndarray:
         A value is not finite or exceeds the grid's range (the clipped sum broke
         its bound: a bug, never rounded away silently).
     """
-    s = np.ldexp(np.asarray(v, dtype=np.float64), exponent)
+    s = np.asarray(v, dtype=np.float64) * _unit(exponent)
     if not np.all(np.abs(s) < 2.0**62):
         raise ValueError("a clipped partial sum is not finite or exceeds rows × clipping_norm")
     return np.rint(s).astype(np.int64)
@@ -198,7 +225,12 @@ def to_grid(v, exponent: int) -> np.ndarray:
 
 def from_grid(total, exponent: int) -> np.ndarray:
     """The float64 value of an int64 sum on the grid 2^-``exponent``."""
-    return np.ldexp(np.asarray(total, dtype=np.int64).astype(np.float64), -exponent)
+    return np.asarray(total, dtype=np.int64).astype(np.float64) * _unit(-exponent)
+
+
+def _unit(exponent: int) -> float:
+    """2^exponent as a float64 (a product by it is exact: no overflow on the grid)."""
+    return math.ldexp(1.0, exponent)
 
 
 def _aux_block(xb, data_norm, width, intercept):
