@@ -10,6 +10,7 @@ X never reaches the client; bad input raises the one-machine exceptions.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -681,7 +682,7 @@ def test_clipped_sums_do_not_depend_on_how_the_rows_are_placed(data):
     sums = []
     for cuts in ([], [2000, 4000], [1, 3000, 5999]):  # partitions of the same rows
         bounds = [0, *cuts, N]
-        blocks = [(X[a:b], aux[a:b], y[a:b], None) for a, b in zip(bounds, bounds[1:])]
+        blocks = [(X[a:b], aux[a:b], y[a:b], None) for a, b in itertools.pairwise(bounds)]
         part = np.searchsorted(bounds, rows, side="right") - 1
         for order in (np.arange(len(blocks)), np.arange(len(blocks))[::-1]):
             entry = [(p, rows[part == p] - bounds[p]) for p in order if np.any(part == p)]
