@@ -157,7 +157,8 @@ class _Partitions:
         self.shape = tuple(shape)
         self.size = int(np.prod(self.shape))
         self.queue: collections.deque = collections.deque()  # [(partition, rows)] per step
-        self.ready = None  # queue[0], gathered
+        self.ready = None  # queue[0], gathered (into self.scratch)
+        self.scratch: dict = {}  # work arrays of the arithmetic, reused from step to step
         self.broken: str | None = None
 
     @staticmethod
@@ -183,7 +184,7 @@ class _Partitions:
     def prefetch(self) -> None:
         """Gather the next queued batch's rows (between steps, off the critical path)."""
         if self.ready is None and self.queue:
-            self.ready = self.prepare(self.blocks, self.queue[0])
+            self.ready = self.prepare(self.blocks, self.queue[0], scratch=self.scratch)
 
     def step(self, msg) -> np.ndarray:
         """A NEXT message ([op, L] + θ: the head of the queue) or a STEP message
@@ -197,17 +198,16 @@ class _Partitions:
             if not self.queue:
                 raise ValueError("no batch queued on this worker")
             entry = self.queue.popleft()
-            prepared, self.ready = self.ready, None
-            if prepared is None:
-                prepared = self.prepare(self.blocks, entry)
-            offset = 16
         else:
             counts = np.frombuffer(msg, np.int64, P, 16)
             rows = np.frombuffer(msg, np.int64, offset=16 + 8 * (P + self.size))
-            prepared = self.prepare(self.blocks, self._entry(counts, rows, 0)[0])
-            offset = 16 + 8 * P
+            entry = self._entry(counts, rows, 0)[0]
+        prepared, self.ready = self.ready if op == _NEXT else None, None  # scratch reused
+        if prepared is None:
+            prepared = self.prepare(self.blocks, entry, scratch=self.scratch)
+        offset = 16 if op == _NEXT else 16 + 8 * P
         theta = np.frombuffer(msg, np.float64, self.size, offset).reshape(self.shape).copy()
-        return self.compute(prepared, self.blocks, theta, exponent)
+        return self.compute(prepared, self.blocks, theta, exponent, scratch=self.scratch)
 
 
 def _accept(server, context, key):
@@ -275,10 +275,11 @@ def open_session(key, prepare, compute, shape, blocks):
     key : bytes
         The session's secret (32 random bytes drawn by the client).
     prepare : callable
-        ``prepare(blocks, entry)`` → what a step needs of its rows ``entry`` =
-        [(partition, local rows or None = all)], gathered before θ arrives.
+        ``prepare(blocks, entry, scratch=dict)`` → what a step needs of its rows
+        ``entry`` = [(partition, local rows or None = all)], gathered before θ
+        arrives (``scratch``: the session's work arrays, kept between steps).
     compute : callable
-        ``compute(prepared, blocks, theta, L)`` → int64 vector of length
+        ``compute(prepared, blocks, theta, L, scratch=dict)`` → int64 vector of length
         ``prod(shape)``: the worker's share of the step on the grid 2⁻ᴸ (the
         backend's arithmetic).
     shape : tuple

@@ -70,6 +70,18 @@ def _batch_view(xb, auxb, yb, wb, rows, *, spec: _Spec):
 
 
 # ----------------------------------------------------------- a batch's clipped sum
+def buffer(scratch: dict, name: str, shape, dtype=np.float64) -> np.ndarray:
+    """A work array of ``shape`` kept in ``scratch`` (a dict the caller keeps from step
+    to step) and reused.  A Dask worker's allocator returns freed memory to the
+    system at once (``MALLOC_TRIM_THRESHOLD_``, set by the nanny), so a fresh array
+    of a batch's size at every step costs page faults — more than the arithmetic."""
+    size = math.prod(shape)
+    buf = scratch.get(name)
+    if buf is None or buf.size < size or buf.dtype != dtype:
+        buf = scratch[name] = np.empty(size + size // 4, dtype=dtype)
+    return buf[:size].reshape(shape)
+
+
 @dataclasses.dataclass
 class Rows:
     """Effective rows x̃ᵢ = (cᵢ xᵢ, bᵢ) of (part of) a batch as a float64 (m, d_eff)
@@ -81,15 +93,8 @@ class Rows:
     w: np.ndarray | None
 
 
-def _rows(xb, auxb, yb, wb, spec: _Spec) -> Rows:
-    """The :class:`Rows` of a contiguous block of a partition."""
-    X = _effective(xb.shape[0], xb.shape[1], spec)
-    X[:, : xb.shape[1]] = xb
-    return _finish(X, xb.shape[1], np.asarray(auxb), yb, wb, spec)
-
-
-def _effective(m: int, d: int, spec: _Spec) -> np.ndarray:
-    return np.empty((m, d + (spec.per_row_intercept or spec.intercept is not None)))
+def _width(d: int, spec: _Spec) -> int:
+    return d + (spec.per_row_intercept or spec.intercept is not None)
 
 
 def _finish(X, d: int, aux, y, w, spec: _Spec) -> Rows:
@@ -98,22 +103,24 @@ def _finish(X, d: int, aux, y, w, spec: _Spec) -> Rows:
         X[:, :d] *= aux[:, _SCALE, None]
     if X.shape[1] > d:
         X[:, d] = aux[:, _ICOL] if spec.per_row_intercept else spec.intercept
-    return Rows(X, np.ascontiguousarray(aux[:, _NORM]), y, w)
+    return Rows(X, aux[:, _NORM], y, w)
 
 
-def batch_rows(blocks, entry, spec: _Spec) -> list:
+def batch_rows(blocks, entry, spec: _Spec, scratch: dict | None = None) -> list:
     """One worker's rows of a batch: ``entry`` = [(partition, local rows or None = all)]
     of ``blocks`` = [(xb, auxb, yb, wb)].  The gathered rows of every partition are
-    one :class:`Rows` (a DP-SGD batch: a few rows, one block for all partitions);
-    whole partitions stay (partition, None), read in chunks by :func:`clip_grid_sum`."""
+    one :class:`Rows` (a DP-SGD batch: a few rows, one block for all partitions, in
+    ``scratch``); whole partitions stay (partition, None), read in chunks by
+    :func:`clip_grid_sum`."""
     out = [(i, None) for i, r in entry if r is None]
     picked = [(blocks[i], r) for i, r in entry if r is not None]
     if not picked:
         return out
+    scratch = {} if scratch is None else scratch
     m, d = sum(len(r) for _, r in picked), picked[0][0][0].shape[1]
-    X, aux = _effective(m, d, spec), np.empty((m, 4))
-    y = None if picked[0][0][2] is None else np.empty(m)
-    w = None if picked[0][0][3] is None else np.empty(m)
+    X, aux = buffer(scratch, "X", (m, _width(d, spec))), buffer(scratch, "aux", (m, 4))
+    y = None if picked[0][0][2] is None else buffer(scratch, "y", (m,))
+    w = None if picked[0][0][3] is None else buffer(scratch, "w", (m,))
     pos = 0
     for (xb, auxb, yb, wb), r in picked:
         sl = slice(pos, pos + len(r))
@@ -127,7 +134,19 @@ def batch_rows(blocks, entry, spec: _Spec) -> list:
     return [_finish(X, d, aux, y, w, spec), *out]
 
 
-def clip_grid_sum(rows, blocks, spec: _Spec, loss, theta, C: float, exponent: int):
+def _chunks(block, spec: _Spec, scratch: dict):
+    """The :class:`Rows` of a whole partition, chunk by chunk."""
+    xb, auxb, yb, wb = block
+    m, d = xb.shape
+    step = rows_per_chunk(d)
+    for k in range(0, m, step):
+        sl = slice(k, min(m, k + step))
+        X = buffer(scratch, "Xc", (sl.stop - k, _width(d, spec)))
+        X[:, :d] = xb[sl]
+        yield _finish(X, d, auxb[sl], *(None if v is None else v[sl] for v in (yb, wb)), spec)
+
+
+def clip_grid_sum(rows, blocks, spec: _Spec, loss, theta, C, exponent, scratch=None):
     """Σᵢ clip_C(wᵢ φ'(x̃ᵢᵀθ, yᵢ) x̃ᵢ) over ``rows`` (:func:`batch_rows`), each term
     rounded to the grid 2^-``exponent`` (:func:`to_grid`) and added exactly: int64
     (d_eff,).  The per-example clipping of Abadi et al. (CCS 2016, Algorithm 1) with
@@ -141,19 +160,13 @@ def clip_grid_sum(rows, blocks, spec: _Spec, loss, theta, C: float, exponent: in
     ValueError
         A clipped term exceeds the grid's range (never rounded away silently).
     """
+    scratch = {} if scratch is None else scratch
     total = np.zeros(len(theta), dtype=np.int64)
     unit = _unit(exponent)
     for piece in rows:
-        chunks = [piece]
-        if isinstance(piece, tuple):  # a whole partition, in chunks of rows
-            xb, auxb, yb, wb = blocks[piece[0]]
-            step = rows_per_chunk(xb.shape[1])
-            chunks = (
-                _rows(*[None if a is None else a[k : k + step] for a in (xb, auxb, yb, wb)], spec)
-                for k in range(0, xb.shape[0], step)
-            )
+        chunks = _chunks(blocks[piece[0]], spec, scratch) if isinstance(piece, tuple) else [piece]
         for R in chunks:
-            z = np.einsum("ij,j->i", R.X, theta)
+            z = np.einsum("ij,j->i", R.X, theta, out=buffer(scratch, "z", R.X.shape[:1]))
             s = np.asarray(loss.derivative(z, R.y), dtype=np.float64)
             if R.w is not None:
                 s = s * R.w
@@ -161,27 +174,30 @@ def clip_grid_sum(rows, blocks, spec: _Spec, loss, theta, C: float, exponent: in
                 s = np.where(np.isfinite(s), s, 0.0)
             a = np.abs(s)
             a *= R.norms
-            s *= clip_factors(a, C)
+            s = s * clip_factors(a, C)
             s *= unit  # exact: a power of two; |each term| ≤ |sᵢ|·‖x̃ᵢ‖ ≤ C·2ᴸ < 2⁶¹
             if not np.all(np.abs(s) * R.norms < 2.0**62):
                 raise ValueError("a clipped term exceeds clipping_norm (grid overflow)")
-            G = R.X * s[:, None]
-            total += np.rint(G, out=G).astype(np.int64).sum(axis=0)
+            G = np.multiply(R.X, s[:, None], out=buffer(scratch, "G", R.X.shape))
+            ints = buffer(scratch, "I", R.X.shape, np.int64)
+            np.copyto(ints, np.rint(G, out=G), casting="unsafe")
+            total += ints.sum(axis=0)
     return total
 
 
-def prepare_batch(blocks, entry, *, op: str, spec: _Spec):
+def prepare_batch(blocks, entry, *, op: str, spec: _Spec, scratch: dict | None = None):
     """What a worker gathers for one step before θ arrives (:func:`compute_batch`)."""
     if op == "clip":
-        return batch_rows(blocks, entry, spec)
+        return batch_rows(blocks, entry, spec, scratch)
     return [_batch_view(*blocks[i], r, spec=spec) for i, r in entry]
 
 
-def compute_batch(prepared, blocks, theta, exponent: int, *, op: str, spec: _Spec, args):
+def compute_batch(prepared, blocks, theta, exponent, *, op, spec, args, scratch=None):
     """One worker's int64 share of a step on the grid 2^-``exponent``: per example for
     a GLM's clipped sum (:func:`clip_grid_sum`), per partition otherwise."""
     if op == "clip":
-        return clip_grid_sum(prepared, blocks, spec, args["loss"], theta, args["C"], exponent)
+        loss, C = args["loss"], args["C"]
+        return clip_grid_sum(prepared, blocks, spec, loss, theta, C, exponent, scratch)
     args = {**args, "theta": theta}
     total = np.zeros(args["size"], dtype=np.int64)
     for view, yb, wb in prepared:
