@@ -4,12 +4,11 @@
    ``DPLogisticRegression(mechanism="dp-sgd", epochs=1)`` (default batch √n, ε = 1,
    replace-one) on a 2·10⁶ × 50 float32 Dask array persisted on the cluster
    (``--chunk`` rows a partition) / the same fit on the numpy array, same
-   ``random_state``.  Untimed warm-up fits on both sides first (the calibration is
-   cached in this process — the stricter ratio — and the workers have imported
-   dperm); then ``--seeds`` seeds, the two sides alternating.  Printed per seed: both
-   times, the ratio, the fixed cost of each side (the same fit with one step) and the
-   time per step ((fit − fixed) / (steps − 1)), the largest coefficient difference
-   (same seed → same model, to rounding).
+   ``random_state``: the measurement of ``bench_scale.py --sgd-ratio`` (untimed
+   warm-up fits on both sides, so the calibration is cached — the stricter ratio —
+   and the workers have imported dperm; ``--seeds`` seeds, the two sides
+   alternating; per seed both times, the ratio, each side's fixed cost (the same fit
+   with one step) and time per step, the largest coefficient difference).
 2. **Recovery** (issue #31 §4, target ≤ 2): a DP-SGD fit on 10⁶ × 20 float32 rows
    persisted on the cluster, undisturbed, then the same fit with one worker process
    killed (SIGKILL) ``--kill-after`` seconds into it; printed: both times, their ratio,
@@ -41,49 +40,12 @@ import time
 import warnings
 
 import numpy as np
+from bench_scale import _load, local_cluster, sgd_ratio
+from bench_scale import client_data as make_data
+from bench_scale import scatter as persist
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-
-
-def _load() -> str:
-    return " ".join(open("/proc/loadavg").read().split()[:3])
-
-
-def local_cluster(workers: int = 2, memory_gib: float = 6.0):
-    """A ``LocalCluster`` of ``workers`` processes (one thread each, under nannies)."""
-    from distributed import Client, LocalCluster
-
-    cluster = LocalCluster(
-        n_workers=workers,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=":0",
-        memory_limit=f"{memory_gib / workers:.2f}GiB",
-        env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
-    )
-    return cluster, Client(cluster)
-
-
-def make_data(n: int, d: int, seed: int = 0):
-    """X (n, d) float32 ~ N(0, 0.1²) and y = sign(Xw + noise), on the client."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, d), dtype=np.float32)
-    X *= np.float32(0.1)
-    w = (np.linspace(1.0, -1.0, d) * 3.0).astype(np.float32)
-    y = np.where(X @ w + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
-    return X, y
-
-
-def persist(X, y, chunk: int):
-    """The same rows as Dask arrays persisted on the cluster's workers."""
-    import dask.array as da
-    from distributed import wait
-
-    Xd = da.from_array(X, chunks=(chunk, X.shape[1])).persist()
-    yd = da.from_array(y, chunks=chunk).persist()
-    wait([Xd, yd])
-    return Xd, yd
 
 
 def _fit(kw, seed, X, y):
@@ -99,45 +61,13 @@ KW = dict(mechanism="dp-sgd", epsilon=1.0, delta=1e-8, data_norm=1.5, classes=[-
 
 
 def speed(args) -> list[dict]:
-    """Part 1: numpy vs the 2-worker cluster, one epoch, alternating."""
-    n, d = int(args.n), args.d
-    X, y = make_data(n, d)
-    Xd, yd = persist(X, y, args.chunk)
-    one_step = dict(KW, epochs=round(np.sqrt(n)) / n)  # q = b/n with b = √n: one step
-    print(f"speed: n={n} d={d} float32, 2 workers, chunk {args.chunk}; load {_load()}", flush=True)
-    for A, b in ((X, y), (Xd, yd)):  # warm-up: calibration cached, workers' imports
-        _fit(one_step, 0, A, b)
-        _fit(KW, 0, A, b)
-    rows = []
-    for seed in range(args.seeds):
-        sides = [("numpy", X, y), ("dask", Xd, yd)]
-        times, models, fixed = {}, {}, {}
-        for name, A, b in sides if seed % 2 == 0 else sides[::-1]:
-            models[name], times[name] = _fit(KW, seed, A, b)
-            fixed[name] = _fit(one_step, seed, A, b)[1]
-        steps = models["dask"].diagnostics_["steps"]
-        diff = float(np.max(np.abs(models["dask"].coef_ - models["numpy"].coef_)))
-        per_step = {k: 1e3 * (times[k] - fixed[k]) / (steps - 1) for k in times}
-        row = {
-            "part": "speed", "n": n, "d": d, "chunk": args.chunk, "seed": seed, "steps": steps,
-            "numpy_s": times["numpy"], "dask_s": times["dask"],
-            "ratio": times["dask"] / times["numpy"], "max_coef_diff": diff,
-            "numpy_fixed_s": fixed["numpy"], "dask_fixed_s": fixed["dask"],
-            "numpy_ms_step": per_step["numpy"], "dask_ms_step": per_step["dask"],
-            "load": _load(),
-        }  # fmt: skip
-        rows.append(row)
-        print(
-            f"  seed {seed}: numpy {times['numpy']:.2f} s, dask {times['dask']:.2f} s, ratio "
-            f"{row['ratio']:.2f}; {steps} steps; fixed numpy {fixed['numpy']:.2f} s, dask "
-            f"{fixed['dask']:.2f} s; per step numpy {per_step['numpy']:.2f} ms, dask "
-            f"{per_step['dask']:.2f} ms; max |Δcoef| {diff:.1e}; load {row['load']}",
-            flush=True,
-        )
-    ratios = [r["ratio"] for r in rows]
-    print(f"speed: median ratio {np.median(ratios):.2f} (target ≤ 3; {len(ratios)} seeds)")
-    del Xd, yd
-    return rows
+    """Part 1: numpy vs the 2-worker cluster, one epoch, alternating
+    (:func:`bench_scale.sgd_ratio`, its own cluster)."""
+    ns = argparse.Namespace(
+        ratio_n=args.n, ratio_d=args.d, chunk=args.chunk, seeds=args.seeds, memory_gib=6.0
+    )
+    print(f"speed: load {_load()}", flush=True)
+    return [dict(r, part="speed") for r in sgd_ratio(ns)]
 
 
 def recovery(args, client) -> list[dict]:
@@ -198,18 +128,22 @@ def main(argv=None):
     p.add_argument("--out", default="dask_steps.jsonl", help="JSON lines appended here")
     args = p.parse_args(argv)
     warnings.simplefilter("ignore")
-    cluster, client = local_cluster()
     rows = []
-    try:
-        if args.part in ("both", "speed"):
-            rows += speed(args)
-        if args.part in ("both", "recovery"):
+    if args.part in ("both", "speed"):
+        rows += speed(args)
+    if args.part in ("both", "recovery"):
+        cluster, client = local_cluster(2, 6.0)
+        try:
             rows += recovery(args, client)
-    finally:
-        client.close()
-        cluster.close()
+        finally:
+            client.close()
+            cluster.close()
     with open(args.out, "a") as f:
         f.writelines(json.dumps(r) + "\n" for r in rows)
+    for part, target in (("speed", 3), ("recovery", 2)):
+        got = [r["ratio"] for r in rows if r.get("part") == part]
+        if got:
+            print(f"{part}: median ratio {np.median(got):.2f} (target ≤ {target}); load {_load()}")
 
 
 if __name__ == "__main__":

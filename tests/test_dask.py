@@ -19,6 +19,7 @@ import pytest
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
+from conftest import dask_local_cluster  # noqa: E402
 from dperm import DPLogisticRegression  # noqa: E402
 from dperm.algorithms import _gradient_loop as gl  # noqa: E402
 from dperm.algorithms import dp_gd, dp_sgd, objective_perturbation, output_perturbation  # noqa: E402
@@ -37,22 +38,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def client():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            memory_limit="1GiB",
-            env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
-        )
-        cl = distributed.Client(cluster)
-    yield cl
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cl.close()
-        cluster.close()
+    yield from dask_local_cluster(2)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-import warnings
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ import pytest
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
+from conftest import dask_local_cluster  # noqa: E402
 from dperm import DPLogisticRegression, Ledger  # noqa: E402
 from dperm.backends import dask_steps  # noqa: E402
 
@@ -34,22 +34,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def client():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            memory_limit="1GiB",
-            env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
-        )
-        cl = distributed.Client(cluster)
-    yield cl
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cl.close()
-        cluster.close()
+    yield from dask_local_cluster(2)
 
 
 def test_a_worker_killed_mid_fit_costs_seconds_and_changes_nothing(client, monkeypatch):
