@@ -441,9 +441,20 @@ class StepSession:
     def next(self, theta, exponent: int, workers) -> np.ndarray:
         """Σ over ``workers`` of their sums for the head of their queues at θ (int64 on
         the grid 2^-``exponent``; zeros when ``workers`` is empty)."""
+        self.post(theta, exponent, workers)
+        return self.collect(workers)
+
+    def post(self, theta, exponent: int, workers) -> None:
+        """The first half of :meth:`next`: θ sent, the workers compute (the caller may
+        work meanwhile, e.g. queue more batches), :meth:`collect` reads the sums."""
         theta = np.ascontiguousarray(theta, dtype=np.float64).ravel()
         with self._lock:
-            return self._io(lambda: self._ask([(w, (theta,)) for w in workers], _NEXT, exponent))
+            self._io(lambda: [self._put(w, _NEXT, exponent, theta) for w in workers])
+
+    def collect(self, workers) -> np.ndarray:
+        """The second half of :meth:`next`."""
+        with self._lock:
+            return self._io(lambda: self._replies(workers))
 
     def step(self, theta, exponent: int, per_worker) -> np.ndarray:
         """As :meth:`next` for an explicit batch: ``per_worker`` = {worker: (counts
@@ -460,8 +471,11 @@ class StepSession:
     def _ask(self, parts, op, exponent):
         for w, arrays in parts:
             self._put(w, op, exponent, *arrays)
+        return self._replies([w for w, _ in parts])
+
+    def _replies(self, workers):
         out = np.zeros(self.size, dtype=np.int64)
-        for w, _ in parts:
+        for w in workers:
             self._current = w
             msg = _recv(self._socks[w])
             (status,) = _HEADER.unpack_from(msg)

@@ -231,18 +231,21 @@ class Stepper:
                     return None
 
     def _step(self, design, session, C, theta, rows):
-        self._refill(design, session, C)
         if self.queued and rows is self.queued[0].rows:
             item = self.queued[0]
-            total = session.next(theta, item.exponent, item.workers)
+            session.post(theta, item.exponent, item.workers)
+            self._refill(design, session, C)  # while the workers compute
+            total = session.collect(item.workers)
             self.queued.popleft()
             return from_grid(total, item.exponent)
+        self._refill(design, session, C)
         per_worker, sizes = split([rows], design._offsets, session.groups)
         exponent = grid_exponent(sizes[0], C)
         per_worker = {w: (c[0], r) for w, (c, r) in per_worker.items() if c.any()}
         return from_grid(session.step(theta, exponent, per_worker), exponent)
 
     def _refill(self, design, session, C) -> None:
+        """Draw and queue batches ahead when fewer than LOOKAHEAD/2 are queued."""
         if self.reader is None or len(self.queued) > LOOKAHEAD // 2:
             return
         new = self.reader.draw(LOOKAHEAD - len(self.queued))
