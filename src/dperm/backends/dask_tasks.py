@@ -16,7 +16,6 @@ import math
 
 import numpy as np
 
-from .._validation import rows_per_chunk
 from ..exceptions import InvalidDataError
 from .numpy import Design, _gather
 from .rows import clip_factors, clip_scale, clipped_count, safe_row_norms
@@ -110,8 +109,7 @@ def batch_rows(blocks, entry, spec: _Spec, scratch: dict | None = None) -> list:
     """One worker's rows of a batch: ``entry`` = [(partition, local rows or None = all)]
     of ``blocks`` = [(xb, auxb, yb, wb)].  The gathered rows of every partition are
     one :class:`Rows` (a DP-SGD batch: a few rows, one block for all partitions, in
-    ``scratch``); whole partitions stay (partition, None), read in chunks by
-    :func:`clip_grid_sum`."""
+    ``scratch``); whole partitions stay (partition, None)."""
     out = [(i, None) for i, r in entry if r is None]
     picked = [(blocks[i], r) for i, r in entry if r is not None]
     if not picked:
@@ -134,26 +132,17 @@ def batch_rows(blocks, entry, spec: _Spec, scratch: dict | None = None) -> list:
     return [_finish(X, d, aux, y, w, spec), *out]
 
 
-def _chunks(block, spec: _Spec, scratch: dict):
-    """The :class:`Rows` of a whole partition, chunk by chunk."""
-    xb, auxb, yb, wb = block
-    m, d = xb.shape
-    step = rows_per_chunk(d)
-    for k in range(0, m, step):
-        sl = slice(k, min(m, k + step))
-        X = buffer(scratch, "Xc", (sl.stop - k, _width(d, spec)))
-        X[:, :d] = xb[sl]
-        yield _finish(X, d, auxb[sl], *(None if v is None else v[sl] for v in (yb, wb)), spec)
-
-
 def clip_grid_sum(rows, blocks, spec: _Spec, loss, theta, C, exponent, scratch=None):
     """Σᵢ clip_C(wᵢ φ'(x̃ᵢᵀθ, yᵢ) x̃ᵢ) over ``rows`` (:func:`batch_rows`), each term
     rounded to the grid 2^-``exponent`` (:func:`to_grid`) and added exactly: int64
-    (d_eff,).  The per-example clipping of Abadi et al. (CCS 2016, Algorithm 1) with
+    (d_eff,).  A whole partition (a full pass, DP-GD) is summed by the one-machine
+    :meth:`~dperm.design.Design.glm_clipped_sum` and rounded once.  The
+    per-example clipping of Abadi et al. (CCS 2016, Algorithm 1) with
     ‖∇ℓᵢ‖ = |wᵢφ'ᵢ|·‖x̃ᵢ‖ as in :meth:`dperm.design.Design.glm_clipped_sum`; every
-    operation is row by row (the margins by ``einsum``, not a BLAS product whose
-    rounding may depend on the other rows of the block), so a row's term, and with
-    the exact sum the whole result, is the same however the rows are grouped.
+    operation on a batch is row by row (the margins by ``einsum``, not a BLAS
+    product whose rounding may depend on the other rows of the block), so a row's
+    term, and with the exact sum the whole result, is the same however the rows are
+    grouped.
 
     Raises
     ------
@@ -163,25 +152,30 @@ def clip_grid_sum(rows, blocks, spec: _Spec, loss, theta, C, exponent, scratch=N
     scratch = {} if scratch is None else scratch
     total = np.zeros(len(theta), dtype=np.int64)
     unit = _unit(exponent)
-    for piece in rows:
-        chunks = _chunks(blocks[piece[0]], spec, scratch) if isinstance(piece, tuple) else [piece]
-        for R in chunks:
-            z = np.einsum("ij,j->i", R.X, theta, out=buffer(scratch, "z", R.X.shape[:1]))
-            s = np.asarray(loss.derivative(z, R.y), dtype=np.float64)
-            if R.w is not None:
-                s = s * R.w
-            if not np.isfinite(np.sum(s)):  # overflow: drop the example, never a NaN
-                s = np.where(np.isfinite(s), s, 0.0)
-            a = np.abs(s)
-            a *= R.norms
-            s = s * clip_factors(a, C)
-            s *= unit  # exact: a power of two; |each term| ≤ |sᵢ|·‖x̃ᵢ‖ ≤ C·2ᴸ < 2⁶¹
-            if not np.all(np.abs(s) * R.norms < 2.0**62):
-                raise ValueError("a clipped term exceeds clipping_norm (grid overflow)")
-            G = np.multiply(R.X, s[:, None], out=buffer(scratch, "G", R.X.shape))
-            ints = buffer(scratch, "I", R.X.shape, np.int64)
-            np.copyto(ints, np.rint(G, out=G), casting="unsafe")
-            total += ints.sum(axis=0)
+    for R in rows:
+        if isinstance(R, tuple):  # a whole partition (a full pass): its sum, rounded
+            xb, auxb, yb, wb = blocks[R[0]]
+            args = dict(size=len(theta), loss=loss, theta=theta, C=C)
+            total += to_grid(
+                _apply("clip", _local_design(xb, auxb, spec), yb, wb, args, None), exponent
+            )
+            continue
+        z = np.einsum("ij,j->i", R.X, theta, out=buffer(scratch, "z", R.X.shape[:1]))
+        s = np.asarray(loss.derivative(z, R.y), dtype=np.float64)
+        if R.w is not None:
+            s = s * R.w
+        if not np.isfinite(np.sum(s)):  # overflow: drop the example, never a NaN
+            s = np.where(np.isfinite(s), s, 0.0)
+        a = np.abs(s)
+        a *= R.norms
+        s = s * clip_factors(a, C)
+        s *= unit  # exact: a power of two; |each term| ≤ |sᵢ|·‖x̃ᵢ‖ ≤ C·2ᴸ < 2⁶¹
+        if not np.all(np.abs(s) * R.norms < 2.0**62):
+            raise ValueError("a clipped term exceeds clipping_norm (grid overflow)")
+        G = np.multiply(R.X, s[:, None], out=buffer(scratch, "G", R.X.shape))
+        ints = buffer(scratch, "I", R.X.shape, np.int64)
+        np.copyto(ints, np.rint(G, out=G), casting="unsafe")
+        total += ints.sum(axis=0)
     return total
 
 
