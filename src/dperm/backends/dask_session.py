@@ -342,13 +342,17 @@ def wait_for(client, futures, workers, timeout: float) -> None:
 
 
 def _keepalive(sock) -> None:
-    """Probe an idle connection after KEEPALIVE seconds: a peer whose host vanished
-    (no FIN, no RST) is found in about 2 × KEEPALIVE, not at STEP_TIMEOUT."""
+    """Find a peer whose host vanished (no FIN, no RST) in seconds, not at STEP_TIMEOUT
+    or after TCP's retransmissions (≈ 15 minutes): keepalive probes after KEEPALIVE
+    idle seconds while waiting for a reply, and a KEEPALIVE·2-second limit on unacked
+    data while sending (``TCP_USER_TIMEOUT``, Linux).  A worker that is slow to
+    compute still acknowledges both (its kernel does)."""
     with contextlib.suppress(OSError, AttributeError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, KEEPALIVE)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 2000 * KEEPALIVE)
 
 
 class StepSession:
