@@ -173,8 +173,7 @@ def clip_grid_sum(rows, blocks, spec: _Spec, loss, theta, C, exponent, scratch=N
         if not np.all(np.abs(s) * R.norms < 2.0**62):
             raise ValueError("a clipped term exceeds clipping_norm (grid overflow)")
         G = np.multiply(R.X, s[:, None], out=buffer(scratch, "G", R.X.shape))
-        ints = buffer(scratch, "I", R.X.shape, np.int64)
-        np.copyto(ints, np.rint(G, out=G), casting="unsafe")
+        ints = np.rint(G, out=buffer(scratch, "I", R.X.shape, np.int64), casting="unsafe")
         total += ints.sum(axis=0)
     return total
 
