@@ -41,9 +41,12 @@ object.  Full batches (DP-GD): every row, no draw.
 
 Per-step latency.  θ of a DP-SGD step depends on the previous step's noisy sum, so
 a step is one round trip; it goes through a step session
-(:mod:`dperm.backends.dask_session`: one connection per worker, the partitions'
-views kept there, no task per step), not through the scheduler.  Model and
-measurements: docs/cluster.md, "Performance".
+(:mod:`dperm.backends.dask_session`: one connection per worker, the batches read
+ahead and queued on the workers by :mod:`dperm.backends.dask_steps`, no task per
+step), not through the scheduler.  The clipped sums are added exactly on a public
+grid (:func:`dperm.backends.dask_tasks.to_grid`), so they do not depend on which
+worker holds which partition: a fit that loses a worker ends with the same model.
+Model and measurements: docs/cluster.md, "Performance" and "Losing a worker".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A step session: the DP-SGD step of the Dask backend at socket latency (issue #22 §3).
+"""A step session: the DP-SGD step of the Dask backend at socket latency (issues #22 §3, #31 §2).
 
 A DP-SGD step needs the clipped gradient sum of a batch at the current θ, and θ
 of the next step depends on this step's noisy sum: the steps are a chain of T
@@ -10,10 +10,11 @@ step at 10⁷ rows, each task rebuilding its partition's per-row arrays;
 ``distributed``'s own comms (tornado streams) cost 1.2–1.9 ms for the echo.  A
 *session* opens, once per fit, one plain TCP
 connection from the client to every worker that holds partitions; the worker
-keeps the one-machine views of its partitions (persistent per-partition state,
-built once) and answers each step's message — θ and the batch's local row
-indices — with its partitions' sum; no task, no graph and no scheduler message
-per step.  Measured: 0.1–0.5 ms for the echo on the same machine (docs/cluster.md).
+keeps its partitions and a queue of the batches sent ahead (each gathered into
+one block before its θ arrives, by the client's :mod:`dperm.backends.dask_steps`)
+and answers each step's message — θ — with its share of the clipped sum; no task,
+no graph and no scheduler message per step.  Measured: 0.1–0.5 ms for an echo on
+the same machine (docs/cluster.md).
 
 What crosses the connection is what the task path sends (θ, the rows of the
 batch in the worker's partitions, the clipped sum before noise), so the trust
@@ -29,17 +30,24 @@ the client, and no seed leaves it.  The connection is
   collected), by the worker after :data:`IDLE_TIMEOUT` seconds without a message,
   and never accepted after :data:`ACCEPT_TIMEOUT` seconds.
 
-Messages are raw little-endian arrays, never pickles: a step is
-``int64[1 + P]`` (the op code, then the number of rows of each of the worker's P
-partitions in the batch: 0 = none, −1 = all) followed by θ as float64 and the
-local row indices as int64; the reply is an int64 status followed by the float64
-sum (or an error text).  Each worker adds its partitions' results in partition
-order and the client adds the workers' in a fixed order: the arithmetic of the
-task path, to the bit.
+Messages are raw little-endian arrays, never pickles, each an int64 header
+``[op, word]`` and arrays:
 
-Only the transport and the protocol live here; the per-partition arithmetic is
-passed in by :mod:`dperm.backends.dask` (its ``_local_design`` and ``_apply``), so
-this module imports nothing of dperm.
+* BATCHES ``[2, K]`` + ``int64[K, P]`` (the rows of each of the worker's P
+  partitions in each of K steps: 0 = none, −1 = all) + the local row indices:
+  queued, no reply;
+* NEXT ``[3, L]`` + θ (float64): the head of the queue at θ;
+* STEP ``[1, L]`` + ``int64[P]`` + θ + the rows: an explicit batch;
+* CLOSE ``[0, 0]``.
+
+A step's reply is an int64 status and the worker's share of the sum as int64
+multiples of 2⁻ᴸ (or an error text): integers, added exactly by the client in any
+order (:func:`dperm.backends.dask_tasks.to_grid`).
+
+Only the transport and the protocol live here; the arithmetic is passed in by
+the backend (:func:`dperm.backends.dask_tasks.prepare_batch` and
+:func:`~dperm.backends.dask_tasks.compute_batch`), so this module imports nothing
+of dperm.
 """
 
 from __future__ import annotations
