@@ -18,8 +18,10 @@ What runs where
   products, clipped per-example gradient sums over the partition's rows of a
   batch.  Each task builds a numpy :class:`~dperm.backends.numpy.Design` of its
   partition and calls the *same* method the one-machine path calls, so the
-  arithmetic of a partition is exactly the one-machine arithmetic (no second
-  implementation of any formula).
+  arithmetic of a partition is the one-machine arithmetic — except a DP-SGD
+  batch's clipped sum, computed row by row and added exactly
+  (:func:`dperm.backends.dask_tasks.clip_grid_sum`) so that it does not depend on
+  the placement.
 * **Scheduler**: adds the per-partition d-vectors in a tree (fan-in 8).
 * **Client** (this process): the optimizer state θ, the privacy-critical noise
   (drawn once per step by :func:`dperm.algorithms._gradient_loop.run` from the
