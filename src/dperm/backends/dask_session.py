@@ -319,8 +319,10 @@ def open_session(key, prepare, compute, shape, blocks):
 
 # ============================================================================ client side
 def live_workers(client) -> set:
-    """The addresses of the workers the scheduler knows now (one round trip)."""
-    return set(client.scheduler_info(n_workers=-1)["workers"])
+    """The addresses of the workers the scheduler knows now (one round trip, asked of
+    the scheduler itself: ``Client.scheduler_info()`` returns a cache that the
+    client's periodic update overwrites without the workers)."""
+    return set(client.sync(client.scheduler.identity, n_workers=-1)["workers"])
 
 
 def wait_for(client, futures, workers, timeout: float) -> None:
