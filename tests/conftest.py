@@ -145,3 +145,28 @@ def postgres_url():
     finally:
         subprocess.run(["bash", str(script), "stop", where], capture_output=True)
         shutil.rmtree(where, ignore_errors=True)
+
+
+def dask_local_cluster(n_workers: int = 2):
+    """A distributed ``LocalCluster`` of ``n_workers`` processes (one thread each, under
+    nannies) and its Client, for a module-scoped fixture: ``yield from`` this."""
+    import warnings
+
+    import distributed
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = distributed.LocalCluster(
+            n_workers=n_workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            memory_limit="1GiB",
+            env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
+        )
+        client = distributed.Client(cluster)
+    yield client
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        client.close()
+        cluster.close()

@@ -10,6 +10,7 @@ X never reaches the client; bad input raises the one-machine exceptions.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
+from conftest import dask_local_cluster  # noqa: E402
 from dperm import DPLogisticRegression  # noqa: E402
 from dperm.algorithms import _gradient_loop as gl  # noqa: E402
 from dperm.algorithms import dp_gd, dp_sgd, objective_perturbation, output_perturbation  # noqa: E402
@@ -36,22 +38,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def client():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            memory_limit="1GiB",
-            env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
-        )
-        cl = distributed.Client(cluster)
-    yield cl
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cl.close()
-        cluster.close()
+    yield from dask_local_cluster(2)
 
 
 @pytest.fixture(scope="module")
@@ -341,12 +328,14 @@ def _open(client, key, design, y):
     where = design._placement()
     _, groups, xf, af = where
     worker = next(w for w, ps in groups.items() if 0 in ps)
-    yf = backend._block_futures(design.align(y), client)
+    yf = backend.block_futures(design.align(y), client)
     blocks = [(xf[p], af[p], yf[p], None) for p in groups[worker]]
     args = dict(size=design.shape[1], loss=Logistic(), C=0.3)
+    prepare = functools.partial(tasks.prepare_batch, op="clip", spec=design._spec)
+    compute = functools.partial(tasks.compute_batch, op="clip", spec=design._spec, args=args)
     fut = client.submit(
-        open_session, key, functools.partial(tasks._local_design, spec=design._spec),
-        tasks._apply, "clip", args, (design.shape[1],), blocks, workers=[worker], pure=False,
+        open_session, key, prepare, compute, (design.shape[1],), blocks, workers=[worker],
+        pure=False,
     )  # fmt: skip
     return tuple(fut.result()), groups[worker]
 
@@ -358,6 +347,7 @@ def test_session_refuses_a_peer_without_the_key(client, ddata):
     import socket
 
     from dperm.backends import dask_session as ds
+    from dperm.backends import dask_tasks as tasks
 
     Xd, yd = ddata
     design = as_design(Xd, 1.2, warn=False)
@@ -373,10 +363,13 @@ def test_session_refuses_a_peer_without_the_key(client, ddata):
     theta = np.random.default_rng(0).normal(size=D)
     rows = np.arange(0, N, 7)
     local = [(p, r) for p, r in design._blocks_for(rows) if p in parts]
-    counts = [ds._STEP] + [len(dict(local).get(p, ())) for p in parts]
-    ds._send(sock, np.array(counts), theta, *[r for _, r in local])
+    counts = [len(dict(local).get(p, ())) for p in parts]
+    L = tasks.grid_exponent(len(rows), 0.3)
+    ds._send(sock, np.array([ds._STEP, L, *counts]), theta, *[r for _, r in local])
     reply = ds._recv(sock)
-    got = np.frombuffer(reply, np.float64, offset=8)
+    assert np.frombuffer(reply, np.int64, 1)[0] == ds._OK
+    first = np.frombuffer(reply, np.int64, offset=8)
+    got = tasks.from_grid(first, L)
     want = sum(
         as_design(Xd[p * CHUNK : (p + 1) * CHUNK].compute(), 1.2, warn=False).glm_clipped_sum(
             Logistic(), theta, yd[p * CHUNK : (p + 1) * CHUNK].compute(), 0.3, rows=r
@@ -384,13 +377,19 @@ def test_session_refuses_a_peer_without_the_key(client, ddata):
         for p, r in local
     )
     np.testing.assert_allclose(got, want, rtol=1e-12)
+    # batches queued ahead, then one θ per step: the same sums
+    ds._send(sock, np.array([ds._BATCHES, 2, *counts, *counts]), *[r for _, r in local] * 2)
+    for _ in range(2):
+        ds._send(sock, np.array([ds._NEXT, L]), theta)
+        reply = ds._recv(sock)
+        np.testing.assert_array_equal(np.frombuffer(reply, np.int64, offset=8), first)
     sock.close()
     assert _wait_no_session_threads(client) == 0
 
 
 def test_session_errors_and_a_lost_connection(client, data, ddata):
     """A worker-side error is raised on the client (never a hang or a silent zero);
-    a lost connection falls back to the task path for that step, same sum."""
+    a lost connection to a live worker reopens the session for that step, same sum."""
     from dperm.backends.dask_session import SessionError
 
     X, y = data
@@ -399,18 +398,21 @@ def test_session_errors_and_a_lost_connection(client, data, ddata):
     theta, rows, loss = np.full(D, 0.1), np.arange(3, N, 11), Logistic()
     want = D0.glm_clipped_sum(loss, theta, y, 0.3, rows=rows)
     np.testing.assert_allclose(D1.glm_clipped_sum(loss, theta, yd, 0.3, rows=rows), want)
-    session = D1._session[2]
+    session = D1._steps.session[2]
+    w0 = next(w for w, ps in session.groups.items() if 0 in ps)
+    bad = {w0: (np.eye(1, len(session.groups[w0]), dtype=np.int64)[0], np.array([CHUNK + 5]))}
     with pytest.raises(RuntimeError, match="IndexError"):
-        session.step(theta, [(0, np.array([CHUNK + 5]))])  # a row outside partition 0
+        session.step(theta, 40, bad)  # a row outside partition 0
     assert session.closed
     np.testing.assert_allclose(D1.glm_clipped_sum(loss, theta, yd, 0.3, rows=rows), want)
-    session = D1._session[2]  # reopened
+    session = D1._steps.session[2]  # reopened
     for sock in session._socks.values():
         sock.close()  # the connections go away under the open session
     np.testing.assert_allclose(D1.glm_clipped_sum(loss, theta, yd, 0.3, rows=rows), want)
-    assert session.closed and D1._session is None  # that step ran as tasks
+    assert session.closed and not D1._steps.session[2].closed  # a new session served it
+    assert D1._steps.recoveries == 0  # no worker was lost
     with pytest.raises(SessionError):
-        session.step(theta, D1._blocks_for(rows))
+        session.step(theta, 40, bad)
 
 
 def test_session_on_a_tls_cluster_is_encrypted(tmp_path, data):
@@ -453,7 +455,7 @@ def test_session_on_a_tls_cluster_is_encrypted(tmp_path, data):
             got = design.glm_clipped_sum(
                 Logistic(), np.full(D, 0.1), yd, 0.3, rows=np.arange(0, N, 3)
             )
-            session = design._session[2]
+            session = design._steps.session[2]
             assert all(isinstance(s, ssl.SSLSocket) for s in session._socks.values())
             assert all(s.version().startswith("TLS") for s in session._socks.values())
             want = as_design(X, 1.2, warn=False).glm_clipped_sum(
@@ -646,3 +648,57 @@ def test_cli_fit_parquet(client, table_dir, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no public bound" in err[0]
+
+
+# ------------------------------------------------------------------ placement-free sums
+def test_clipped_sums_do_not_depend_on_how_the_rows_are_placed(data):
+    """The per-example grid sum of a batch is the same integer vector however its rows
+    are split over partitions and workers, in any order (so a lost worker's partitions
+    recomputed elsewhere give the same model, bit for bit), and the numpy clipped sum
+    to rounding; a term beyond the grid raises instead of wrapping around."""
+    from dperm.backends import dask_tasks as tasks
+
+    X, y = data
+    D0 = as_design(X, 1.2, intercept_scaling=0.5, warn=False)
+    D1 = as_design(da.from_array(X, chunks=(CHUNK, D)), 1.2, intercept_scaling=0.5, warn=False)
+    aux = D1.aux.compute()
+    rows = np.random.default_rng(5).choice(N, 900, replace=False)
+    theta, C, loss = np.random.default_rng(6).normal(size=D + 1), 0.3, Logistic()
+    L = tasks.grid_exponent(rows.size, C)
+    sums = []
+    for cuts in ([], [2000, 4000], [1, 3000, 5999]):  # partitions of the same rows
+        bounds = [0, *cuts, N]
+        blocks = [(X[a:b], aux[a:b], y[a:b], None) for a, b in itertools.pairwise(bounds)]
+        part = np.searchsorted(bounds, rows, side="right") - 1
+        for order in (np.arange(len(blocks)), np.arange(len(blocks))[::-1]):
+            entry = [(p, rows[part == p] - bounds[p]) for p in order if np.any(part == p)]
+            prepared = tasks.batch_rows(blocks, entry, D1._spec)
+            sums.append(tasks.clip_grid_sum(prepared, blocks, D1._spec, loss, theta, C, L))
+    for s in sums[1:]:
+        np.testing.assert_array_equal(s, sums[0])
+    want = D0.glm_clipped_sum(loss, theta, y, C, rows=rows)
+    np.testing.assert_allclose(tasks.from_grid(sums[0], L), want, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="grid"):  # a grid too fine for terms of norm C
+        tasks.clip_grid_sum(prepared, blocks, D1._spec, loss, theta, C, L + 12)
+
+
+def test_batches_split_by_partition_and_worker():
+    """Batches of every sampler shape (index arrays in any order, negative indices, a
+    slice, None = every row, empty) are split into each worker's partitions' local
+    rows, in the batch's order within a partition; the row counts are public-size
+    facts of the batch (the grid's scale)."""
+    from dperm.backends.dask_steps import split
+
+    offsets = np.array([0, 10, 25, 40])
+    groups = {"w1": [0, 2], "w2": [1]}
+    batches = [np.array([39, 3, 12, 11, 0]), np.array([-1, 24]), slice(8, 12), None, []]
+    per_worker, sizes = split(batches, offsets, groups)
+    np.testing.assert_array_equal(sizes, [5, 2, 4, 40, 0])
+    c1, r1 = per_worker["w1"]
+    c2, r2 = per_worker["w2"]
+    np.testing.assert_array_equal(c1, [[2, 1], [0, 1], [2, 0], [-1, -1], [0, 0]])
+    np.testing.assert_array_equal(c2, [[2], [1], [2], [-1], [0]])
+    np.testing.assert_array_equal(r1, [3, 0, 14, 14, 8, 9])  # partition 0 keeps 3 before 0
+    np.testing.assert_array_equal(r2, [2, 1, 14, 0, 1])
+    with pytest.raises(InvalidDataError, match="out of range"):
+        split([np.array([40])], offsets, groups)

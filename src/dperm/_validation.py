@@ -252,14 +252,21 @@ def rows_per_chunk(width: int) -> int:
 
 def sq_norms_dense(X) -> np.ndarray:
     """Σⱼ xᵢⱼ² of every row of a dense array, float64, block by block (float32 rows
-    are accumulated in float64; no temporary of the size of X)."""
+    are accumulated in float64; no temporary of the size of X).
+
+    Other dtypes are converted into ONE float64 block buffer, reused: a fresh 1 MiB
+    temporary per block is a fresh mmap in a process whose allocator trims eagerly
+    (Dask's workers set ``MALLOC_TRIM_THRESHOLD_``), and its page faults made this
+    pass 4× slower there."""
     n, d = X.shape
     out = np.empty(n)
     step = rows_per_chunk(d)
+    buf = None if X.dtype == np.float64 else np.empty((min(step, n), d))
     for a in range(0, n, step):
         blk = X[a : a + step]
-        if blk.dtype != np.float64:
-            blk = blk.astype(np.float64)
+        if buf is not None:
+            np.copyto(buf[: blk.shape[0]], blk, casting="unsafe")
+            blk = buf[: blk.shape[0]]
         np.einsum("ij,ij->i", blk, blk, out=out[a : a + step])
     return out
 

@@ -18,8 +18,10 @@ What runs where
   products, clipped per-example gradient sums over the partition's rows of a
   batch.  Each task builds a numpy :class:`~dperm.backends.numpy.Design` of its
   partition and calls the *same* method the one-machine path calls, so the
-  arithmetic of a partition is exactly the one-machine arithmetic (no second
-  implementation of any formula).
+  arithmetic of a partition is the one-machine arithmetic — except a DP-SGD
+  batch's clipped sum, computed row by row and added exactly
+  (:func:`dperm.backends.dask_tasks.clip_grid_sum`) so that it does not depend on
+  the placement.
 * **Scheduler**: adds the per-partition d-vectors in a tree (fan-in 8).
 * **Client** (this process): the optimizer state θ, the privacy-critical noise
   (drawn once per step by :func:`dperm.algorithms._gradient_loop.run` from the
@@ -41,28 +43,26 @@ object.  Full batches (DP-GD): every row, no draw.
 
 Per-step latency.  θ of a DP-SGD step depends on the previous step's noisy sum, so
 a step is one round trip; it goes through a step session
-(:mod:`dperm.backends.dask_session`: one connection per worker, the partitions'
-views kept there, no task per step), not through the scheduler.  Model and
-measurements: docs/cluster.md, "Performance".
+(:mod:`dperm.backends.dask_session`: one connection per worker, the batches read
+ahead and queued on the workers by :mod:`dperm.backends.dask_steps`, no task per
+step), not through the scheduler.  The clipped sums are added exactly on a public
+grid (:func:`dperm.backends.dask_tasks.to_grid`), so they do not depend on which
+worker holds which partition: a fit that loses a worker ends with the same model.
+Model and measurements: docs/cluster.md, "Performance" and "Losing a worker".
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import numbers
-import warnings
-import weakref
 
 import numpy as np
 
 from ..exceptions import InvalidDataError
-from .dask_session import SessionError, StepSession
+from .dask_steps import Stepper, block_futures, placement, rows_array
 from .dask_tasks import (
     _NORM,
     _SCALE,
     _XNORM,
-    _apply,
     _count_block,
     _local_design,
     _margins_block,
@@ -73,6 +73,8 @@ from .dask_tasks import (
     _Spec,
     _sum,
     _target_block,
+    from_grid,
+    grid_exponent,
 )
 from .numpy import Design
 from .rows import warn_clipped
@@ -102,45 +104,6 @@ def _check_known(A, name: str) -> None:
             f"aligned; call {name}.compute_chunk_sizes() or build it with known lengths "
             "(e.g. dataframe.to_dask_array(lengths=True))"
         )
-
-
-def _block_futures(arr, client):
-    """The futures of a persisted array's blocks, in block order (None if some
-    block is not a future of ``client``, i.e. the array is not persisted there)."""
-    from dask.core import flatten
-    from distributed import futures_of
-
-    futs = {f.key: f for f in futures_of(arr) if f.client is client}
-    keys = list(flatten(arr.__dask_keys__()))
-    if not keys or not all(k in futs for k in keys):
-        return None
-    return [futs[k] for k in keys]
-
-
-def _placement(X, aux):
-    """(client, {worker: [partition]}, X futures, aux futures), or None when the
-    scheduler is not a distributed Client or X is not persisted on it."""
-    import dask
-
-    try:
-        sched = dask.base.get_scheduler(collections=[X])
-    except Exception:  # pragma: no cover - no scheduler configured
-        return None
-    client = getattr(sched, "__self__", None)
-    if client is None or type(client).__name__ != "Client":
-        return None
-    xf = _block_futures(X, client)
-    af = _block_futures(aux, client)
-    if xf is None or af is None:
-        return None
-    who = client.who_has(xf)
-    groups: dict = {}
-    for p, f in enumerate(xf):
-        holders = sorted(who.get(f.key, ()))
-        if not holders:
-            return None
-        groups.setdefault(holders[0], []).append(p)
-    return client, groups, xf, af
 
 
 # ============================================================================ the view
@@ -182,8 +145,7 @@ class DaskDesign(Design):
         self._offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
         self._aligned: dict = {}
         self._where = None  # (client, partitions per worker, futures), found on first pass
-        self._session = None  # (key, loss, StepSession) of the mini-batch sums
-        self._session_failed = False
+        self._steps = Stepper(self)  # DP-SGD's step session and read-ahead batches
 
     # ----- description -------------------------------------------------------------
     @property
@@ -255,18 +217,7 @@ class DaskDesign(Design):
         P = self.n_partitions
         if rows is None:
             return [(p, rows) for p in range(P)]
-        n = self.shape[0]
-        if isinstance(rows, slice):
-            rows = np.arange(n)[rows]
-        elif isinstance(rows, numbers.Integral):
-            rows = np.array([int(rows)])
-        rows = np.asarray(rows)
-        if rows.dtype == bool:
-            rows = np.flatnonzero(rows)
-        rows = rows.astype(np.int64, copy=False)
-        if rows.size and (rows.min() < -n or rows.max() >= n):
-            raise InvalidDataError(f"row indices out of range for a design with {n} rows")
-        rows = np.where(rows < 0, rows + n, rows)
+        rows = rows_array(rows, self.shape[0])
         part = np.searchsorted(self._offsets, rows, side="right") - 1
         order = np.argsort(part, kind="stable")
         rows, part = rows[order], part[order]
@@ -296,9 +247,10 @@ class DaskDesign(Design):
 
     def _placement(self):
         """(client, {worker: [partitions]}, futures of X and aux) when a distributed
-        Client is the scheduler and X is persisted on its workers, else None."""
+        Client is the scheduler and X is persisted on its workers, else None (and
+        ``_where`` is False; it stays None while a lost partition is recomputed)."""
         if self._where is None:
-            self._where = _placement(self.X, self.aux) or False
+            self._where = placement(self.X, self.aux)
         return self._where or None
 
     def _pass_by_worker(self, where, op, y, weights, blocks, args):
@@ -306,8 +258,8 @@ class DaskDesign(Design):
         partition moves); the per-worker sums are added in a tree of fan-in 8 (on
         the client when there are at most 8 workers: 8 d-vectors)."""
         client, groups, xf, af = where
-        yf = None if y is None else _block_futures(y, client)
-        wf = None if weights is None else _block_futures(weights, client)
+        yf = None if y is None else block_futures(y, client)
+        wf = None if weights is None else block_futures(weights, client)
         if (y is not None and yf is None) or (weights is not None and wf is None):
             return self._pass_by_graph(op, y, weights, blocks, args)
         rows = dict(blocks)
@@ -329,6 +281,7 @@ class DaskDesign(Design):
                     args,
                     [rows[p] for p in ps],
                     workers=[worker],
+                    allow_other_workers=True,  # a lost worker's share runs elsewhere
                     pure=False,
                 )
             )
@@ -337,7 +290,7 @@ class DaskDesign(Design):
                 client.submit(_sum, *futs[i : i + _FAN_IN], pure=False)
                 for i in range(0, len(futs), _FAN_IN)
             ]
-        return np.asarray(_sum(*client.gather(futs)), dtype=np.float64)
+        return _result(_sum(*client.gather(futs)), args)
 
     def _pass_by_graph(self, op, y, weights, blocks, args):
         """The same pass as a Dask graph (any scheduler; X need not be persisted):
@@ -368,7 +321,7 @@ class DaskDesign(Design):
         while len(parts) > 1:
             parts = [add(*parts[i : i + _FAN_IN]) for i in range(0, len(parts), _FAN_IN)]
         (out,) = dask.compute(parts[0])
-        return np.asarray(out, dtype=np.float64)
+        return _result(out, args)
 
     def _theta_size(self, theta) -> tuple[np.ndarray, tuple]:
         theta = np.asarray(theta, dtype=np.float64)
@@ -419,79 +372,26 @@ class DaskDesign(Design):
     def _clipped(self, op, loss, theta, y, clipping_norm, weights, rows):
         theta, shape = self._theta_size(theta)
         C = float(clipping_norm)
-        if rows is not None:  # a mini-batch (a DP-SGD step): through the step session
-            out = self._session_step(op, loss, C, y, weights, theta, rows)
+        if rows is not None:  # a mini-batch: a DP-SGD step
+            y = None if y is None else self.align(y)
+            weights = None if weights is None else self.align(weights, "weights")
+            out = self._steps.clipped(op, loss, C, y, weights, theta, rows)
             if out is not None:
                 return out.reshape(shape)
-        args = dict(size=theta.size, loss=loss, theta=theta, C=C)
+        count = self.shape[0] if rows is None else rows_array(rows, self.shape[0]).size
+        args = dict(size=theta.size, loss=loss, theta=theta, C=C, grid=grid_exponent(count, C))
         return self._pass(op, y=y, weights=weights, rows=rows, **args).reshape(shape)
 
-    # ----- the step session (dperm.backends.dask_session) ------------------------------
+    # ----- DP-SGD's steps (dperm.backends.dask_steps) -----------------------------------
     #: serve mini-batch clipped sums through a step session when a distributed Client
     #: holds X (False: one task per worker and step, the slower path)
     use_session = True
 
-    def _session_step(self, op, loss, C, y, weights, theta, rows):
-        """The batch's clipped sum through the open step session (opened on first
-        use, once per (op, loss, C, y, weights)), or None to use the task path
-        (no Client, X not persisted, a session that could not open or was lost)."""
-        y = None if y is None else self.align(y)
-        weights = None if weights is None else self.align(weights, "weights")
-        blocks = self._blocks_for(rows)
-        if not blocks:
-            return np.zeros(theta.size)
-        key = (op, C, theta.shape, getattr(y, "name", None), getattr(weights, "name", None))
-        session = self._open_session(key, op, loss, C, y, weights, theta.shape)
-        if session is None:
-            return None
-        try:
-            return session.step(theta, blocks)
-        except SessionError:  # a worker went away: this step (and the next) by tasks
-            self._session = self._where = None
-            return None
-
-    def _open_session(self, key, op, loss, C, y, weights, shape):
-        old = self._session
-        if old is not None and old[0] == key and old[1] is loss and not old[2].closed:
-            return old[2]
-        if old is not None:
-            old[2].close()
-            self._session = None
-        where = self._placement() if self.use_session and not self._session_failed else None
-        if where is None:
-            return None
-        client, groups, xf, af = where
-        yf = None if y is None else _block_futures(y, client)
-        wf = None if weights is None else _block_futures(weights, client)
-        if (y is not None and yf is None) or (weights is not None and wf is None):
-            return None
-        blocks = {
-            w: [(xf[p], af[p], yf and yf[p], wf and wf[p]) for p in ps] for w, ps in groups.items()
-        }
-        try:
-            session = StepSession(
-                client,
-                groups,
-                blocks,
-                make_view=functools.partial(_local_design, spec=self._spec),
-                compute=_apply,
-                op=op,
-                args=dict(size=int(np.prod(shape)), loss=loss, C=C),
-                shape=shape,
-            )
-        except SessionError as exc:
-            self._session_failed = True
-            warnings.warn(
-                f"dperm could not open a step session on the Dask workers ({exc}); DP-SGD "
-                "steps run as one task per worker and step, which is slower "
-                "(docs/cluster.md, 'Performance')",
-                RuntimeWarning,
-                stacklevel=5,
-            )
-            return None
-        weakref.finalize(self, session.close)
-        self._session = (key, loss, session)
-        return session
+    def batches(self, sampler, rng, steps: int):
+        """The sampler's batches (:meth:`dperm.design.Design.batches`: the same law and
+        the same draws as on one machine, on the client), read ahead by the step
+        session, which queues them on the workers (:mod:`dperm.backends.dask_steps`)."""
+        return self._steps.start(sampler.batches(rng, steps))
 
     def batch_size(self, rows) -> int:
         """The number of records a row descriptor selects (a reduction; for tests
@@ -598,6 +498,13 @@ class DaskDesign(Design):
         if n_clipped and warn:
             warn_clipped(n_clipped, data_norm, stacklevel=2)
         return DaskDesign(self.X, aux, spec=spec, n_clipped=n_clipped)
+
+
+def _result(out, args) -> np.ndarray:
+    """A pass's reduced result as float64 (from the grid of a clipped sum)."""
+    if args.get("grid") is not None:
+        return from_grid(out, args["grid"])
+    return np.asarray(out, dtype=np.float64)
 
 
 def _count_clipped(aux, col, bound, count_tol: float = 0.0) -> int:

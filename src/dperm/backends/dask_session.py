@@ -1,4 +1,4 @@
-"""A step session: the DP-SGD step of the Dask backend at socket latency (issue #22 §3).
+"""A step session: the DP-SGD step of the Dask backend at socket latency (issues #22 §3, #31 §2).
 
 A DP-SGD step needs the clipped gradient sum of a batch at the current θ, and θ
 of the next step depends on this step's noisy sum: the steps are a chain of T
@@ -10,10 +10,11 @@ step at 10⁷ rows, each task rebuilding its partition's per-row arrays;
 ``distributed``'s own comms (tornado streams) cost 1.2–1.9 ms for the echo.  A
 *session* opens, once per fit, one plain TCP
 connection from the client to every worker that holds partitions; the worker
-keeps the one-machine views of its partitions (persistent per-partition state,
-built once) and answers each step's message — θ and the batch's local row
-indices — with its partitions' sum; no task, no graph and no scheduler message
-per step.  Measured: 0.1–0.5 ms for the echo on the same machine (docs/cluster.md).
+keeps its partitions and a queue of the batches sent ahead (each gathered into
+one block before its θ arrives, by the client's :mod:`dperm.backends.dask_steps`)
+and answers each step's message — θ — with its share of the clipped sum; no task,
+no graph and no scheduler message per step.  Measured: 0.1–0.5 ms for an echo on
+the same machine (docs/cluster.md).
 
 What crosses the connection is what the task path sends (θ, the rows of the
 batch in the worker's partitions, the clipped sum before noise), so the trust
@@ -29,21 +30,29 @@ the client, and no seed leaves it.  The connection is
   collected), by the worker after :data:`IDLE_TIMEOUT` seconds without a message,
   and never accepted after :data:`ACCEPT_TIMEOUT` seconds.
 
-Messages are raw little-endian arrays, never pickles: a step is
-``int64[1 + P]`` (the op code, then the number of rows of each of the worker's P
-partitions in the batch: 0 = none, −1 = all) followed by θ as float64 and the
-local row indices as int64; the reply is an int64 status followed by the float64
-sum (or an error text).  Each worker adds its partitions' results in partition
-order and the client adds the workers' in a fixed order: the arithmetic of the
-task path, to the bit.
+Messages are raw little-endian arrays, never pickles, each an int64 header
+``[op, word]`` and arrays:
 
-Only the transport and the protocol live here; the per-partition arithmetic is
-passed in by :mod:`dperm.backends.dask` (its ``_local_design`` and ``_apply``), so
-this module imports nothing of dperm.
+* BATCHES ``[2, K]`` + ``int64[K, P]`` (the rows of each of the worker's P
+  partitions in each of K steps: 0 = none, −1 = all) + the local row indices:
+  queued, no reply;
+* NEXT ``[3, L]`` + θ (float64): the head of the queue at θ;
+* STEP ``[1, L]`` + ``int64[P]`` + θ + the rows: an explicit batch;
+* CLOSE ``[0, 0]``.
+
+A step's reply is an int64 status and the worker's share of the sum as int64
+multiples of 2⁻ᴸ (or an error text): integers, added exactly by the client in any
+order (:func:`dperm.backends.dask_tasks.to_grid`).
+
+Only the transport and the protocol live here; the arithmetic is passed in by
+the backend (:func:`dperm.backends.dask_tasks.prepare_batch` and
+:func:`~dperm.backends.dask_tasks.compute_batch`), so this module imports nothing
+of dperm.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import hmac
@@ -55,7 +64,14 @@ import time
 
 import numpy as np
 
-__all__ = ["ACCEPT_TIMEOUT", "IDLE_TIMEOUT", "SessionError", "StepSession"]
+__all__ = [
+    "ACCEPT_TIMEOUT",
+    "IDLE_TIMEOUT",
+    "SessionError",
+    "StepSession",
+    "live_workers",
+    "wait_for",
+]
 
 #: seconds a worker waits for the client to connect to a new session
 ACCEPT_TIMEOUT = 60.0
@@ -64,16 +80,25 @@ IDLE_TIMEOUT = 600.0
 #: seconds the client waits to connect, and for the answer to one step
 CONNECT_TIMEOUT = 10.0
 STEP_TIMEOUT = 600.0
+#: seconds of silence before the client probes a connection (TCP keepalive)
+KEEPALIVE = 5
+_POLL = 0.1  # seconds between the scheduler polls of :func:`wait_for`
 
-_STEP, _CLOSE = 1, 0
+_CLOSE, _STEP, _BATCHES, _NEXT = 0, 1, 2, 3
 _OK, _ERROR = 0, 1
 _HEADER = struct.Struct("<Q")
 _NONCE = 32
 
 
 class SessionError(RuntimeError):
-    """A session could not be opened or lost its connection (the caller falls back to
-    the task path; nothing was released)."""
+    """A session could not be opened or lost its connection (the caller recovers or
+    falls back to the task path; nothing was released).  ``worker``: the address of
+    the worker whose connection failed, if known; ``fatal``: no session can open on
+    this cluster (its comms are not TCP/TLS)."""
+
+    def __init__(self, message: str, *, worker=None, fatal: bool = False, opening: bool = False):
+        super().__init__(message)
+        self.worker, self.fatal, self.opening = worker, fatal, opening
 
 
 # ============================================================================ framing
@@ -131,29 +156,66 @@ def _nodelay(sock) -> None:
 
 # ============================================================================ worker side
 class _Partitions:
-    """The persistent state of a session on one worker: the views of its partitions
-    (built once) and the step arithmetic passed in by the backend."""
+    """The persistent state of a session on one worker: its partitions, the batches
+    queued ahead (each gathered before its θ arrives) and the step arithmetic passed
+    in by the backend."""
 
-    def __init__(self, views, ys, ws, compute, op, args, shape):
-        self.views, self.ys, self.ws = views, ys, ws
-        self.compute, self.op, self.args, self.shape = compute, op, args, tuple(shape)
+    def __init__(self, blocks, prepare, compute, shape):
+        self.blocks, self.prepare, self.compute = blocks, prepare, compute
+        self.shape = tuple(shape)
         self.size = int(np.prod(self.shape))
+        self.queue: collections.deque = collections.deque()  # [(partition, rows)] per step
+        self.ready = None  # queue[0], gathered (into self.scratch)
+        self.scratch: dict = {}  # work arrays of the arithmetic, reused from step to step
+        self.broken: str | None = None
+
+    @staticmethod
+    def _entry(counts, rows, pos):
+        entry = []
+        for i, k in enumerate(counts.tolist()):
+            if k:
+                entry.append((i, None if k < 0 else rows[pos : pos + k]))
+                pos += max(k, 0)
+        return entry, pos
+
+    def enqueue(self, msg) -> None:
+        """A BATCHES message: [op, K] + counts int64[K, P] + the rows, queued in order."""
+        P = len(self.blocks)
+        K = int(np.frombuffer(msg, np.int64, 1, 8)[0])
+        counts = np.frombuffer(msg, np.int64, K * P, 16).reshape(K, P)
+        rows = np.frombuffer(msg, np.int64, offset=16 + 8 * K * P)
+        pos = 0
+        for k in range(K):
+            entry, pos = self._entry(counts[k], rows, pos)
+            self.queue.append(entry)
+
+    def prefetch(self) -> None:
+        """Gather the next queued batch's rows (between steps, off the critical path)."""
+        if self.ready is None and self.queue:
+            self.ready = self.prepare(self.blocks, self.queue[0], scratch=self.scratch)
 
     def step(self, msg) -> np.ndarray:
-        P = len(self.views)
-        counts = np.frombuffer(msg, np.int64, P, 8)
-        theta = np.frombuffer(msg, np.float64, self.size, 8 * (1 + P)).reshape(self.shape).copy()
-        rows = np.frombuffer(msg, np.int64, offset=8 * (1 + P + self.size))
-        args = {**self.args, "theta": theta}
-        out, pos = None, 0
-        for i, k in enumerate(counts.tolist()):
-            if k == 0:
-                continue
-            r = None if k < 0 else rows[pos : pos + k]
-            pos += max(k, 0)
-            res = self.compute(self.op, self.views[i], self.ys[i], self.ws[i], args, r)
-            out = res if out is None else out + res
-        return np.zeros(self.size) if out is None else np.asarray(out, dtype=np.float64)
+        """A NEXT message ([op, L] + θ: the head of the queue) or a STEP message
+        ([op, L] + counts int64[P] + θ + rows: an explicit batch); returns the int64
+        sum of the worker's share on the grid 2⁻ᴸ."""
+        if self.broken is not None:
+            raise ValueError(self.broken)
+        op, exponent = (int(v) for v in np.frombuffer(msg, np.int64, 2))
+        P = len(self.blocks)
+        if op == _NEXT:
+            if not self.queue:
+                raise ValueError("no batch queued on this worker")
+            entry = self.queue.popleft()
+        else:
+            counts = np.frombuffer(msg, np.int64, P, 16)
+            rows = np.frombuffer(msg, np.int64, offset=16 + 8 * (P + self.size))
+            entry = self._entry(counts, rows, 0)[0]
+        prepared, self.ready = self.ready if op == _NEXT else None, None  # scratch reused
+        if prepared is None:
+            prepared = self.prepare(self.blocks, entry, scratch=self.scratch)
+        offset = 16 if op == _NEXT else 16 + 8 * P
+        theta = np.frombuffer(msg, np.float64, self.size, offset).reshape(self.shape).copy()
+        return self.compute(prepared, self.blocks, theta, exponent, scratch=self.scratch)
 
 
 def _accept(server, context, key):
@@ -177,7 +239,8 @@ def _accept(server, context, key):
 
 
 def _serve(server, context, key, state: _Partitions) -> None:
-    """The session loop of one worker (a daemon thread): one reply per step."""
+    """The session loop of one worker (a daemon thread): batches are queued, each step
+    answered; the next batch is gathered while the client adds the noise."""
     try:
         sock = _accept(server, context, key)
     finally:
@@ -190,34 +253,43 @@ def _serve(server, context, key, state: _Partitions) -> None:
         while True:
             try:
                 msg = _recv(sock)
-                if len(msg) < 8 or np.frombuffer(msg, np.int64, 1)[0] != _STEP:
+                op = int(np.frombuffer(msg, np.int64, 1)[0]) if len(msg) >= 16 else _CLOSE
+                if op == _BATCHES:
+                    try:
+                        state.enqueue(msg)
+                    except Exception as exc:  # reported at the next step
+                        state.broken = f"{type(exc).__name__}: {exc}"
+                elif op in (_NEXT, _STEP):
+                    try:
+                        reply = (_HEADER.pack(_OK), state.step(msg).tobytes())
+                    except Exception as exc:  # reported to the client, which raises it
+                        reply = (_HEADER.pack(_ERROR), f"{type(exc).__name__}: {exc}".encode())
+                    _send(sock, *reply)
+                else:
                     return
-                try:
-                    reply = (_HEADER.pack(_OK), state.step(msg).tobytes())
-                except Exception as exc:  # reported to the client, which raises it
-                    reply = (_HEADER.pack(_ERROR), f"{type(exc).__name__}: {exc}".encode())
-                _send(sock, *reply)
+                with contextlib.suppress(Exception):  # an error here recurs at the step
+                    state.prefetch()
             except (OSError, EOFError):  # closed, reset or idle: drop the state
                 return
 
 
-def open_session(key, make_view, compute, op, args, shape, blocks):
+def open_session(key, prepare, compute, shape, blocks):
     """Open a session on this worker (runs as a task pinned to the worker that holds
-    the partitions): build the partitions' views once, listen on the worker's host,
-    serve one client in a daemon thread.
+    the partitions): keep the partitions, listen on the worker's host, serve one
+    client in a daemon thread.
 
     Parameters
     ----------
     key : bytes
         The session's secret (32 random bytes drawn by the client).
-    make_view : callable
-        ``make_view(xb, auxb)`` → the one-machine Design of a partition.
+    prepare : callable
+        ``prepare(blocks, entry, scratch=dict)`` → what a step needs of its rows
+        ``entry`` = [(partition, local rows or None = all)], gathered before θ
+        arrives (``scratch``: the session's work arrays, kept between steps).
     compute : callable
-        ``compute(op, view, yb, wb, args, rows)`` → float64 vector of length
-        ``prod(shape)`` (the backend's per-partition arithmetic).
-    op : str
-    args : dict
-        The fixed arguments of ``op`` (loss, clipping norm, size); θ is added per step.
+        ``compute(prepared, blocks, theta, L, scratch=dict)`` → int64 vector of length
+        ``prod(shape)``: the worker's share of the step on the grid 2⁻ᴸ (the
+        backend's arithmetic).
     shape : tuple
         The shape of θ.
     blocks : list of (xb, auxb, yb, wb)
@@ -238,10 +310,7 @@ def open_session(key, make_view, compute, op, args, shape, blocks):
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     server = socket.create_server((host, 0), family=family)
     server.settimeout(ACCEPT_TIMEOUT)
-    views = [make_view(xb, auxb) for xb, auxb, _, _ in blocks]
-    state = _Partitions(
-        views, [b[2] for b in blocks], [b[3] for b in blocks], compute, op, args, shape
-    )
+    state = _Partitions(list(blocks), prepare, compute, shape)
     threading.Thread(
         target=_serve, args=(server, context, key, state), daemon=True, name="dperm-step-session"
     ).start()
@@ -249,6 +318,53 @@ def open_session(key, make_view, compute, op, args, shape, blocks):
 
 
 # ============================================================================ client side
+def live_workers(client) -> set:
+    """The addresses of the workers the scheduler knows now (one round trip, asked of
+    the scheduler itself: ``Client.scheduler_info()`` returns a cache that the
+    client's periodic update overwrites without the workers)."""
+    return set(client.sync(client.scheduler.identity, n_workers=-1)["workers"])
+
+
+def wait_for(client, futures, workers, timeout: float) -> None:
+    """Wait until ``futures`` finish, polling the scheduler: a worker of ``workers``
+    that leaves the cluster meanwhile (a task pinned to it would wait forever)
+    raises at once.
+
+    Raises
+    ------
+    SessionError
+        Timeout, or a worker left (``.worker`` names it).
+    """
+    from distributed import wait
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            wait(futures, timeout=_POLL)
+            return
+        except TimeoutError:
+            pass
+        gone = set(workers) - live_workers(client)
+        if gone:
+            raise SessionError(f"worker {sorted(gone)[0]} left the cluster", worker=min(gone))
+        if time.monotonic() > deadline:
+            raise SessionError(f"the workers did not answer within {timeout:.0f} s")
+
+
+def _keepalive(sock) -> None:
+    """Find a peer whose host vanished (no FIN, no RST) in seconds, not at STEP_TIMEOUT
+    or after TCP's retransmissions (≈ 15 minutes): keepalive probes after KEEPALIVE
+    idle seconds while waiting for a reply, and a KEEPALIVE·2-second limit on unacked
+    data while sending (``TCP_USER_TIMEOUT``, Linux).  A worker that is slow to
+    compute still acknowledges both (its kernel does)."""
+    with contextlib.suppress(OSError, AttributeError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, KEEPALIVE)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 2000 * KEEPALIVE)
+
+
 class StepSession:
     """The client end of a session: one connection per worker that holds partitions.
 
@@ -260,17 +376,17 @@ class StepSession:
     blocks : dict
         worker address → its list of (X, aux, y, weights) block futures (y, weights
         may be None).
-    make_view, compute, op, args, shape
+    prepare, compute, shape
         As :func:`open_session`.
 
     Raises
     ------
     SessionError
-        The cluster does not speak TCP/TLS, a worker cannot be reached, or one
-        fails authentication.
+        The cluster does not speak TCP/TLS, a worker cannot be reached, fails
+        authentication or leaves the cluster while the session opens.
     """
 
-    def __init__(self, client, groups, blocks, *, make_view, compute, op, args, shape):
+    def __init__(self, client, groups, blocks, *, prepare, compute, shape):
         self.groups = {w: list(ps) for w, ps in groups.items()}
         self.shape = tuple(shape)
         self.size = int(np.prod(self.shape))
@@ -278,17 +394,14 @@ class StepSession:
         self._lock = threading.Lock()  # one step at a time on the connections
         schemes = {w.partition("://")[0] for w in self.groups}
         if not schemes <= {"tcp", "tls"}:
-            raise SessionError(f"no step session over {sorted(schemes)} comms")
-        scheme = "tls" if "tls" in schemes else "tcp"
+            raise SessionError(f"no step session over {sorted(schemes)} comms", fatal=True)
         key = secrets.token_bytes(32)
         futs = [
             client.submit(
                 open_session,
                 key,
-                make_view,
+                prepare,
                 compute,
-                op,
-                args,
                 self.shape,
                 blocks[w],
                 workers=[w],
@@ -298,17 +411,18 @@ class StepSession:
             for w in self.groups
         ]
         try:
-            from distributed import wait
-
-            wait(futs, timeout=ACCEPT_TIMEOUT)  # a worker that went away: no hang
+            wait_for(client, futs, self.groups, ACCEPT_TIMEOUT)  # a worker that went away
             addresses = client.gather(futs)
+        except SessionError:
+            raise
         except Exception as exc:
             raise SessionError(f"could not open a step session: {exc}") from exc
         finally:
             client.cancel(futs)
         context = None
-        if scheme == "tls":
+        if "tls" in schemes:
             context = client.security.get_connection_args("client").get("ssl_context")
+        w = None
         try:
             for w, addr in zip(self.groups, addresses, strict=True):
                 sock = socket.create_connection(tuple(addr), timeout=CONNECT_TIMEOUT)
@@ -317,73 +431,91 @@ class StepSession:
                     sock = context.wrap_socket(sock, server_hostname=None)
                     self._socks[w] = sock
                 _nodelay(sock)
+                _keepalive(sock)
                 _prove_client(sock, key)
                 sock.settimeout(STEP_TIMEOUT)
         except (OSError, EOFError) as exc:
             self.close()
-            raise SessionError(f"could not connect to a worker's step session: {exc}") from exc
+            msg = f"could not connect to {w}'s step session: {exc}"
+            raise SessionError(msg, worker=w, opening=True) from exc
         except SessionError:
             self.close()
             raise
 
-    def step(self, theta, blocks) -> np.ndarray:
-        """Σ over the workers of their partitions' results for θ and ``blocks``
-        ([(partition, local rows or None)], as :meth:`DaskDesign._blocks_for`).
-
-        Raises
-        ------
-        SessionError
-            A connection was lost (the caller reopens or falls back).
-        RuntimeError
-            The worker's arithmetic raised (its message).
-        """
+    def send_batches(self, per_worker) -> None:
+        """Queue batches on the workers: ``per_worker`` = {worker: (counts int64[K, P_w],
+        rows int64)} (the rows of each step's partitions in the worker's order)."""
         with self._lock:
-            return self._step(theta, blocks)
+            self._io(
+                lambda: [
+                    self._put(w, _BATCHES, c.shape[0], c, r) for w, (c, r) in per_worker.items()
+                ]
+            )
 
-    def _step(self, theta, blocks) -> np.ndarray:
-        if self.closed:
-            raise SessionError("the step session is closed")
+    def next(self, theta, exponent: int, workers) -> np.ndarray:
+        """Σ over ``workers`` of their sums for the head of their queues at θ (int64 on
+        the grid 2^-``exponent``; zeros when ``workers`` is empty)."""
+        self.post(theta, exponent, workers)
+        return self.collect(workers)
+
+    def post(self, theta, exponent: int, workers) -> None:
+        """The first half of :meth:`next`: θ sent, the workers compute (the caller may
+        work meanwhile, e.g. queue more batches), :meth:`collect` reads the sums."""
         theta = np.ascontiguousarray(theta, dtype=np.float64).ravel()
-        rows = dict(blocks)
-        sent = []
-        try:
-            for w, ps in self.groups.items():
-                counts = np.zeros(1 + len(ps), dtype=np.int64)
-                counts[0] = _STEP
-                parts = []
-                for i, p in enumerate(ps):
-                    if p not in rows:
-                        continue
-                    r = rows[p]
-                    if r is None:
-                        counts[1 + i] = -1
-                    else:
-                        counts[1 + i] = len(r)
-                        parts.append(np.ascontiguousarray(r, dtype=np.int64))
-                if not counts[1:].any():
-                    continue
-                _send(self._socks[w], counts, theta, *parts)
-                sent.append(w)
-            replies = [_recv(self._socks[w]) for w in sent]
-        except (OSError, EOFError) as exc:
-            self.close()
-            raise SessionError(f"a worker's step session was lost: {exc}") from exc
-        out = np.zeros(self.size)
-        for i, msg in enumerate(replies):
+        with self._lock:
+            self._io(lambda: [self._put(w, _NEXT, exponent, theta) for w in workers])
+
+    def collect(self, workers) -> np.ndarray:
+        """The second half of :meth:`next`."""
+        with self._lock:
+            return self._io(lambda: self._replies(workers))
+
+    def step(self, theta, exponent: int, per_worker) -> np.ndarray:
+        """As :meth:`next` for an explicit batch: ``per_worker`` = {worker: (counts
+        int64[P_w], rows int64)}."""
+        theta = np.ascontiguousarray(theta, dtype=np.float64).ravel()
+        parts = [(w, (c, theta, r)) for w, (c, r) in per_worker.items()]
+        with self._lock:
+            return self._io(lambda: self._ask(parts, _STEP, exponent))
+
+    def _put(self, w, op, word, *parts) -> None:
+        self._current = w
+        _send(self._socks[w], np.array([op, word], dtype=np.int64), *parts)
+
+    def _ask(self, parts, op, exponent):
+        for w, arrays in parts:
+            self._put(w, op, exponent, *arrays)
+        return self._replies([w for w, _ in parts])
+
+    def _replies(self, workers):
+        out = np.zeros(self.size, dtype=np.int64)
+        for w in workers:
+            self._current = w
+            msg = _recv(self._socks[w])
             (status,) = _HEADER.unpack_from(msg)
             if status != _OK:
                 self.close()
-                raise RuntimeError(f"worker {sent[i]}: {bytes(msg[8:]).decode(errors='replace')}")
-            res = np.frombuffer(msg, np.float64, self.size, 8)
-            out = res.copy() if i == 0 else out + res
+                raise RuntimeError(f"worker {w}: {bytes(msg[8:]).decode(errors='replace')}")
+            out += np.frombuffer(msg, np.int64, self.size, 8)
         return out
+
+    def _io(self, fn):
+        if self.closed:
+            raise SessionError("the step session is closed")
+        self._current = None
+        try:
+            return fn()
+        except (OSError, EOFError, KeyError) as exc:
+            w = self._current
+            self.close()
+            raise SessionError(f"worker {w}'s step session was lost: {exc!r}", worker=w) from exc
 
     def close(self) -> None:
         """Close every connection (each worker then drops its state); idempotent."""
         socks, self._socks = self._socks, {}
         for sock in socks.values():
             with contextlib.suppress(OSError):
-                _send(sock, np.array([_CLOSE], dtype=np.int64))
+                _send(sock, np.array([_CLOSE, 0], dtype=np.int64))
             with contextlib.suppress(OSError):
                 sock.close()
 
