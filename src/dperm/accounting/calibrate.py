@@ -36,7 +36,7 @@ from .events import (
     SelfComposed,
     check_neighbouring,
 )
-from .pld import PldAccountant
+from .pld import GridTooFineError, PldAccountant
 from .registry import accountant_factory
 
 __all__ = [
@@ -187,7 +187,10 @@ def calibrate_noise_certified(
 
     def epsilon_with(make_acc: Callable[[], Accountant]) -> Callable[[float], float]:
         def eps_at(x: float) -> float:
-            return make_acc().compose(make_event(x)).get_epsilon(delta)
+            try:
+                return make_acc().compose(make_event(x)).get_epsilon(delta)
+            except GridTooFineError:  # too little noise for the grid: not certified
+                return math.inf
 
         return eps_at
 
@@ -210,10 +213,9 @@ _COARSE, _MEDIUM = 10.0, 5.0
 
 def _coarse_factories(factory: Callable[[], Accountant]):
     """Factories of PLD accountants on grids 10× and 5× coarser, holding what the
-    accountant of ``factory`` already composed — or None (other accountants, or
-    a grid already coarser than 10⁻⁴)."""
+    accountant of ``factory`` already composed — or None (other accountants)."""
     probe = factory()
-    if type(probe) is not PldAccountant or probe.value_discretization_interval > 1.0001e-4:
+    if type(probe) is not PldAccountant:
         return None
     out = []
     for factor in (_COARSE, _MEDIUM):

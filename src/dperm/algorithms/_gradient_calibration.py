@@ -78,11 +78,22 @@ def resolve_accountant(accountant, sampler: Sampler) -> str:
     return accountant
 
 
-def _factory(accountant: str, neighbouring: str) -> Callable[[], Any]:
-    """A fresh accountant of ``neighbouring`` for each call."""
+def _factory(accountant: str, neighbouring: str, grid: float | None = None) -> Callable[[], Any]:
+    """A fresh accountant of ``neighbouring`` for each call (a PLD accountant on the
+    grid step ``grid`` when given)."""
     from ..accounting import get_accountant
 
-    return lambda: get_accountant(accountant, neighbouring=neighbouring)
+    kwargs = {} if grid is None or accountant != "pld" else {"value_discretization_interval": grid}
+    return lambda: get_accountant(accountant, neighbouring=neighbouring, **kwargs)
+
+
+def pld_grid(epsilon: float) -> float:
+    """The PLD grid step of a run at ε ≈ ``epsilon``
+    (:func:`dperm.accounting.pld.grid_step_for`: 10⁻⁴·2ᵏ with ε/h ≤ 4096, so the
+    accountant's arrays stay bounded at any ε; pessimistic at every h)."""
+    from ..accounting.pld import grid_step_for
+
+    return grid_step_for(epsilon)
 
 
 # calibration is a deterministic function of the event family and the target: one
@@ -116,8 +127,9 @@ def calibrate_noise_multiplier(
     """
     from ..accounting.calibrate import calibrate_noise_certified
 
+    grid = pld_grid(epsilon) if accountant == "pld" else None
     z, eps = calibrate_noise_certified(
-        make_event, epsilon, delta, accountant=_factory(accountant, neighbouring), rtol=rtol
+        make_event, epsilon, delta, accountant=_factory(accountant, neighbouring, grid), rtol=rtol
     )
     event = make_event(z)
     _remember(event, delta, accountant, eps)  # the certificate, read back by check_spent
@@ -147,6 +159,7 @@ def epsilon_of(event: DpEvent, delta: float, accountant: str) -> float:
     if isinstance(event, NonPrivate):
         return math.inf
     from ..accounting import epsilon_spent
+    from ..accounting.pld import bounded_grid_epsilon
 
     try:
         cached = _EPSILON_CACHE.get((event, float(delta), accountant))
@@ -154,7 +167,11 @@ def epsilon_of(event: DpEvent, delta: float, accountant: str) -> float:
         cached = None
     if cached is not None:
         return cached
-    eps = float(epsilon_spent(event, delta, accountant=_factory(accountant, event.neighbouring)))
+    if accountant == "pld":
+        eps = bounded_grid_epsilon(event, delta)[0]  # bounded arrays at any ε
+    else:
+        make = _factory(accountant, event.neighbouring)
+        eps = float(epsilon_spent(event, delta, accountant=make))
     _remember(event, delta, accountant, eps)
     return eps
 
