@@ -194,7 +194,7 @@ def test_dp_sgd_without_replacement_defaults_to_the_pld():
     )  # fmt: skip
     d = res.diagnostics
     assert d["accountant"] == "pld" and d["sampling"] == "without_replacement"
-    assert 0.999 <= d["epsilon_spent"] <= 1.0
+    assert 0.995 <= d["epsilon_spent"] <= 1.0  # CALIBRATION_RTOL
 
 
 # ------------------------------------------------------------------ the bounded grid
@@ -241,7 +241,7 @@ def test_dp_sgd_at_epsilon_one_million_is_calibrated_and_spends_it():
         z, _, spent = gc.resolve_noise(
             sampler, 1563, epsilon=eps, delta=1e-8, noise_multiplier=None, accountant="pld"
         )
-        assert 0.999 * eps <= spent <= eps
+        assert (1 - gc.CALIBRATION_RTOL) * eps <= spent <= eps
         # a given noise multiplier is checked on the same bounded grid
         again = gc.resolve_noise(
             sampler, 1563, epsilon=eps, delta=1e-8, noise_multiplier=z, accountant="pld"
