@@ -88,33 +88,23 @@ if instrument:
     dp_sgd.gl.resolve_noise = timed("calibration", gl.resolve_noise)
     gl.GLMOracle.clipped_sum = timed("norms + clipped sums", gl.GLMOracle.clipped_sum)
     run = gl.run
+
+    def timed_iter(name, it):
+        while True:
+            t = time.perf_counter()
+            try:
+                b = next(it)
+            except StopIteration:
+                return
+            finally:
+                phases[name] = phases.get(name, 0.0) + time.perf_counter() - t
+            yield b
+
     def run_timed(oracle, sampler, **kw):
         batches = sampler.batches
-        def timed_batches(rng, steps):
-            it = batches(rng, steps)
-            while True:
-                t = time.perf_counter()
-                try:
-                    b = next(it)
-                except StopIteration:
-                    return
-                finally:
-                    phases["sampling"] = phases.get("sampling", 0.0) + time.perf_counter() - t
-                yield b
-        sampler.batches = timed_batches
+        sampler.batches = lambda rng, steps: timed_iter("sampling", batches(rng, steps))
         stream = gl._noise_stream
-        def noise_timed(*a):
-            it = stream(*a)
-            while True:
-                t = time.perf_counter()
-                try:
-                    b = next(it)
-                except StopIteration:
-                    return
-                finally:
-                    phases["noise"] = phases.get("noise", 0.0) + time.perf_counter() - t
-                yield b
-        gl._noise_stream = noise_timed
+        gl._noise_stream = lambda *a: timed_iter("noise", stream(*a))
         t = time.perf_counter()
         try:
             return run(oracle, sampler, **kw)

@@ -32,14 +32,15 @@ def _resolve(sampler, epsilon=EPS):
 
 
 def _counting(monkeypatch):
+    """The grid of every PLD the accountant builds from now on."""
     built = []
-    original = pld_module.gaussian_pld
+    build = pld_module.PldAccountant._build
 
-    def counting(std, q, rel, h):
-        built.append(h)
-        return original(std, q, rel, h)
+    def counting(self, terms, count):
+        built.append(self.value_discretization_interval)
+        return build(self, terms, count)
 
-    monkeypatch.setattr(pld_module, "gaussian_pld", counting)
+    monkeypatch.setattr(pld_module.PldAccountant, "_build", counting)
     return built
 
 
