@@ -58,7 +58,7 @@ def test_one_step_profile_is_the_max_of_the_remove_and_add_pairs(z, q):
 
 @pytest.mark.parametrize(("z", "q"), [(0.7, 0.4), (1.5, 0.05)])
 def test_one_step_matches_dp_accountings_remove_pair_for_positive_epsilon(z, q):
-    """For ε ≥ 0 the bound is Balle, Barthe & Gaboardi's Thm 10: dp-accounting's
+    """For ε ≥ 0 the bound is Balle, Barthe & Gaboardi's Thm 9: dp-accounting's
     Poisson "remove" pair at std z (shift 1) and rate γ."""
     from dp_accounting.pld import privacy_loss_distribution as pl
 

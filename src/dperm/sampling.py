@@ -289,7 +289,7 @@ class WithoutReplacementSampler(Sampler):
     Replace-one relation only (n public), sensitivity 2C per step; event
     ``SampledWithoutReplacement(b, n, Gaussian(z))``, accounted by default by
     the PLD of :func:`dperm.accounting.pld_dense.fixed_size_gaussian_pld`
-    (the dominating pair of Balle, Barthe & Gaboardi 2018, Theorem 10, made
+    (the dominating pair of Balle, Barthe & Gaboardi 2018, Theorem 9, made
     symmetric as in Dong, Roth & Su 2022, Theorem 4.2; derivation there):
     b = 100 of n = 2000, 60 steps, ε = 1, δ = 10⁻⁵ gives a noise multiplier
     1.30× Poisson sampling's at the same rate (replace-one PLD), where the

@@ -694,7 +694,7 @@ def fixed_size_gaussian_pld(std: float, sampling_rate: float, h: float) -> Pld:
     records of B uniform among the rest.  So M(D) = (1−γ)A + γU,
     M(D′) = (1−γ)A + γV, and by the advanced joint convexity of the
     hockey-stick divergence (Balle, Barthe & Gaboardi 2018, Theorem 2 — their
-    Theorem 10 is this bound for the substitution relation) for α′ = 1 + γ(α−1),
+    Theorem 9 is this bound for the substitution relation) for α′ = 1 + γ(α−1),
     α ≥ 1, β = α′/α:
     H_α′(M(D)‖M(D′)) ≤ γ·[(1−β)H_α(U‖A) + βH_α(U‖V)] ≤ γ·H_α(N(0,s²)‖N(Δ,s²))
     — A is U with gᵢ replaced by a uniformly random other record of the
@@ -709,7 +709,7 @@ def fixed_size_gaussian_pld(std: float, sampling_rate: float, h: float) -> Pld:
     single pair whose profile dominates both is the one with profile
     max(δ_R, δ_A) — the tradeoff function C_γ(G_{1/z}) = min{f_γ, f_γ⁻¹}**
     of Dong, Roth & Su (2022, "Gaussian differential privacy", JRSS B,
-    Theorem 4.2 / arXiv:1905.02383 Theorem 9, sampling without replacement
+    §4.2, the subsampling theorem (Theorem 4.2): sampling without replacement
     of a fixed size, neighbours of the same size), whose conjugate is the
     maximum of the two profiles; its PLD composes by FFT like every other
     here.  The maximum is convex in e^ε (a maximum of convex profiles), so
