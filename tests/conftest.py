@@ -12,6 +12,11 @@ from threadpoolctl import threadpool_limits
 # threads make them many times slower (and xdist already uses both cores).
 threadpool_limits(1)
 
+# The persistent calibration cache (dperm.algorithms._calibration_store) is off in the
+# tests (every calibration runs, nothing is written to the home directory);
+# tests/test_calibration_store.py turns it on in a temporary directory.
+os.environ.setdefault("DPERM_CACHE_DIR", "")
+
 _DEFAULT_SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 

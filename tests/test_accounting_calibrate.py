@@ -235,6 +235,7 @@ def test_pld_calibration_builds_few_exact_plds(monkeypatch):
     _, event, spent = gc.resolve_noise(
         sampler, 1563, epsilon=1.0, delta=1e-6, noise_multiplier=None, accountant="pld"
     )
-    assert 0.999 <= spent <= 1.0
-    assert 1 <= built.count(1e-4) <= 3  # the search's exact evaluations; none re-built
-    assert spent == gc.epsilon_of(event, 1e-6, "pld") and built.count(1e-4) <= 3
+    assert 1 - gc.CALIBRATION_RTOL <= spent <= 1.0
+    grid = gc.pld_grid(1.0)  # the run's grid (4·10⁻⁴ at ε = 1: ε/h ≤ 4096)
+    assert 1 <= built.count(grid) <= 3  # the search's exact evaluations; none re-built
+    assert spent == gc.epsilon_of(event, 1e-6, "pld") and built.count(grid) <= 3

@@ -54,10 +54,10 @@ def test_pld_supports_and_refusals_leave_state_unchanged():
     acc = PldAccountant(value_discretization_interval=1e-3).compose(ev.Gaussian(3.0))
     eps = acc.get_epsilon(1e-6)
     for event in (
-        ev.SampledWithoutReplacement(10, 100, ev.Gaussian(1.0)),
+        ev.SampledWithoutReplacement(10, 100, ev.Laplace(1.0)),
         ev.PoissonSampled(0.1, ev.SelfComposed(ev.PureEpsilon(1.0), 2)),
         ev.PoissonSampled(0.1, ev.Laplace(1.0)),  # no replace-one PLD of a sampled Laplace
-        ev.Composed((ev.Gaussian(1.0), ev.SampledWithoutReplacement(10, 100, ev.Gaussian(1.0)))),
+        ev.Composed((ev.Gaussian(1.0), ev.SampledWithoutReplacement(10, 100, ev.Laplace(1.0)))),
     ):
         assert not acc.supports(event)
         with pytest.raises(UnsupportedEventError):
@@ -89,6 +89,6 @@ def test_pld_edge_events():
 
 
 def test_pld_bad_discretization():
-    for bad in (0.0, -1e-3, 1.0, math.nan):
+    for bad in (0.0, -1e-3, math.inf, math.nan):
         with pytest.raises(InvalidPrivacyParameter, match="value_discretization_interval"):
             PldAccountant(value_discretization_interval=bad)

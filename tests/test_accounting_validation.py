@@ -177,7 +177,7 @@ UNSUPPORTED = {
     "rdp": [ev.EpsilonDelta(1.0, 1e-6), ev.PoissonSampled(0.1, ev.Laplace(1.0))],
     "pld": [
         ev.PoissonSampled(0.1, ev.SelfComposed(ev.PureEpsilon(1.0), 2)),
-        ev.SampledWithoutReplacement(1, 10, ev.Gaussian(1.0)),
+        ev.SampledWithoutReplacement(1, 10, ev.Laplace(1.0)),
     ],
     "auto": [
         ev.PoissonSampled(0.1, ev.SelfComposed(ev.PureEpsilon(1.0), 2)),

@@ -393,20 +393,21 @@ def test_auto_is_never_below_the_exact_gaussian_and_drops_refusing_methods():
         # (a generic inner event is amplified by Lemma 15.4 everywhere; a composed one is not)
         auto.compose(SampledWithoutReplacement(2, 10, SelfComposed(PureEpsilon(1.0), 2)))
     assert auto.get_epsilon(1e-5) == before and auto.alive == ("pld", "split")
-    # sampling without replacement: only RDP has it → the split fallback
+    # sampling without replacement: the PLD accounts it too (fixed_size_gaussian_pld)
     auto.compose(SampledWithoutReplacement(10, 1000, Gaussian(3.0)), count=50)
-    assert auto.alive == ("split",)
+    assert auto.alive == ("pld", "split")
     method, eps = auto.best_method(1e-5)
-    assert method == "split" and before < eps < math.inf
+    assert method == "pld" and before < eps < math.inf
     assert 0.0 < auto.get_delta(eps) <= 1e-5 * (1 + 1e-6)
 
 
 def test_auto_split_is_basic_composition_at_equal_delta_shares():
-    a = SelfComposed(PoissonSampled(0.02, Gaussian(0.8)), 50)
-    b = SelfComposed(SampledWithoutReplacement(10, 1000, Gaussian(2.0)), 30)
-    auto = fast("auto").compose(Composed((a, b)))
+    # RDP refuses the (ε, δ) event, the optimal composition theorem the Gaussians
+    a = SelfComposed(SampledWithoutReplacement(10, 1000, Gaussian(2.0)), 30)
+    b = EpsilonDelta(0.5, 1e-7)
+    auto = fast("auto", methods=["rdp", "optimal", "split"]).compose(Composed((a, b)))
     delta = 1e-5
-    expected = epsilon_spent(a, delta / 2, fast("pld")) + epsilon_spent(b, delta / 2, "rdp")
+    expected = epsilon_spent(a, delta / 2, "rdp") + epsilon_spent(b, delta / 2, "optimal")
     assert auto.best_method(delta) == ("split", pytest.approx(expected, rel=1e-12))
 
 
@@ -444,7 +445,8 @@ def test_the_plain_default_ledger_accepts_every_event_kind():
         Composed((PureEpsilon(0.1), Gaussian(5.0))),
     ):
         ledger.spend(ev)
-    assert ledger.certified_by == "split" and ledger.spent()[0] < 50.0
+    # the PLD accounts every one of them (fixed-size batches included)
+    assert ledger.certified_by == "pld" and ledger.spent()[0] < 50.0
 
 
 def test_add_remove_ledger_refuses_replace_one_events():

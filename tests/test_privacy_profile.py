@@ -86,7 +86,7 @@ def test_errors():
     with pytest.raises(UnsupportedEventError):
         privacy_profile("gaussian", [1.0])
     with pytest.raises(UnsupportedEventError):
-        privacy_profile(SampledWithoutReplacement(10, 100, Gaussian(1.0)), [1.0])
+        privacy_profile(SampledWithoutReplacement(10, 100, Laplace(1.0)), [1.0])
     with pytest.raises(InvalidPrivacyParameter, match="value_discretization_interval"):
         privacy_profile(Gaussian(1.0), [1.0], value_discretization_interval=0.0)
 

@@ -8,9 +8,9 @@ keeps one accountant per method in parallel (by default ``"pld"``, ``"rdp"``,
 relation), drops a method the first time it refuses an event, and reports
 the minimum over the methods still alive.
 
-When no single method accepts the whole history (e.g. a replace-one
-Poisson-subsampled Gaussian, which only the PLD accountant accounts, and a
-``SampledWithoutReplacement`` event, which only the RDP accountant accounts),
+When no single method accepts the whole history (e.g. with
+``methods=("rdp", "optimal", "split")``, a Gaussian mechanism, which the composition
+theorems refuse, and an (ε, δ) event, which RDP refuses),
 the ``"split"`` fallback applies: the history is cut into its k parts (the
 events, with ``Composed`` events cut into their children), each part is
 accounted alone by the best method that accepts it, at δ/k, and the results

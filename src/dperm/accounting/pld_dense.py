@@ -60,6 +60,7 @@ __all__ = [
     "delta_for_epsilon",
     "epsilon_delta_pld",
     "epsilon_for_delta",
+    "fixed_size_gaussian_pld",
     "gaussian_pld",
     "identity_pld",
     "laplace_pld",
@@ -546,7 +547,8 @@ def _gauss_delta_remove(eps: np.ndarray, s: float, q: float) -> np.ndarray:
     la = norm_logsf((x - 1.0) / s)
     lb = norm_logsf(x / s)
     with np.errstate(over="ignore", invalid="ignore"):
-        out[m] = q * np.exp(la) * -np.expm1(np.minimum(u + lb - la, 0.0))
+        d = q * np.exp(la) * -np.expm1(np.minimum(u + lb - la, 0.0))
+    out[m] = np.where(np.isneginf(la), 0.0, d)  # 0 ≤ δ ≤ qΦ̄((x−1)/s) = 0 there
     return out
 
 
@@ -560,7 +562,8 @@ def _gauss_delta_add(eps: np.ndarray, s: float, q: float) -> np.ndarray:
     la = norm_logsf(-x / s)  # log Φ(x_a/s)
     lb = norm_logsf((1.0 - x) / s)  # log Φ((x_a − 1)/s)
     with np.errstate(over="ignore", invalid="ignore"):
-        out[m] = np.exp(e + math.log(q) + u + la) * -np.expm1(np.minimum(lb - u - la, 0.0))
+        d = np.exp(e + math.log(q) + u + la) * -np.expm1(np.minimum(lb - u - la, 0.0))
+    out[m] = np.where(np.isneginf(la), 0.0, d)  # 0 ≤ δ ≤ e^ε q e^u Φ(x_a/s) = 0 there
     return out
 
 
@@ -594,9 +597,12 @@ def _gauss_delta_replace(eps: np.ndarray, s: float, q: float) -> np.ndarray:
         rest = np.exp(eps + lb - la)
         if q < 1.0:
             lc = norm_logsf(x / s)
-            rest = rest + np.exp(math.log1p(-q) - math.log(q) + lc - la) * np.expm1(eps)
+            # (e^ε − 1) in logs: e^ε overflows past ε ≈ 709 while the product is small
+            big = eps > 30.0
+            log_em1 = np.where(big, eps, np.log(np.abs(np.expm1(np.where(big, 0.0, eps)))))
+            rest = rest + np.sign(eps) * np.exp(math.log1p(-q) - math.log(q) + lc - la + log_em1)
         out = q * np.exp(la) * (1.0 - rest)
-    return out
+    return np.where(np.isneginf(la), 0.0, out)  # 0 ≤ δ ≤ qΦ̄((x−1)/s) = 0 there
 
 
 _GAUSS_DELTA = {
@@ -653,6 +659,74 @@ def gaussian_pld(std: float, sampling_rate: float, relation: str, h: float) -> P
     if q == 1.0:
         return Pld(_gauss_pmf(std, 1.0, "remove", h))
     return Pld(_gauss_pmf(std, q, "remove", h), _gauss_pmf(std, q, "add", h))
+
+
+def fixed_size_gaussian_pld(std: float, sampling_rate: float, h: float) -> Pld:
+    """Connect-the-dots PLD of a Gaussian mechanism on a fixed-size batch drawn
+    without replacement, under replace-one neighbours.
+
+    Parameters
+    ----------
+    std : float
+        Noise standard deviation relative to the sensitivity of the batch sum
+        (the replace-one noise multiplier z: the sum changes by up to 2C when a
+        record is replaced, the noise has std z·2C).
+    sampling_rate : float
+        γ = m/n in (0, 1] (batch size over the public number of records).
+    h : float
+        Grid step.
+
+    Returns
+    -------
+    Pld
+        One PMF whose privacy profile on the grid is
+        δ*(ε) = max(δ_R(ε), δ_A(ε)), δ_R the profile of
+        R = (1−γ)N(0, std²) + γN(1, std²) against N(0, std²) (the pair
+        "remove") and δ_A that of the reverse pair ("add").
+
+    Notes
+    -----
+    Why this pair dominates (derivation, replace-one, batch B uniform among the
+    m-subsets of n records; D, D′ differ in record i; gᵢ, g′ᵢ the clipped
+    contributions, ‖gᵢ − g′ᵢ‖ ≤ Δ = 2C).  Couple the two runs through the same B.
+    With probability 1 − γ, i ∉ B and the two outputs have the same law A;
+    otherwise the outputs are U (with gᵢ) and V (with g′ᵢ), the other m − 1
+    records of B uniform among the rest.  So M(D) = (1−γ)A + γU,
+    M(D′) = (1−γ)A + γV, and by the advanced joint convexity of the
+    hockey-stick divergence (Balle, Barthe & Gaboardi 2018, Theorem 2 — their
+    Theorem 9 is this bound for the substitution relation) for α′ = 1 + γ(α−1),
+    α ≥ 1, β = α′/α:
+    H_α′(M(D)‖M(D′)) ≤ γ·[(1−β)H_α(U‖A) + βH_α(U‖V)] ≤ γ·H_α(N(0,s²)‖N(Δ,s²))
+    — A is U with gᵢ replaced by a uniformly random other record of the
+    batch (a coupling), so both divergences are those of two Gaussians at
+    distance ≤ Δ.  The right-hand side is H_α′(R‖N(0, s²)) with the shift
+    Δ = 2C and std s = z·2C, i.e. the "remove" pair of Poisson subsampling
+    (rate γ) at std z relative to a unit shift: the bound for every ε ≥ 0.  It
+    is attained (others all equal to g′ᵢ = −gᵢ: M(D′) = N(−mC, s²) exactly,
+    M(D) its mixture with N(−mC + 2C, s²)), so nothing tighter holds.  For
+    α < 1, H_α(P‖Q) = 1 − α + αH_{1/α}(Q‖P), and swapping D and D′ (the
+    relation is symmetric) gives H_α ≤ H_α(N(0, s²)‖R): the "add" pair.  A
+    single pair whose profile dominates both is the one with profile
+    max(δ_R, δ_A) — the tradeoff function C_γ(G_{1/z}) = min{f_γ, f_γ⁻¹}**
+    of Dong, Roth & Su (2022, "Gaussian differential privacy", JRSS B,
+    §4.2, the subsampling theorem (Theorem 4.2): sampling without replacement
+    of a fixed size, neighbours of the same size), whose conjugate is the
+    maximum of the two profiles; its PLD composes by FFT like every other
+    here.  The maximum is convex in e^ε (a maximum of convex profiles), so
+    the connect-the-dots PMF built from its values on the grid is pessimistic
+    (Doroshenko et al. 2022, Algorithm 1).  Compared with Poisson sampling
+    at the same rate under replace-one (the pair (1−γ)N(0, (2z)²) + γN(±1,
+    (2z)²)), the two agree to first order in γ (both PLDs have variance
+    ≈ γ²/z² per step), so fixed-size batches cost about the same noise.
+    """
+    q, s = float(sampling_rate), float(std)
+    if q == 1.0:
+        return gaussian_pld(s, 1.0, "add-remove", h)
+    x_lo, x_hi = -TAIL_Z * s, TAIL_Z * s + 1.0
+    ends = [_gauss_loss(x, s, q, k) for x in (x_lo, x_hi) for k in ("remove", "add")]
+    lo, eps = _grid(h, min(ends), max(ends))
+    deltas = np.maximum(_gauss_delta_remove(eps, s, q), _gauss_delta_add(eps, s, q))
+    return Pld(_connect_the_dots(h, lo, deltas))
 
 
 # ------------------------------------------------------------------ Laplace, (ε, δ)

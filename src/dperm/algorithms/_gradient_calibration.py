@@ -4,7 +4,7 @@ The algorithms never compute ε themselves: the noise multiplier z of a run is t
 smallest one the chosen accountant certifies for the event the sampler describes
 (:meth:`dperm.sampling.Sampler.event`), through
 :func:`dperm.accounting.calibrate.calibrate_noise_certified` — the run spends between
-(1 − 10⁻³)·ε and ε — and every certificate is checked again before it is used (fail
+(1 − 5·10⁻³)·ε and ε — and every certificate is checked again before it is used (fail
 closed): the ε the search certified at the returned z is checked against the target
 and kept as the run's ε (no second PLD is built).  A given multiplier is checked against a
 target ε the same way (:func:`check_spent`), with the exact ε(δ) of T composed
@@ -26,7 +26,8 @@ from .._validation import check_delta, check_delta_size, check_epsilon, check_no
 from ..accounting.active import planned
 from ..accounting.events import REPLACE_ONE, DpEvent, Gaussian, NonPrivate, SelfComposed
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
-from ..sampling import PoissonSampler, Sampler
+from ..sampling import PoissonSampler, Sampler, ShuffleSampler
+from . import _calibration_store
 
 __all__ = [
     "ACCOUNTANTS",
@@ -40,8 +41,10 @@ __all__ = [
 
 ACCOUNTANTS = ("rdp", "pld")
 
-#: relative tolerance of the calibrated noise: a run spends ≥ 99.9 % of its ε
-CALIBRATION_RTOL = 1e-3
+#: relative tolerance of the calibrated noise: a run spends ≥ 99.5 % of its ε (never more
+#: than ε); wide enough that the first PLD evaluation on the run's exact grid, aimed by
+#: the coarse search's extrapolation (±0.2 %), is almost always accepted
+CALIBRATION_RTOL = 5e-3
 
 
 def check_accountant(accountant: str) -> str:
@@ -79,11 +82,22 @@ def resolve_accountant(accountant, sampler: Sampler) -> str:
     return accountant
 
 
-def _factory(accountant: str, neighbouring: str) -> Callable[[], Any]:
-    """A fresh accountant of ``neighbouring`` for each call."""
+def _factory(accountant: str, neighbouring: str, grid: float | None = None) -> Callable[[], Any]:
+    """A fresh accountant of ``neighbouring`` for each call (a PLD accountant on the
+    grid step ``grid`` when given)."""
     from ..accounting import get_accountant
 
-    return lambda: get_accountant(accountant, neighbouring=neighbouring)
+    kwargs = {} if grid is None or accountant != "pld" else {"value_discretization_interval": grid}
+    return lambda: get_accountant(accountant, neighbouring=neighbouring, **kwargs)
+
+
+def pld_grid(epsilon: float) -> float:
+    """The PLD grid step of a run at ε ≈ ``epsilon``
+    (:func:`dperm.accounting.pld.grid_step_for`: 10⁻⁴·2ᵏ with ε/h ≤ 4096, so the
+    accountant's arrays stay bounded at any ε; pessimistic at every h)."""
+    from ..accounting.pld import grid_step_for
+
+    return grid_step_for(epsilon)
 
 
 # calibration is a deterministic function of the event family and the target: one
@@ -99,6 +113,7 @@ def calibrate_noise_multiplier(
     *,
     neighbouring: str = REPLACE_ONE,
     rtol: float = CALIBRATION_RTOL,
+    start: tuple[float, float] | None = None,
 ) -> float:
     """Smallest z such that ``make_event(z)`` is certified (ε, δ)-DP by ``accountant``
     for the relation ``neighbouring``.
@@ -108,7 +123,8 @@ def calibrate_noise_multiplier(
     of a failing noise), and the ε the accountant certified at z — the search's
     last evaluation, not a second PLD built from scratch — is checked again here
     against the target by :func:`check_spent` (fail closed), from the cache of
-    :func:`epsilon_of`.
+    :func:`epsilon_of`.  ``start`` = (z₀, slope) is where the search starts
+    (:func:`_start`; a guess, never a certificate).
 
     Raises
     ------
@@ -117,8 +133,16 @@ def calibrate_noise_multiplier(
     """
     from ..accounting.calibrate import calibrate_noise_certified
 
+    grid = pld_grid(epsilon) if accountant == "pld" else None
+    lower, slope = start if start is not None else (None, None)
     z, eps = calibrate_noise_certified(
-        make_event, epsilon, delta, accountant=_factory(accountant, neighbouring), rtol=rtol
+        make_event,
+        epsilon,
+        delta,
+        accountant=_factory(accountant, neighbouring, grid),
+        rtol=rtol,
+        lower=lower,
+        slope=slope,
     )
     event = make_event(z)
     _remember(event, delta, accountant, eps)  # the certificate, read back by check_spent
@@ -148,6 +172,7 @@ def epsilon_of(event: DpEvent, delta: float, accountant: str) -> float:
     if isinstance(event, NonPrivate):
         return math.inf
     from ..accounting import epsilon_spent
+    from ..accounting.pld import bounded_grid_epsilon
 
     try:
         cached = _EPSILON_CACHE.get((event, float(delta), accountant))
@@ -155,7 +180,11 @@ def epsilon_of(event: DpEvent, delta: float, accountant: str) -> float:
         cached = None
     if cached is not None:
         return cached
-    eps = float(epsilon_spent(event, delta, accountant=_factory(accountant, event.neighbouring)))
+    if accountant == "pld":
+        eps = bounded_grid_epsilon(event, delta)[0]  # bounded arrays at any ε
+    else:
+        make = _factory(accountant, event.neighbouring)
+        eps = float(epsilon_spent(event, delta, accountant=make))
     _remember(event, delta, accountant, eps)
     return eps
 
@@ -201,6 +230,61 @@ def check_spent(event: DpEvent, epsilon: float, delta: float, accountant: str, w
     return eps
 
 
+def _start(sampler: Sampler, steps: int, epsilon: float, delta: float):
+    """(z₀, slope) from the central limit theorem of subsampled Gaussians
+    (:func:`dperm.accounting.calibrate.clt_noise_guess`) where it is a good guess
+    (subsampled steps, ε ≤ 10), else None (the search starts at z = 1)."""
+    q = sampler.sampling_rate
+    if not (0.0 < q < 1.0 and epsilon <= 10.0) or isinstance(sampler, ShuffleSampler):
+        return None
+    from ..accounting.calibrate import clt_noise_guess
+
+    try:
+        z, slope = clt_noise_guess(epsilon, delta, q, steps)
+    except (ArithmeticError, ValueError):  # a guess out of floating-point range: none
+        return None
+    return (z, slope) if math.isfinite(z) and z > 0 else None
+
+
+def _store_key(key: tuple) -> str:
+    """The on-disk key of a calibration: every public input, spelled out (the event
+    family at z = 1, ε, δ, the accountant, its grid and the tolerance)."""
+    event, eps, dlt, accountant = key
+    grid = pld_grid(eps) if accountant == "pld" else None
+    return repr((event, eps, dlt, accountant, grid, CALIBRATION_RTOL))
+
+
+def _stored_noise(key: tuple, make_event: Callable[[float], DpEvent]) -> float | None:
+    """A z from the persistent cache (:mod:`._calibration_store`), re-verified: one ε
+    evaluation by the run's accountant on the run's grid must certify
+    (1 − rtol)·ε ≤ ε(z) ≤ ε — a file edited to a smaller z fails the upper bound, a
+    larger one the lower — and the certificate is checked again by
+    :func:`check_spent` (fail closed).  None when absent or not verified."""
+    event_family, eps, dlt, accountant = key
+    try:
+        hash(event_family)
+    except TypeError:
+        return None
+    z = _calibration_store.load(_store_key(key))
+    if z is None:
+        return None
+    event = make_event(z)
+    grid = pld_grid(eps) if accountant == "pld" else None
+    from ..accounting import epsilon_spent
+
+    try:
+        spent = float(
+            epsilon_spent(event, dlt, accountant=_factory(accountant, event.neighbouring, grid))
+        )
+    except InvalidPrivacyParameter:  # e.g. a grid too fine for a tiny stored z
+        return None
+    if not (1.0 - CALIBRATION_RTOL) * eps <= spent <= eps:
+        return None
+    _remember(event, dlt, accountant, spent)
+    check_spent(event, eps, dlt, accountant, what=f"stored noise z={z:.6g}")
+    return z
+
+
 def resolve_noise(
     sampler: Sampler,
     steps: int,
@@ -239,16 +323,20 @@ def resolve_noise(
         key = (sampler.event(1.0, steps), eps, dlt, accountant)
         z = _CALIBRATION_CACHE.get(key)
         if z is None:
+            z = _stored_noise(key, lambda v: sampler.event(v, steps))
+        if z is None:
             z = calibrate_noise_multiplier(
                 lambda v: sampler.event(v, steps),
                 eps,
                 dlt,
                 accountant,
                 neighbouring=sampler.neighbouring,
+                start=_start(sampler, steps, eps, dlt),
             )
-            if len(_CALIBRATION_CACHE) >= 256:
-                _CALIBRATION_CACHE.clear()
-            _CALIBRATION_CACHE[key] = z
+            _calibration_store.store(_store_key(key), z)
+        if len(_CALIBRATION_CACHE) >= 256:
+            _CALIBRATION_CACHE.clear()
+        _CALIBRATION_CACHE[key] = z
     else:
         z = check_nonnegative(noise_multiplier, "noise_multiplier")
         if epsilon is not None:

@@ -52,7 +52,7 @@ import numpy as np
 
 from .._validation import check_data_norm, rows_per_chunk, sp
 from ..exceptions import InvalidDataError
-from ._products import every_row, mm, row_weighted, tmm
+from ._products import clipped_rows_sum, dense_batch, every_row, mm, row_weighted, tmm
 from .rows import (
     clip_factors,
     clip_scale,
@@ -75,9 +75,8 @@ def blas_controller():
 
 
 def _gather(A, rows):
-    """Rows of a dense array (``np.take``: ~25 % faster than fancy indexing for a
-    mini-batch, but it copies a whole *unaligned* array, e.g. a block a Dask worker
-    received), of a CSR matrix, or of a per-row vector; slices are views."""
+    """Rows of a dense array (``np.take``, ~25 % faster than fancy indexing; not for an
+    *unaligned* array, which it copies whole), a CSR matrix or a vector; slices: views."""
     if isinstance(rows, slice) or not isinstance(A, np.ndarray):
         return A[rows]
     rows = np.asarray(rows)
@@ -599,9 +598,8 @@ class Design:
         factor cᵢ = min(1, C/‖gᵢ‖), ‖gᵢ‖ = |wᵢ φ'ᵢ|·‖x̃ᵢ‖ (Abadi et al., CCS 2016,
         Algorithm 1), in one pass over the batch: never a (b, d) array of gradients.
 
-        Non-finite φ'ᵢ (overflow) are set to 0, so one bad example cannot turn the
-        release into NaN.  ‖cᵢ gᵢ‖ ≤ C for every i: the sensitivity of the sum is C
-        (add/remove) or 2C (replace-one).
+        Non-finite φ'ᵢ (overflow) are set to 0 (one bad example cannot make the release
+        NaN).  ‖cᵢ gᵢ‖ ≤ C: the sum's sensitivity is C (add/remove) or 2C (replace-one).
 
         Parameters
         ----------
@@ -609,8 +607,7 @@ class Design:
         theta : ndarray of shape (d_eff,)
         y : ndarray of shape (n,)
             Labels of *all* rows (indexed by ``rows`` here).
-        clipping_norm : float
-            C > 0.
+        clipping_norm : float, C > 0
         weights : ndarray of shape (n,), optional
         rows : None, slice or ndarray of int
             The batch (None = every row).
@@ -620,6 +617,9 @@ class Design:
         ndarray of shape (d_eff,)
         """
         w, t0 = self._split(theta)
+        if dense_batch(self.X, rows):  # the DP-SGD step's common case, as one function
+            args = (self._scale is not None, self._icol, loss, w, t0, y, clipping_norm)
+            return clipped_rows_sum(self.X, self._batch_info(), *args, weights, rows)
         norms = self.row_norms()
         if rows is not None:  # a mini-batch: one block, gathered (the DP-SGD step)
             info = _gather(self._batch_info(), rows)  # scale and norm: one gather

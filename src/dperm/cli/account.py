@@ -43,12 +43,13 @@ ACCOUNTANT = Opt(
 def default_accountant(
     accountant: str | None, neighbouring: str, sampling: str, sampling_rate: float
 ) -> str:
-    """``accountant``, or the default: "pld" for a replace-one Poisson-subsampled Gaussian
-    (no exact RDP exists for it), "rdp" otherwise."""
+    """``accountant``, or the default: "pld" for a replace-one subsampled Gaussian
+    (Poisson: no exact RDP exists for it; fixed-size batches: the PLD of
+    :func:`dperm.accounting.pld_dense.fixed_size_gaussian_pld` is tighter than RDP),
+    "rdp" otherwise."""
     if accountant is not None:
         return accountant
-    subsampled = sampling == "poisson" and sampling_rate < 1.0
-    return "pld" if (neighbouring == "replace-one" and subsampled) else "rdp"
+    return "pld" if (neighbouring == "replace-one" and sampling_rate < 1.0) else "rdp"
 
 
 SAMPLING = Opt(str, "poisson", "poisson | without_replacement")
