@@ -108,7 +108,7 @@ def render(result: dict[str, Any], json_output: bool = False) -> str:
         )
     eps_lb = result["epsilon_lower_bound"]
     conf = result["confidence"]
-    gdp = result.get("method") == "gdp"
+    gdp = result.get("method") in ("gdp", "gdp-fit")
     lines = [
         f"mechanism            {result['mechanism']}",
         f"neighbouring         {result['neighbouring']} (the relation audited)",
@@ -181,7 +181,7 @@ _OPTIONS = {
 
 
 #: suffixes of the honest runners that are audit targets, not paths a user runs
-_TARGET_SUFFIXES = ("-raw", "-unsafe")
+_TARGET_SUFFIXES = ("-raw", "-unsafe", "-final-model")
 
 
 def list_runners() -> dict[str, list[tuple[str, str]]]:
