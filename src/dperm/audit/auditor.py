@@ -424,7 +424,7 @@ def audit(
         The claimed δ; default the runner's ``default_delta`` (0 for a plain
         callable).  Enters ε_LB as ln((1 − δ − FNR⁺)/FPR⁺), and as the δ at
         which the μ-GDP profile is read.
-    runs : int ≥ 10, optional
+    runs : int ≥ 2, optional
         Runs per dataset (2 × runs runs in total; half of each are used to
         choose the tests, half to evaluate them).  Default: the runner's
         ``default_runs`` (1000 for a plain callable).
@@ -470,7 +470,7 @@ def audit(
     relation = check_neighbouring(relation)
     if runs is None:
         runs = getattr(runner, "default_runs", 1000)
-    runs = check_count(runs, "runs", minimum=10)
+    runs = check_count(runs, "runs", minimum=2)
     if delta is None:
         delta = getattr(runner, "default_delta", 0.0)
     delta = check_delta(delta)

@@ -85,7 +85,7 @@ def _epsilon_bound(m: int, k: int, v: int, delta: float, alpha: float) -> float:
     lo, hi = 0.0, 1.0
     while one_run_p_value(m, k, v, hi, delta) <= alpha and hi < 100.0:
         lo, hi = hi, 2.0 * hi
-    for _ in range(60):
+    for _ in range(40):  # the bracket shrinks to ≤ 100·2⁻⁴⁰
         mid = 0.5 * (lo + hi)
         if one_run_p_value(m, k, v, mid, delta) <= alpha:
             lo = mid

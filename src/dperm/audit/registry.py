@@ -280,7 +280,7 @@ def register_runner(
             canary_norm=canary_norm,
             description=description,
             noise=noise,
-            default_runs=check_count(default_runs, "default_runs", minimum=10),
+            default_runs=check_count(default_runs, "default_runs", minimum=2),
             statistic=statistic,
             requires=tuple(requires),
             base=base,

@@ -55,7 +55,7 @@ def audit_command(
         The claimed ε.
     delta : float, optional
         The claimed δ (default: the runner's, 0 for pure-DP mechanisms).
-    runs : int ≥ 10, optional
+    runs : int ≥ 2, optional
         Runs per neighbouring dataset (default: the runner's ``default_runs``,
         20 000 for the gradient methods).
     seed : int, optional
@@ -88,7 +88,7 @@ def audit_command(
     from ..audit import audit, available_runners
 
     if runs is not None:
-        runs = check_count(runs, "runs", minimum=10)
+        runs = check_count(runs, "runs", minimum=2)
     res = audit(
         mechanism,
         epsilon=epsilon,
