@@ -469,7 +469,7 @@ def test_audit_command_and_render():
     text = render(out)
     assert "ε_LB" in text and "95%" in text and "VERDICT" in text
     with pytest.raises(InvalidPrivacyParameter, match="runs"):
-        audit_command("laplace", 1.0, None, 3, 0, 1, False)
+        audit_command("laplace", 1.0, None, 1, 0, 1, False)
 
 
 def test_cli_audit_command_end_to_end():
