@@ -80,6 +80,7 @@ from .fits import (
     _run_snapping,
     _run_tukey,
     _run_tukey_unsafe,
+    pinned_pair,
     ssp_release_statistic,
 )
 from .mutants import register_mutants
@@ -323,7 +324,7 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
     ),
     dict(
         name="estimator-auto-multinomial", fn=_run_estimator_auto_multinomial_whitebox,
-        **_WHITEBOX_ESTIMATOR,
+        **{**_WHITEBOX_ESTIMATOR, "default_runs": 2000},  # a softmax step costs ≈ 2× more
         description="DPLogisticRegression(classes=[0, 1, 2]) with every other default: "
         "mechanism='auto' (one multinomial DP-SGD model clipped at 0.15·√2·R, the public "
         f"rule of dperm.estimators._auto); n = {_WB_N}, {_WB_K} Dirac canaries per run; "
@@ -343,10 +344,12 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
     ),
     dict(
         name="estimator-auto-regression", fn=_run_estimator_auto_regression,
-        **_ESTIMATOR_DEFAULT_PATH,
+        **{**_ESTIMATOR_DEFAULT_PATH, "default_runs": 5000, "statistic": llr_statistic},
+        method="gdp-fit", pair=pinned_pair,
         description="DPLinearRegression() with every default: mechanism='auto' (objective "
         "perturbation of the Huber surrogate, h = 0.4·B), B = 1, R = 1, intercept, δ; "
-        f"±1 targets; n = {_AR_SIZE}; scores coef_",
+        f"n = {_AR_SIZE} rows at x = e_d pinning the prediction there, the canary's target "
+        "±1; scores the released prediction at the canary (exactly Gaussian)",
     ),
     # ---------------------------------------------------------------- networks (#24)
     dict(
