@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import DpermError
+from .canary import CanaryPair
 
 __all__ = ["AlgorithmRun", "ssp_release_statistic"]
 
@@ -273,8 +274,6 @@ def pinned_pair(n: int, random_state=0):
     part of the calibration (the Jacobian part of the budget needs the canary's
     curvature, which the linear part of the Huber loss does not have: the best this
     pair can show is the noise part's ε, docs/auditing.md)."""
-    from .canary import CanaryPair
-
     X = np.zeros((n, 2))
     X[:, 1] = 1.0
     y = np.zeros(n)
@@ -302,10 +301,10 @@ def _canary_loss(output, target):
     return -_CANARY_GAIN * target * output[:, 0]
 
 
-def _run_network_dp_sgd(X, y, epsilon, delta, rng):
-    """⟨w, ·⟩ of a linear torch module trained by :func:`dperm.networks.fit` on the
-    default path (replace-one, default lot size, epochs, learning rate, clipping norm,
-    PLD calibration, tail averaging) with the canary loss (:data:`_CANARY_GAIN`)."""
+def _fit_network(X, y, epsilon, delta, rng):
+    """:func:`dperm.networks.fit` on its default path (replace-one, default lot size,
+    epochs, learning rate, clipping norm, PLD calibration, tail averaging) of a linear
+    module without bias, started at 0, with the canary loss (:data:`_CANARY_GAIN`)."""
     import torch
 
     from ..networks import fit
@@ -321,7 +320,12 @@ def _run_network_dp_sgd(X, y, epsilon, delta, rng):
         epsilon=epsilon,
         delta=delta,
         random_state=rng,
-    ).theta
+    )
+
+
+def _run_network_dp_sgd(X, y, epsilon, delta, rng):
+    """⟨w, ·⟩ of :func:`_fit_network`: the final (tail-averaged) weights."""
+    return _fit_network(X, y, epsilon, delta, rng).theta
 
 
 # ============================================================ noise primitives

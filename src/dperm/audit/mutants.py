@@ -44,14 +44,21 @@ from unittest import mock
 
 import numpy as np
 
+from ..accounting.events import NonPrivate, PoissonSampled, SelfComposed
+from ..algorithms import _gradient_loop as gl
+from ..algorithms import dp_gd
+from ..losses.huber import Huber
+from ..sampling import PoissonSampler, Sampler
+from .canary import CanaryPair
+from .fits import _GRAD_LR, _hinge
+from .registry import _RUNNERS, get_runner, register_runner
+
 __all__ = ["MUTANT_TABLE", "PATCHES", "Mutation", "patched"]
 
 
 # ============================================================ the bugs
 @contextlib.contextmanager
 def _clip_above_calibration() -> Iterator[None]:
-    from ..algorithms import _gradient_loop as gl
-
     honest = gl.make_oracle
 
     def make_oracle(loss, X, y, clipping_norm, per_example_grad=None):
@@ -63,9 +70,6 @@ def _clip_above_calibration() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _sampling_rate_from_wrong_n() -> Iterator[None]:
-    from ..accounting.events import PoissonSampled
-    from ..sampling import PoissonSampler
-
     def step_event(self, noise_multiplier):
         return PoissonSampled(self.sampling_rate / 2.0, self.leaf(noise_multiplier))
 
@@ -75,9 +79,6 @@ def _sampling_rate_from_wrong_n() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _accountant_one_step_short() -> Iterator[None]:
-    from ..accounting.events import NonPrivate, SelfComposed
-    from ..sampling import Sampler
-
     def event(self, noise_multiplier, steps):
         if noise_multiplier == 0:
             return NonPrivate()
@@ -89,8 +90,6 @@ def _accountant_one_step_short() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _add_remove_sensitivity() -> Iterator[None]:
-    from ..sampling import Sampler
-
     with mock.patch.object(Sampler, "sensitivity_factor", property(lambda self: 1.0)):
         yield
 
@@ -115,7 +114,6 @@ def _pca_noise_dropped() -> Iterator[None]:
 @contextlib.contextmanager
 def _huber_label_bound_ignored() -> Iterator[None]:
     from ..estimators._auto import HUBER_FRACTION
-    from ..losses.huber import Huber
 
     def lipschitz(self, data_norm, **bounds):
         return HUBER_FRACTION * float(data_norm)  # h of B = 1, whatever the loss's h
@@ -165,9 +163,6 @@ def _dp_gd_two_steps(X, y, epsilon, delta, rng):
     """θ of ``dp_gd.fit(Hinge(), X, y, ε, δ, steps=2)`` with every other default
     (learning rate 10⁻³ as the dp-gd runner: the hinge stays linear, the score is exactly
     Gaussian)."""
-    from ..algorithms import dp_gd
-    from .fits import _GRAD_LR, _hinge
-
     return dp_gd.fit(
         _hinge(), X, y, epsilon=epsilon, delta=delta, data_norm=1.0, learning_rate=_GRAD_LR,
         steps=_DP_GD_STEPS, random_state=rng,
@@ -179,8 +174,6 @@ def pca_pair(n: int = 24, random_state=0):
     coordinates (d = 4) and the canary e₃ in D, e₄ in D′ (replace-one: a row replaced
     by another).  ``DPMLPClassifier(n_components=3)`` releases the span of the base
     plane and the canary's direction."""
-    from .canary import CanaryPair
-
     m = n - 1
     angles = np.linspace(0.0, np.pi, m, endpoint=False)
     Xb = np.zeros((m, 4))
@@ -274,8 +267,6 @@ MUTANT_TABLE: tuple[dict[str, Any], ...] = (
 
 def register_mutants() -> None:
     """Register every row of :data:`MUTANT_TABLE` as a runner of kind "mutant"."""
-    from .registry import _RUNNERS, get_runner, register_runner
-
     for row in MUTANT_TABLE:
         name = f"{row['base']}[{row['bug']}]"
         if row["base"] in _RUNNERS:

@@ -38,7 +38,10 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from .._rng import check_random_state
 from ..algorithms._gradient_loop import STEP_OBSERVER
+from .canary import CanaryPair
+from .fits import _fit_network
 
 __all__ = ["record_steps", "subsampled_gaussian_llr"]
 
@@ -142,9 +145,6 @@ def intercept_orthogonal_pair(n: int, k: int = ESTIMATOR_CANARIES, *, random_sta
     -------
     CanaryPair
     """
-    from .._rng import check_random_state
-    from .canary import CanaryPair
-
     rng = check_random_state(random_state)
     s2 = _INTERCEPT**2
     gram = (1.0 + s2) * np.eye(k) - s2  # x_i·x_j = −s², ‖x_j‖ = 1
@@ -271,8 +271,6 @@ def dirac_pair(n: int, random_state=0):
     -------
     CanaryPair
     """
-    from .canary import CanaryPair
-
     X = np.eye(n)
     return CanaryPair(
         X=X,
@@ -292,24 +290,8 @@ def _run_network_whitebox(X, y, epsilon, delta, rng):
     (``fits._canary_loss``), observed step by step: canary j (x = e_j) moves the lot's
     sum by exactly −y·C·e_j when sampled (its gradient norm K ≫ C: clipping always
     binds), and no other row moves coordinate j."""
-    import torch
-
-    from ..networks import fit
-    from .fits import _canary_loss
-
-    net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 1, bias=False))
-    with torch.no_grad():
-        net[0].weight.zero_()  # a public starting point
     with record_steps(lambda theta, g: np.array(g, dtype=float)) as steps:
-        res = fit(
-            net,
-            np.asarray(X, dtype=np.float32),
-            np.asarray(y, dtype=np.float32),
-            loss=_canary_loss,
-            epsilon=epsilon,
-            delta=delta,
-            random_state=rng,
-        )
+        res = _fit_network(X, y, epsilon, delta, rng)
     q, sigma, C = _noise(res.diagnostics)
     o = np.asarray(steps)  # (T, n): coordinate j is canary j's observation
     c = np.full(o.shape, C)  # canary j at −1 adds +C·e_j when sampled, at +1 −C·e_j
