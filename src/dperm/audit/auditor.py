@@ -504,7 +504,7 @@ def audit(
         described = gtest.describe()
         if method == "gdp-fit":  # every run, the Gaussian fit (gdp.gdp_fit)
             g = gdp_fit(s0, s1, delta=delta, confidence=confidence)
-            described = "Gaussian fit of all scores: μ = |Δmean|/sd"
+            described = "Gaussian fit of all scores: μ = (mean on D′ − mean on D)/sd"
         eps_lb = g.epsilon_lower_bound
         gdp = {
             "epsilon_lower_bound_gdp": g.epsilon_lower_bound,
