@@ -14,9 +14,12 @@ ones named with ``--mechanisms``) it runs :func:`dperm.audit.audit` with
 really spends on a worst-case canary: the assumption-free Clopper–Pearson bound
 (CP) or, for Gaussian-noise runners, the μ-GDP estimate (GDP; see
 docs/auditing.md).  A ratio ε_LB/ε close to 1 means the audit is tight, above 1
-refutes the claim.  ``--mutants`` also audits the deliberately broken variants
-of tests/test_audit_suite.py and tests/test_audit_relations.py (they must come
-out above 1; their controls below).  The CI runs the same audits with ≈ 1000 runs.
+refutes the claim.  ``--mutants`` also audits dperm's mutants (dperm.audit.mutants, the default
+paths with one bug injected) and the deliberately broken variants of
+tests/test_audit_suite.py and tests/test_audit_relations.py (they must come out
+above 1; their controls below).  The white-box runners of the default DP-SGD
+paths use the Gaussian fit ("GDPfit", docs/auditing.md).  The CI runs the same
+audits with ≈ 1000 runs.
 """
 
 from __future__ import annotations
@@ -153,8 +156,10 @@ def main(argv=None) -> int:
     p.add_argument("--json", type=Path, default=None, help="write all results as JSON")
     args = p.parse_args(argv)
 
-    targets = [(get_runner(m), {}) for m in (args.mechanisms or available_runners())]
-    if args.mutants:
+    names = args.mechanisms or available_runners(kind="honest")
+    targets = [(get_runner(m), {}) for m in names]
+    if args.mutants:  # dperm's own (dperm.audit.mutants), then the tests' variants
+        targets += [(get_runner(m), {}) for m in available_runners(kind="mutant")]
         targets += _mutants()
     header = (
         f"{'mechanism':<38} {'relation':<12} {'ε':>4} {'δ':>6} {'method':<6} {'ε_LB':>7} "
@@ -176,7 +181,7 @@ def main(argv=None) -> int:
         secs = time.perf_counter() - t0
         gdp = "—" if res.epsilon_lower_bound_gdp is None else f"{res.epsilon_lower_bound_gdp:.3f}"
         mu = "—" if res.mu_lower_bound is None else f"{res.mu_lower_bound:.3f}"
-        method = "GDP" if res.method == "gdp" else "CP"
+        method = {"gdp": "GDP", "gdp-fit": "GDPfit"}.get(res.method, "CP")
         print(
             f"{res.mechanism:<38} {res.neighbouring:<12} {res.epsilon:>4g} {res.delta:>6.0e} "
             f"{method:<6} {res.epsilon_lower_bound:>7.3f} {res.epsilon_lower_bound_cp:>6.3f} "

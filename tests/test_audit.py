@@ -253,8 +253,11 @@ def test_runner_kinds_tell_the_real_runners_from_the_mutants():
     from dperm.audit.registry import _RUNNERS
 
     assert RUNNER_KINDS == ("honest", "mutant")
-    assert runner_names(kind="honest") == runner_names()  # dperm registers no mutant
-    assert runner_names(kind="mutant") == [] and available_runners(kind="mutant") == []
+    # dperm's own mutants (dperm.audit.mutants): "<honest path>[<bug>]", apart from the rest
+    shipped = runner_names(kind="mutant")
+    assert len(shipped) >= 5 and all("[" in n and n.endswith("]") for n in shipped)
+    assert sorted(runner_names(kind="honest") + shipped) == runner_names()
+    assert not set(shipped) & set(runner_names(kind="honest"))
     laplace = get_runner("laplace")
     assert laplace.kind == "honest" and not laplace.mutant
     broken = laplace.mutate(_tiny_runner)
@@ -267,7 +270,7 @@ def test_runner_kinds_tell_the_real_runners_from_the_mutants():
         runner_names(kind="honset")
     try:
         register_runner("test-mutant", _tiny_runner, kind="mutant")
-        assert runner_names(kind="mutant") == ["test-mutant"]
+        assert runner_names(kind="mutant") == sorted([*shipped, "test-mutant"])
         assert "test-mutant" not in available_runners(kind="honest")
     finally:
         _RUNNERS.pop("test-mutant", None)
@@ -429,7 +432,7 @@ def test_audit_rejects_bad_runner_outputs():
         ({"epsilon": 0.0}, "epsilon"),
         ({"epsilon": "1"}, "epsilon"),
         ({"epsilon": 1.0, "delta": 1.0}, "delta"),
-        ({"epsilon": 1.0, "runs": 5}, "runs"),
+        ({"epsilon": 1.0, "runs": 1}, "runs"),
         ({"epsilon": 1.0, "runs": 2.5}, "runs"),
         ({"epsilon": 1.0, "confidence": 1.0}, "confidence"),
         ({"epsilon": 1.0, "confidence": 0.0}, "confidence"),
@@ -466,7 +469,7 @@ def test_audit_command_and_render():
     text = render(out)
     assert "ε_LB" in text and "95%" in text and "VERDICT" in text
     with pytest.raises(InvalidPrivacyParameter, match="runs"):
-        audit_command("laplace", 1.0, None, 3, 0, 1, False)
+        audit_command("laplace", 1.0, None, 1, 0, 1, False)
 
 
 def test_cli_audit_command_end_to_end():

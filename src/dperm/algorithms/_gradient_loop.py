@@ -44,6 +44,7 @@ Calibration.  The noise multiplier of P3 comes from the accountants, in
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import math
 from collections.abc import Callable, Iterator
@@ -90,6 +91,7 @@ __all__ = [
     "NEIGHBOURING",
     "REPLACE_ONE",
     "SAMPLINGS",
+    "STEP_OBSERVER",
     "CallableOracle",
     "FullBatchSampler",
     "GLMOracle",
@@ -324,6 +326,17 @@ class LoopResult:
     last_learning_rate: float
 
 
+#: The white-box audit's per-step observer (:mod:`dperm.audit.whitebox`), or None.
+#: When set, :func:`run` calls ``observer(t, theta, noisy_sum)`` at every step with the
+#: iterate θ_{t−1} the step starts from and the noisy clipped sum of P3 (before the
+#: normaliser; a buffer the loop keeps using: copy what you keep) — what the DP-SGD
+#: guarantee releases, so observing it is within the threat model.  Read once per run:
+#: no cost when unset.
+STEP_OBSERVER: contextvars.ContextVar[Callable | None] = contextvars.ContextVar(
+    "dperm_step_observer", default=None
+)
+
+
 def _noise_stream(rng, shape, steps, std) -> Iterator[np.ndarray]:
     size = int(np.prod(shape))
     chunk = max(1, min(steps, RNG_CHUNK // max(size, 1)))
@@ -408,11 +421,14 @@ def run(
         n_avg = 0
         velocity = None
         eta = const_eta
+        observe = STEP_OBSERVER.get()
         for t in range(1, steps + 1):
             idx = next(batches)  # P1
             g = oracle.clipped_sum(theta, idx)  # P2
             if noises is not None:
                 g = add_noise(g, next(noises))  # P3
+            if observe is not None:
+                observe(t, theta, g)
             g *= inv_m
             g = add_l2(g, theta, alpha)
             g, velocity = momentum_update(g, velocity, momentum)

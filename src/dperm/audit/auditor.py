@@ -59,7 +59,7 @@ from .._rng import check_random_state
 from .._validation import check_count, check_delta, check_epsilon, check_probability
 from ..exceptions import DpermError, InvalidPrivacyParameter, UnknownNameError
 from .canary import CanaryPair, canary_pair_from_data, check_neighbouring, make_canary_pair
-from .gdp import gdp_evaluate_test, gdp_select_threshold
+from .gdp import gdp_evaluate_test, gdp_fit, gdp_select_threshold
 from .registry import Runner, get_runner, projection
 from .stats import evaluate_test, select_threshold
 
@@ -69,11 +69,16 @@ __all__ = ["METHODS", "AuditResult", "audit", "run_scores"]
 _SELECTION_STRICTNESS = 50.0
 
 #: ways of turning the error rates into the reported ε_LB (module docstring)
-METHODS = ("gdp", "clopper-pearson")
+METHODS = ("gdp", "gdp-fit", "clopper-pearson")
 
 _GDP_ASSUMPTION = (
     "μ-GDP: the mechanism's trade-off curve is Gaussian (exact for compositions of Gaussian "
     "mechanisms, approximate for Poisson-subsampled ones; Nasr et al. 2023)"
+)
+_FIT_ASSUMPTION = (
+    "μ-GDP with Gaussian scores: the scores are Gaussian with a common variance on D and D′ "
+    "(exact for the likelihood ratio of a μ-GDP mechanism, approximate for a sum of many "
+    "per-step likelihood ratios; Nasr et al. 2023)"
 )
 _CP_ASSUMPTION = (
     "none (Clopper–Pearson bound on a threshold test, valid for every (ε, δ)-DP mechanism)"
@@ -124,7 +129,8 @@ class AuditResult:
     n_jobs : int
         Worker processes actually used.
     evaluation_runs : int
-        Runs per dataset used for the evaluation half.
+        Scores per dataset used for the evaluation half (runs, or runs × canaries
+        for a runner with several independent canaries per run).
     """
 
     mechanism: str
@@ -201,7 +207,7 @@ class AuditResult:
     def summary(self) -> str:
         """One line for humans."""
         extra = ""
-        if self.method == "gdp":
+        if self.method in ("gdp", "gdp-fit"):
             extra = f" [μ-GDP; assumption-free ε_LB = {self.epsilon_lower_bound_cp:.3f}]"
         return (
             f"{self.mechanism} ({self.neighbouring}): ε_LB = {self.epsilon_lower_bound:.3f}"
@@ -222,10 +228,17 @@ def _run_batch(runner, X, y, epsilon, delta, seeds, direction, statistic) -> np.
 
 
 def _run_batch_inner(runner, X, y, epsilon, delta, seeds, direction, statistic) -> np.ndarray:
-    out = np.empty(len(seeds))
-    for i, ss in enumerate(seeds):  # independent algorithm runs, not data rows
+    parts = []
+    for ss in seeds:  # independent algorithm runs, not data rows
         rng = np.random.default_rng(ss)
-        out[i] = statistic(runner(X, y, epsilon, delta, rng), direction)
+        # a float, or one score per canary for the runners that audit several
+        # independent canaries per run (dperm.audit.whitebox)
+        parts.append(
+            np.atleast_1d(
+                np.asarray(statistic(runner(X, y, epsilon, delta, rng), direction), dtype=float)
+            )
+        )
+    out = np.concatenate(parts) if parts else np.empty(0)
     if not np.all(np.isfinite(out)):
         raise DpermError("the audited algorithm returned a non-finite theta")
     return out
@@ -350,13 +363,15 @@ def _resolve_method(method, runner, delta: float) -> str:
     runner with Gaussian noise and δ > 0, else "clopper-pearson"."""
     if method is None:
         gaussian = isinstance(runner, Runner) and runner.noise == "gaussian"
+        if gaussian and delta > 0 and runner.method is not None:
+            return runner.method
         return "gdp" if gaussian and delta > 0 else "clopper-pearson"
     if method not in METHODS:
         raise UnknownNameError(f"unknown audit method {method!r}; choose one of {list(METHODS)}")
-    if method == "gdp" and delta == 0:
+    if method != "clopper-pearson" and delta == 0:
         raise InvalidPrivacyParameter(
-            "method='gdp' needs a claim with delta > 0 (μ-GDP has δ(ε) > 0 at every finite ε), "
-            f"got delta={delta!r}"
+            f"method={method!r} needs a claim with delta > 0 (μ-GDP has δ(ε) > 0 at every "
+            f"finite ε), got delta={delta!r}"
         )
     return method
 
@@ -409,7 +424,7 @@ def audit(
         The claimed δ; default the runner's ``default_delta`` (0 for a plain
         callable).  Enters ε_LB as ln((1 − δ − FNR⁺)/FPR⁺), and as the δ at
         which the μ-GDP profile is read.
-    runs : int ≥ 10, optional
+    runs : int ≥ 2, optional
         Runs per dataset (2 × runs runs in total; half of each are used to
         choose the tests, half to evaluate them).  Default: the runner's
         ``default_runs`` (1000 for a plain callable).
@@ -455,7 +470,7 @@ def audit(
     relation = check_neighbouring(relation)
     if runs is None:
         runs = getattr(runner, "default_runs", 1000)
-    runs = check_count(runs, "runs", minimum=10)
+    runs = check_count(runs, "runs", minimum=2)
     if delta is None:
         delta = getattr(runner, "default_delta", 0.0)
     delta = check_delta(delta)
@@ -471,8 +486,9 @@ def audit(
         n_jobs=n_jobs,
         random_state=random_state,
     )
-    half = runs // 2
-    sel0, sel1, ev0, ev1 = s0[:half], s1[:half], s0[half:], s1[half:]
+    # (a runner may return several independent scores per run: split the scores)
+    half = s0.size // 2
+    sel0, sel1, ev0, ev1 = s0[:half], s1[: s1.size // 2], s0[half:], s1[s1.size // 2 :]
     # Selection is scored with a stricter Clopper–Pearson level than the report: it
     # favours thresholds whose counts are large enough to replicate, instead of far-tail
     # thresholds whose in-sample counts were merely lucky (the winner's curse).  Any
@@ -482,16 +498,20 @@ def audit(
     ev = evaluate_test(test, ev0, ev1, delta=delta, confidence=confidence)
     gdp: dict[str, Any] = {}
     eps_lb = ev["epsilon_lower_bound"]
-    if method == "gdp":
+    if method in ("gdp", "gdp-fit"):
         gtest, _ = gdp_select_threshold(sel0, sel1, confidence=sel_conf)
         g = gdp_evaluate_test(gtest, ev0, ev1, delta=delta, confidence=confidence)
+        described = gtest.describe()
+        if method == "gdp-fit":  # every run, the Gaussian fit (gdp.gdp_fit)
+            g = gdp_fit(s0, s1, delta=delta, confidence=confidence)
+            described = "Gaussian fit of all scores: μ = (mean on D′ − mean on D)/sd"
         eps_lb = g.epsilon_lower_bound
         gdp = {
             "epsilon_lower_bound_gdp": g.epsilon_lower_bound,
             "mu_lower_bound": g.mu_lower_bound,
             "mu_estimate": g.mu_estimate,
             "gdp_threshold": gtest.threshold,
-            "gdp_test": gtest.describe(),
+            "gdp_test": described,
             "gdp_fpr": g.fpr,
             "gdp_fnr": g.fnr,
             "gdp_fpr_upper": g.fpr_upper,
@@ -515,9 +535,9 @@ def audit(
         selection_epsilon=sel_eps,
         neighbouring=pair.neighbouring,
         n_jobs=used,
-        evaluation_runs=runs - half,
+        evaluation_runs=s0.size - half,
         method=method,
-        assumption=_GDP_ASSUMPTION if method == "gdp" else _CP_ASSUMPTION,
+        assumption={"gdp": _GDP_ASSUMPTION, "gdp-fit": _FIT_ASSUMPTION}.get(method, _CP_ASSUMPTION),
         epsilon_lower_bound_cp=ev["epsilon_lower_bound"],
         **gdp,
     )

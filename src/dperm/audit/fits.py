@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import DpermError
+from .canary import CanaryPair
 
 __all__ = ["AlgorithmRun", "ssp_release_statistic"]
 
@@ -248,13 +249,43 @@ def _run_estimator_auto_multinomial(X, y, epsilon, delta, rng):
 
 
 def _run_estimator_auto_regression(X, y, epsilon, delta, rng):
-    """``coef_`` of DPLinearRegression() with every default — ``mechanism="auto"``:
-    objective perturbation of the Huber surrogate (h = 0.4·B), B = 1, R = 1 — on the
-    canary pair's ±1 labels (regression targets inside the public bound)."""
+    """[the fitted prediction at the canary row] of DPLinearRegression() with every
+    default — ``mechanism="auto"``: objective perturbation of the Huber surrogate
+    (h = 0.4·B), B = 1, R = 1 — on :func:`pinned_pair` (the canary is the last row)."""
     from ..estimators import DPLinearRegression
 
     est = DPLinearRegression(epsilon=epsilon, delta=delta, random_state=rng)
-    return est.fit(X, np.asarray(y, dtype=float)).coef_
+    est.fit(X, np.asarray(y, dtype=float))
+    return np.array([float(np.asarray(est.coef_).ravel() @ X[-1]) + float(est.intercept_)])
+
+
+def pinned_pair(n: int, random_state=0):
+    """The replace-one pair of the regression runner: n rows equal to x_c = e_d, the
+    first n − 1 with target 0 and the canary with target −1 (D) or +1 (D′).
+
+    Objective perturbation releases the minimizer of a perturbed objective; along a
+    direction no row constrains, the noise moves it by ≈ its scale/(nΛ) (≈ 6 here),
+    far beyond the label range, so a canary's residual would sit on the same side of
+    the Huber threshold on D and D′ in most runs and its gradient difference 2h·x̃
+    would rarely be attained.  The n − 1 base rows, in the quadratic part of the loss
+    (residual ≈ 0 < h), pin the prediction at x_c to within ≈ 0.1, so the canary's
+    residual is ≈ ±1 (beyond h = 0.4) on every run: the full sensitivity is attained
+    and the released prediction is exactly Gaussian with the shift of the *noise*
+    part of the calibration (the Jacobian part of the budget needs the canary's
+    curvature, which the linear part of the Huber loss does not have: the best this
+    pair can show is the noise part's ε, docs/auditing.md)."""
+    X = np.zeros((n, 2))
+    X[:, 1] = 1.0
+    y = np.zeros(n)
+    return CanaryPair(
+        X=X,
+        y=np.append(y[:-1], -1.0),
+        X_prime=X.copy(),
+        y_prime=np.append(y[:-1], 1.0),
+        direction=np.array([0.0, 1.0]),
+        neighbouring="replace-one",
+        canary_norm=1.0,
+    )
 
 
 # ============================================================ networks (dperm.networks)
@@ -270,10 +301,10 @@ def _canary_loss(output, target):
     return -_CANARY_GAIN * target * output[:, 0]
 
 
-def _run_network_dp_sgd(X, y, epsilon, delta, rng):
-    """⟨w, ·⟩ of a linear torch module trained by :func:`dperm.networks.fit` on the
-    default path (replace-one, default lot size, epochs, learning rate, clipping norm,
-    PLD calibration, tail averaging) with the canary loss (:data:`_CANARY_GAIN`)."""
+def _fit_network(X, y, epsilon, delta, rng):
+    """:func:`dperm.networks.fit` on its default path (replace-one, default lot size,
+    epochs, learning rate, clipping norm, PLD calibration, tail averaging) of a linear
+    module without bias, started at 0, with the canary loss (:data:`_CANARY_GAIN`)."""
     import torch
 
     from ..networks import fit
@@ -289,7 +320,12 @@ def _run_network_dp_sgd(X, y, epsilon, delta, rng):
         epsilon=epsilon,
         delta=delta,
         random_state=rng,
-    ).theta
+    )
+
+
+def _run_network_dp_sgd(X, y, epsilon, delta, rng):
+    """⟨w, ·⟩ of :func:`_fit_network`: the final (tail-averaged) weights."""
+    return _fit_network(X, y, epsilon, delta, rng).theta
 
 
 # ============================================================ noise primitives

@@ -65,6 +65,7 @@ __all__ = [
     "gdp_delta",
     "gdp_epsilon",
     "gdp_evaluate_test",
+    "gdp_fit",
     "gdp_mu_from_rates",
     "gdp_mu_lower_bound",
     "gdp_select_threshold",
@@ -234,4 +235,65 @@ def gdp_evaluate_test(
         mu_estimate=mu_est,
         epsilon_lower_bound=gdp_epsilon(mu_lb, delta),
         epsilon_estimate=gdp_epsilon(mu_est, delta),
+    )
+
+
+def gdp_fit(scores_d, scores_dprime, *, delta: float, confidence: float = 0.95) -> GdpEvaluation:
+    """μ-GDP lower bound from a Gaussian fit of the two score samples (all runs, no
+    threshold).
+
+    When the scores are N(m₀, s²) on D and N(m₁, s²) on D′ — exact for a μ-GDP
+    mechanism scored by its log-likelihood ratio, approximately so for a sum of
+    many per-step log-likelihood ratios (:mod:`dperm.audit.whitebox`) — every
+    threshold test on them has the trade-off curve G_μ with μ = |m₁ − m₀|/s, a lower
+    bound on the mechanism's μ (post-processing).  The estimate is the standardized
+    mean difference μ̂ = |m̄₁ − m̄₀|/s_pooled; its standard error
+    √(1/n₀ + 1/n₁ + μ̂²/(2(n₀ + n₁))) (the normal approximation of Hedges & Olkin
+    1985, §5.B) gives ``mu_lower_bound`` = μ̂ − z_{1−α}·SE, one-sided: the score must
+    be the larger on D′ (as a log-likelihood ratio ln p_{D′}/p_D is; a score oriented
+    the other way gives 0, never a wrong bound).  Using every run and the means rather
+    than one threshold's error counts, it needs ~10× fewer runs than
+    :func:`gdp_evaluate_test` for the same width; the price is the assumption that the
+    scores are Gaussian with a common variance (check the threshold estimate of the same
+    runs next to it).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        δ not in (0, 1), or a bad confidence.
+    InvalidDataError
+        Fewer than two scores in a sample, or non-finite scores.
+    """
+    from .stats import _check_scores
+
+    s0 = _check_scores(scores_d, "scores_d")
+    s1 = _check_scores(scores_dprime, "scores_dprime")
+    alpha = _check_alpha(confidence)
+    delta = check_delta(delta, allow_zero=False)
+    n0, n1 = s0.size, s1.size
+    if min(n0, n1) < 2:
+        from ..exceptions import InvalidDataError
+
+        raise InvalidDataError(f"a Gaussian fit needs ≥ 2 scores per dataset, got {n0} and {n1}")
+    pooled = math.sqrt(((n0 - 1) * s0.var(ddof=1) + (n1 - 1) * s1.var(ddof=1)) / (n0 + n1 - 2))
+    diff = float(s1.mean() - s0.mean())
+    if pooled > 0:
+        mu_hat = diff / pooled
+    else:
+        mu_hat = math.copysign(math.inf, diff) if diff else 0.0
+    se = math.sqrt(1.0 / n0 + 1.0 / n1 + mu_hat**2 / (2.0 * (n0 + n1)))
+    mu_lb = max(0.0, mu_hat - float(_st.norm.isf(alpha)) * se)
+    mu_hat = max(mu_hat, 0.0)
+    # the rates of the central threshold of the fit, Φ(−μ/2), for the record
+    rate = float(_st.norm.cdf(-mu_hat / 2.0))
+    rate_u = float(_st.norm.cdf(-mu_lb / 2.0))
+    return GdpEvaluation(
+        fpr=rate,
+        fnr=rate,
+        fpr_upper=rate_u,
+        fnr_upper=rate_u,
+        mu_lower_bound=mu_lb,
+        mu_estimate=mu_hat,
+        epsilon_lower_bound=gdp_epsilon(mu_lb, delta),
+        epsilon_estimate=gdp_epsilon(mu_hat, delta),
     )

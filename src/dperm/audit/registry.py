@@ -126,6 +126,15 @@ class Runner:
     kind : {"honest", "mutant"}
         The algorithm as shipped, or a deliberately broken variant (module
         docstring).
+    method : str or None
+        The audit method the runner's statistic is made for (one of
+        :data:`dperm.audit.METHODS`); None: chosen from :attr:`noise`.
+    pair : callable or None
+        ``pair(n, random_state) -> CanaryPair``: the runner's own replace-one
+        pair of n rows (default: :func:`~dperm.audit.make_canary_pair` with
+        :attr:`base`).
+    threat_model : str
+        What the auditor observes ("final model", "every step's noisy sum", …).
     """
 
     name: str
@@ -145,6 +154,9 @@ class Runner:
     requires: tuple[str, ...] = ()
     base: str = "orthogonal"
     kind: str = "honest"
+    method: str | None = None
+    pair: Callable | None = None
+    threat_model: str = "final model (black box)"
 
     @property
     def mutant(self) -> bool:
@@ -189,6 +201,8 @@ class Runner:
 
     def make_pair(self, neighbouring: str | None = None, random_state=0) -> CanaryPair:
         """The default worst-case pair for this runner (see :mod:`dperm.audit.canary`)."""
+        if self.pair is not None and (neighbouring or self.neighbouring) == self.neighbouring:
+            return self.pair(self.n, random_state=random_state)
         return make_canary_pair(
             self.n,
             self.d,
@@ -226,6 +240,9 @@ def register_runner(
     requires: tuple[str, ...] = (),
     base: str = "orthogonal",
     kind: str = "honest",
+    method: str | None = None,
+    pair: Callable | None = None,
+    threat_model: str = "final model (black box)",
     overwrite: bool = False,
 ):
     """Register an audit runner (usable as a decorator when ``fn`` is None).
@@ -263,11 +280,14 @@ def register_runner(
             canary_norm=canary_norm,
             description=description,
             noise=noise,
-            default_runs=check_count(default_runs, "default_runs", minimum=10),
+            default_runs=check_count(default_runs, "default_runs", minimum=2),
             statistic=statistic,
             requires=tuple(requires),
             base=base,
             kind=kind,
+            method=method,
+            pair=pair,
+            threat_model=threat_model,
         )
         return f
 

@@ -80,13 +80,24 @@ from .fits import (
     _run_snapping,
     _run_tukey,
     _run_tukey_unsafe,
+    pinned_pair,
     ssp_release_statistic,
 )
+from .mutants import register_mutants
 
 # the registry's API stays importable from here (dperm.audit.runners.register_runner, …)
 from .registry import *  # noqa: F403
 from .registry import __all__ as _REGISTRY_API
 from .registry import register_runner, release_statistic
+from .whitebox import (
+    ESTIMATOR_CANARIES,
+    _run_estimator_auto_multinomial_whitebox,
+    _run_estimator_auto_whitebox,
+    _run_network_whitebox,
+    dirac_pair,
+    intercept_orthogonal_pair,
+    llr_statistic,
+)
 
 __all__ = ["RUNNER_TABLE", "ssp_release_statistic", *_REGISTRY_API]
 
@@ -156,6 +167,24 @@ _ESTIMATOR_DEFAULT_PATH = {
     **_GAUSSIAN,
     "default_runs": 500,
     "statistic": release_statistic,
+}
+#: the white-box rows (dperm.audit.whitebox): every step's noisy sum, Dirac canaries
+_WHITEBOX_THREAT = (
+    "white box: every step's noisy clipped sum (the releases the DP-SGD guarantee covers), "
+    "Dirac canaries, exact per-run likelihood-ratio test (Nasr et al. 2023)"
+)
+_WB_N, _WB_K = 800, ESTIMATOR_CANARIES  # n = 800: batch 160, the canaries' margins stay small
+_WHITEBOX_ESTIMATOR = {
+    "module": "dperm.estimators",
+    "neighbouring": "replace-one",
+    "n": _WB_N,
+    "d": _WB_K + 1,
+    **_GAUSSIAN,
+    "default_runs": 3000,
+    "statistic": llr_statistic,
+    "method": "gdp-fit",
+    "pair": intercept_orthogonal_pair,
+    "threat_model": _WHITEBOX_THREAT,
 }
 _SSP_N = 50
 _SSP = {
@@ -286,35 +315,60 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         f"label set classes={list(_LABELS)}; n = {_AR_SIZE}; scores coef_",
     ),
     dict(
-        name="estimator-auto", fn=_run_estimator_auto, **_ESTIMATOR_DEFAULT_PATH,
+        name="estimator-auto", fn=_run_estimator_auto_whitebox, **_WHITEBOX_ESTIMATOR,
         description="DPLogisticRegression() with every default: mechanism='auto' (the public "
         "rule of dperm.estimators._auto; on this binary pair DP-SGD clipped at 0.27·L, "
-        "batch n/5, 15 epochs), intercept, calibration; "
-        f"classes={list(_LABELS)}; n = {_AR_SIZE}; scores coef_",
+        "batch 160, 15 epochs), intercept, calibration; classes=[-1, 1]; "
+        f"n = {_WB_N}, {_WB_K} Dirac canaries per run; scores the LLR of every step's "
+        "noisy sum",
     ),
     dict(
-        name="estimator-auto-multinomial", fn=_run_estimator_auto_multinomial,
-        **_ESTIMATOR_DEFAULT_PATH,
+        name="estimator-auto-multinomial", fn=_run_estimator_auto_multinomial_whitebox,
+        **{**_WHITEBOX_ESTIMATOR, "default_runs": 2000},  # a softmax step costs ≈ 2× more
         description="DPLogisticRegression(classes=[0, 1, 2]) with every other default: "
         "mechanism='auto' (one multinomial DP-SGD model clipped at 0.15·√2·R, the public "
-        f"rule of dperm.estimators._auto); n = {_AR_SIZE}; scores Θ[1] − Θ[0]",
+        f"rule of dperm.estimators._auto); n = {_WB_N}, {_WB_K} Dirac canaries per run; "
+        "scores the LLR of every step's noisy sum",
+    ),
+    dict(
+        name="estimator-auto-final-model", fn=_run_estimator_auto, **_ESTIMATOR_DEFAULT_PATH,
+        description="estimator-auto's default path audited on its final coef_ only (black "
+        f"box; classes={list(_LABELS)}; n = {_AR_SIZE}): the weaker threat model, for "
+        "comparison",
+    ),
+    dict(
+        name="estimator-auto-multinomial-final-model", fn=_run_estimator_auto_multinomial,
+        **_ESTIMATOR_DEFAULT_PATH,
+        description="estimator-auto-multinomial's default path audited on its final "
+        f"Θ[1] − Θ[0] only (black box; n = {_AR_SIZE}), for comparison",
     ),
     dict(
         name="estimator-auto-regression", fn=_run_estimator_auto_regression,
-        **_ESTIMATOR_DEFAULT_PATH,
+        **{**_ESTIMATOR_DEFAULT_PATH, "default_runs": 5000, "statistic": llr_statistic},
+        method="gdp-fit", pair=pinned_pair,
         description="DPLinearRegression() with every default: mechanism='auto' (objective "
         "perturbation of the Huber surrogate, h = 0.4·B), B = 1, R = 1, intercept, δ; "
-        f"±1 targets; n = {_AR_SIZE}; scores coef_",
+        f"n = {_AR_SIZE} rows at x = e_d pinning the prediction there, the canary's target "
+        "±1; scores the released prediction at the canary (exactly Gaussian)",
     ),
     # ---------------------------------------------------------------- networks (#24)
     dict(
-        name="network-dp-sgd", fn=_run_network_dp_sgd, module="torch",
-        neighbouring="replace-one", n=_AR_SIZE,
-        **{**_GAUSSIAN_SUM, "default_runs": 2000},  # ≈ 0.07 s of CPU per run (torch)
+        name="network-dp-sgd", fn=_run_network_whitebox, module="torch",
+        neighbouring="replace-one", n=_AR_SIZE, d=_AR_SIZE, **_GAUSSIAN,
+        default_runs=100, statistic=llr_statistic, method="gdp-fit", pair=dirac_pair,
+        threat_model=_WHITEBOX_THREAT,
         description="dperm.networks.fit (DP-SGD for a torch module) on its default path "
         f"(replace-one, n = {_AR_SIZE}; default lot size, epochs, learning rate, clipping, "
-        "PLD calibration, tail averaging), a linear module and the canary gradient "
-        "−50·y·x (clipping always binds); needs torch",
+        "PLD calibration), a linear module and the canary gradient −50·y·x (clipping "
+        f"always binds); {_AR_SIZE} Dirac canaries per run; scores the LLR of every step's "
+        "noisy sum; needs torch",
+    ),
+    dict(
+        name="network-dp-sgd-final-model", fn=_run_network_dp_sgd, module="torch",
+        neighbouring="replace-one", n=_AR_SIZE,
+        **{**_GAUSSIAN_SUM, "default_runs": 2000},  # ≈ 0.07 s of CPU per run (torch)
+        description="network-dp-sgd's default path audited on its final (tail-averaged) "
+        "weights only (black box), for comparison; needs torch",
     ),
     # ---------------------------------------------------------------- noise primitives
     dict(
@@ -427,3 +481,6 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
 for _row in RUNNER_TABLE:
     register_runner(**_row)
 del _row
+
+# the mutants: the rows above with one likely bug injected (dperm.audit.mutants)
+register_mutants()

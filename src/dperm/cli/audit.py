@@ -13,6 +13,7 @@ Examples (shell)::
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import typer
@@ -20,7 +21,15 @@ import typer
 from ..exceptions import InvalidPrivacyParameter
 from ._common import JSON, QUIET, Opt, one_line_errors, step, with_options
 
-__all__ = ["audit_cmd", "audit_command", "list_runners", "render", "render_list"]
+__all__ = [
+    "audit_cmd",
+    "audit_command",
+    "list_runners",
+    "one_run_command",
+    "render",
+    "render_list",
+    "render_one_run",
+]
 
 
 def audit_command(
@@ -46,7 +55,7 @@ def audit_command(
         The claimed ε.
     delta : float, optional
         The claimed δ (default: the runner's, 0 for pure-DP mechanisms).
-    runs : int ≥ 10, optional
+    runs : int ≥ 2, optional
         Runs per neighbouring dataset (default: the runner's ``default_runs``,
         20 000 for the gradient methods).
     seed : int, optional
@@ -79,7 +88,7 @@ def audit_command(
     from ..audit import audit, available_runners
 
     if runs is not None:
-        runs = check_count(runs, "runs", minimum=10)
+        runs = check_count(runs, "runs", minimum=2)
     res = audit(
         mechanism,
         epsilon=epsilon,
@@ -96,6 +105,105 @@ def audit_command(
     return out
 
 
+def one_run_command(
+    *,
+    dataset: str | None = None,
+    data_home: str | None = None,
+    csv: str | None = None,
+    target: str | None = None,
+    task: str | None = None,
+    label_bound: float | None = None,
+    model: str | None = None,
+    mechanism: str | None = None,
+    epsilon: float = 1.0,
+    delta: float | None = None,
+    data_norm: float | None = None,
+    batch_size: int | None = None,
+    epochs: int | None = None,
+    learning_rate: float | None = None,
+    canaries: int = 1000,
+    confidence: float = 0.95,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """``dperm audit --one-run``: the estimator ``dperm fit`` would build from these
+    options, audited from one fit with ``canaries`` canary slots
+    (:func:`dperm.audit.one_run.one_run_audit`; a sanity check, not a proof).
+
+    Returns
+    -------
+    dict
+        :meth:`~dperm.audit.one_run.OneRunResult.to_dict` plus ``dataset``, ``model``.
+
+    Raises
+    ------
+    DpermError
+        Bad options or data (as ``dperm fit``).
+    """
+    from .. import datasets
+    from .._validation import check_epsilon
+    from ..audit.one_run import one_run_audit
+    from .fit import _make_model
+
+    check_epsilon(epsilon)
+    if csv is not None:
+        if target is None:
+            raise InvalidPrivacyParameter("--csv needs --target COLUMN (the label column)")
+        ds = datasets.load_csv(csv, target, task=task, label_bound=label_bound)
+    else:
+        ds = datasets.load(dataset or datasets.DEFAULT_DATASET, data_home)
+    norm = ds.row_norm_bound if data_norm is None else data_norm
+    if norm is None or not math.isfinite(norm):
+        raise InvalidPrivacyParameter(
+            f"dataset {ds.name!r} has no public row-norm bound; pass --data-norm"
+        )
+    params: dict[str, Any] = {
+        "epsilon": epsilon,
+        "delta": delta,
+        "data_norm": norm,
+        "random_state": seed,
+    }
+    if ds.task != "regression" and ds.classes is not None:
+        params["classes"] = list(ds.classes)
+    for key, val in (
+        ("mechanism", mechanism),
+        ("batch_size", batch_size),
+        ("epochs", epochs),
+        ("learning_rate", learning_rate),
+    ):
+        if val is not None:
+            params[key] = val
+    model = model or ("linear" if ds.task == "regression" else "logistic")
+    est = _make_model(model, ds.task, params, ds.label_bound, None)
+    res = one_run_audit(
+        est, ds.X_train, ds.y_train, canaries=canaries, confidence=confidence, random_state=seed
+    )
+    return {**res.to_dict(), "dataset": ds.name, "model": model}
+
+
+def render_one_run(result: dict[str, Any], json_output: bool = False) -> str:
+    """Format :func:`one_run_command` output."""
+    if json_output:
+        return json.dumps(result, sort_keys=True, default=str)
+    verdict = (
+        f"claim REFUTED: ε_LB = {result['epsilon_lower_bound']:.3f} > ε = {result['epsilon']:g}"
+        if result["refuted"]
+        else "not refuted (a one-run lower bound is a sanity check, not a proof of privacy)"
+    )
+    return "\n".join(
+        [
+            f"one-run audit        {result['dataset']}, {result['model']} ({result['mechanism']}, "
+            f"{result['neighbouring']})",
+            f"claimed              ε = {result['epsilon']:g}, δ = {result['delta']:g}",
+            f"empirical ε_LB       {result['epsilon_lower_bound']:.4f}  (at "
+            f"{result['confidence']:.0%} confidence; Steinke, Nasr, Jagielski 2023)",
+            f"canaries             {result['canaries']} (coins ±1); {result['correct']} of "
+            f"{result['guesses']} guesses right; {result['threat_model']}",
+            f"time                 {result['seconds']:.1f} s",
+            f"VERDICT              {verdict}",
+        ]
+    )
+
+
 def _fmt(v) -> str:
     return "—" if v is None else v if isinstance(v, str) else f"{v:.4f}"
 
@@ -108,7 +216,7 @@ def render(result: dict[str, Any], json_output: bool = False) -> str:
         )
     eps_lb = result["epsilon_lower_bound"]
     conf = result["confidence"]
-    gdp = result.get("method") == "gdp"
+    gdp = result.get("method") in ("gdp", "gdp-fit")
     lines = [
         f"mechanism            {result['mechanism']}",
         f"neighbouring         {result['neighbouring']} (the relation audited)",
@@ -157,7 +265,8 @@ _OPTIONS = {
         str | None,
         None,
         "Audit runner, e.g. objective, output, dp-gd, dp-sgd, estimator-dp-sgd, amp, "
-        "adassp, tukey, dual-frank-wolfe (`dperm audit --list` prints every one).",
+        "adassp, tukey, dual-frank-wolfe (`dperm audit --list` prints every one); with "
+        "--one-run the estimator's mechanism (as `dperm fit --mechanism`).",
     ),
     "epsilon": Opt(float | None, None, "Claimed ε."),
     "list_runners": Opt(
@@ -176,12 +285,48 @@ _OPTIONS = {
         None,
         "gdp or clopper-pearson (default: gdp for Gaussian-noise mechanisms).",
     ),
+    "one_run": Opt(
+        bool,
+        False,
+        "One-run audit of an estimator configuration (the options of `dperm fit`: "
+        "--dataset/--csv, --mechanism, --epsilon, …) with --canaries inserted canaries "
+        "(Steinke, Nasr, Jagielski 2023): a sanity check, not a proof.",
+        "--one-run",
+    ),
+    "dataset": Opt(str | None, None, "--one-run: dataset (default breast-cancer)."),
+    "data_home": Opt(str | None, None, "--one-run: folder with the data files."),
+    "csv": Opt(str | None, None, "--one-run: a CSV file instead of --dataset."),
+    "target": Opt(str | None, None, "--one-run: label column of --csv."),
+    "task": Opt(str | None, None, "--one-run --csv: binary | multiclass | regression."),
+    "label_bound": Opt(float | None, None, "--one-run --csv regression: public bound B on |y|."),
+    "model": Opt(str | None, None, "--one-run: logistic | svm | linear (as dperm fit)."),
+    "data_norm": Opt(float | None, None, "--one-run: row ℓ2 bound (default the dataset's)."),
+    "batch_size": Opt(int | None, None, "--one-run: DP-SGD expected batch size."),
+    "epochs": Opt(int | None, None, "--one-run: DP-SGD/DP-GD epochs."),
+    "learning_rate": Opt(float | None, None, "--one-run: DP-SGD/DP-GD step size."),
+    "canaries": Opt(int, 1000, "--one-run: canary slots (one row and one column each)."),
     "quiet": QUIET,
 }
 
+#: the options only --one-run reads
+_ONE_RUN_ONLY = (
+    "dataset",
+    "data_home",
+    "csv",
+    "target",
+    "task",
+    "label_bound",
+    "model",
+    "data_norm",
+    "batch_size",
+    "epochs",
+    "learning_rate",
+    "canaries",
+)
+
 
 #: suffixes of the honest runners that are audit targets, not paths a user runs
-_TARGET_SUFFIXES = ("-raw", "-unsafe")
+_TARGET_SUFFIXES = ("-raw", "-unsafe", "-final-model")
 
 
 def list_runners() -> dict[str, list[tuple[str, str]]]:
@@ -237,6 +382,27 @@ def audit_cmd(**options: Any) -> None:
         if options.pop("list_runners"):
             typer.echo(render_list(list_runners(), options["json_output"]))
             return
+        one_run = {k: options.pop(k) for k in _ONE_RUN_ONLY}
+        if options.pop("one_run"):
+            if options["epsilon"] is None:
+                raise InvalidPrivacyParameter("dperm audit --one-run needs --epsilon EPS")
+            json_output = options["json_output"]
+            with step("one-run audit", not quiet):
+                result = one_run_command(
+                    **one_run,
+                    mechanism=options["mechanism"],
+                    epsilon=options["epsilon"],
+                    delta=options["delta"],
+                    confidence=options.get("confidence", 0.95),
+                    seed=options["seed"],
+                )
+            typer.echo(render_one_run(result, json_output))
+            return
+        given = [k for k, v in one_run.items() if v not in (None, 1000)]
+        if given:
+            raise InvalidPrivacyParameter(
+                f"--{given[0].replace('_', '-')} is an option of --one-run"
+            )
         if options["mechanism"] is None or options["epsilon"] is None:
             raise InvalidPrivacyParameter(
                 "dperm audit needs --mechanism NAME and --epsilon EPS (or --list)"

@@ -1,0 +1,298 @@
+"""White-box audit of DP-SGD: the per-step noisy sums and the exact likelihood-ratio test.
+
+The guarantee of DP-SGD (Abadi et al., CCS 2016) covers the whole *sequence* of
+noisy clipped gradient sums a run releases, not only its final model.  The
+strongest auditor that guarantee allows therefore sees every step: this module
+records, through the loop's documented observer
+(:data:`dperm.algorithms._gradient_loop.STEP_OBSERVER`, read once per run and
+free when unset), the iterate θ_{t−1} each step starts from and the noisy sum
+it releases, while the library's *real* default code path runs (same
+calibration, sampler, clipping, loop and accountant: nothing is re-implemented).
+
+The canary (Nasr, Hayes, Steinke, Balle, Tramèr, Jagielski, Carlini, Terzis,
+"Tight Auditing of Differentially Private Machine Learning", USENIX Security
+2023, §3 "Dirac canary", §5) is a row whose per-example gradient lies along a
+direction u no other row's gradient has a component along: the projection
+oₜ = ⟨noisy sumₜ, u⟩ is then the canary's clipped contribution (if its
+Poisson coin came up) plus N(0, σ²), σ = z·sensitivity_factor·C.  Under
+replace-one the neighbour replaces the canary by the anti-canary (same row,
+opposite label), so with cₜ, c′ₜ the contributions of the two at θ_{t−1}
+(computed by the library's own clipping code):
+
+    D:  oₜ ~ (1 − q)·N(0, σ²) + q·N(cₜ, σ²)      D′:  oₜ ~ (1 − q)·N(0, σ²) + q·N(c′ₜ, σ²)
+
+— exactly the pair the replace-one PLD accountant composes when the clipping
+binds (cₜ = −c′ₜ, ‖cₜ‖ = C).  The statistic is the log-likelihood ratio of the
+whole transcript, Σₜ ln p_{D′}(oₜ)/p_D(oₜ) (:func:`subsampled_gaussian_llr`):
+by Neyman–Pearson the most powerful test of D against D′ for every level, so
+its trade-off curve *is* the mechanism's on this pair, and for T ≳ 50 steps it
+is Gaussian to within the Monte-Carlo error (a μ-GDP curve; the central limit
+theorem of Dong, Roth, Su 2022, Theorem 5.2) — the setting where the μ-GDP
+estimate of :mod:`dperm.audit.gdp` is tight.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from .._rng import check_random_state
+from ..algorithms._gradient_loop import STEP_OBSERVER
+from .canary import CanaryPair
+from .fits import _fit_network
+
+__all__ = ["record_steps", "subsampled_gaussian_llr"]
+
+
+@contextlib.contextmanager
+def record_steps(view: Callable) -> Iterator[list]:
+    """Record what every DP-SGD step releases while the block runs.
+
+    Parameters
+    ----------
+    view : callable
+        ``view(theta, noisy_sum) -> value`` called at every step of every
+        :func:`dperm.algorithms._gradient_loop.run` inside the block (the
+        convex loop and :func:`dperm.networks.fit`); θ is the iterate the step
+        starts from, the noisy sum the step's release before the normaliser.
+        It must copy what it keeps (the loop reuses its buffers).
+
+    Yields
+    ------
+    list
+        The values of ``view``, one per step, in order.
+    """
+    steps: list = []
+
+    def observer(t, theta, noisy_sum):
+        steps.append(view(theta, noisy_sum))
+
+    token = STEP_OBSERVER.set(observer)
+    try:
+        yield steps
+    finally:
+        STEP_OBSERVER.reset(token)
+
+
+def _log_mixture(o, c, q: float, sigma: float) -> np.ndarray:
+    """ln[(1 − q)·φ_σ(o) + q·φ_σ(o − c)] up to the common normal constant (rows of
+    ``o`` and ``c`` are the steps; the last axis, if any, the coordinates)."""
+    o = np.asarray(o, dtype=float)
+    c = np.asarray(c, dtype=float)
+    if o.ndim == 1:
+        o, c = o[:, None], c[:, None]
+    base = -np.sum(o * o, axis=1) / (2.0 * sigma * sigma)
+    shifted = -np.sum((o - c) ** 2, axis=1) / (2.0 * sigma * sigma)
+    if q >= 1.0:
+        return shifted
+    return np.logaddexp(np.log1p(-q) + base, np.log(q) + shifted)
+
+
+def subsampled_gaussian_llr(o, c_d, c_dprime, *, sampling_rate: float, sigma: float) -> float:
+    """Log-likelihood ratio ln p_{D′}/p_D of a run's per-step observations.
+
+    Parameters
+    ----------
+    o : array of shape (T,) or (T, m)
+        The projections of the noisy sums on the canary's gradient subspace.
+    c_d, c_dprime : arrays of the shape of ``o``
+        The canary's clipped contribution at each step on D and on D′ (at the
+        iterate of that step; 0 where it has none).
+    sampling_rate : float in (0, 1]
+        q, the probability that the canary is in a batch (1 for full batches).
+    sigma : float > 0
+        Standard deviation of the noise on each coordinate of the noisy sum.
+
+    Returns
+    -------
+    float
+        Σₜ ln[(1 − q)φ(oₜ) + qφ(oₜ − c′ₜ)] − ln[(1 − q)φ(oₜ) + qφ(oₜ − cₜ)]
+        (module docstring): the Neyman–Pearson statistic of the transcript.
+    """
+    q = float(sampling_rate)
+    s = float(sigma)
+    return float(np.sum(_log_mixture(o, c_dprime, q, s) - _log_mixture(o, c_d, q, s)))
+
+
+# ============================================================ the estimators' default path
+#: DPLogisticRegression's default intercept_scaling s (the implicit intercept column)
+_INTERCEPT = 0.5
+
+
+#: canaries per run of the estimator runners (at most 3 leave room for base rows: below)
+ESTIMATOR_CANARIES = 3
+
+
+def intercept_orthogonal_pair(n: int, k: int = ESTIMATOR_CANARIES, *, random_state=0):
+    """The replace-one canary pair of the white-box estimator runners: n rows, k
+    canaries audited in parallel, d = k + 1 features.
+
+    The estimators always fit an intercept, an implicit column of value s = 0.5 (the
+    default ``intercept_scaling``), so a row's gradient lives along its *augmented*
+    row (x, s).  The k canary rows (the last k) have ‖x‖ = 1 and x_i·x_j = −s², so
+    their augmented rows are mutually orthogonal; the n − k base rows (‖x‖ ≤ 1,
+    labels ±1) have x·x_j = −s² for every canary, so they are orthogonal to all of
+    them: no other row's gradient has a component along a canary's, intercept
+    included (Dirac canaries on the estimators' default path).  The canaries' labels
+    are −1 in D and +1 in D′; a canary's observation depends on its own label only,
+    so the k scores of one run are k independent draws of the audit of one
+    replace-one pair (:func:`dirac_pair`).  k ≤ 3 (the Gram matrix of the canaries
+    leaves the base rows no room beyond).
+
+    Returns
+    -------
+    CanaryPair
+    """
+    rng = check_random_state(random_state)
+    s2 = _INTERCEPT**2
+    gram = (1.0 + s2) * np.eye(k) - s2  # x_i·x_j = −s², ‖x_j‖ = 1
+    chol = np.linalg.cholesky(gram)  # rows: the canaries in the first k coordinates
+    w = np.linalg.solve(chol, np.full(k, -s2))  # x_b·x_j = −s² for every canary
+    room = np.sqrt(max(0.0, 1.0 - float(w @ w)))
+    m = n - k
+    Xb = np.zeros((m, k + 1))
+    Xb[:, :k] = w
+    Xb[:, k] = room * rng.uniform(0.2, 1.0, size=m) * rng.choice([-1.0, 1.0], size=m)
+    yb = np.where(np.arange(m) % 2 == 0, 1.0, -1.0)
+    rng.shuffle(yb)
+    Xc = np.hstack([chol, np.zeros((k, 1))])
+    X = np.vstack([Xb, Xc])
+    return CanaryPair(
+        X=X,
+        y=np.concatenate([yb, -np.ones(k)]),
+        X_prime=X.copy(),
+        y_prime=np.concatenate([yb, np.ones(k)]),
+        direction=np.append(np.ones(k) / np.sqrt(k), 0.0),
+        neighbouring="replace-one",
+        canary_norm=1.0,
+    )
+
+
+def _noise(diagnostics) -> tuple[float, float, float]:
+    """(q, σ of the noise on the noisy *sum*, C) from a DP-SGD run's diagnostics."""
+    q = float(diagnostics["sampling_rate"])
+    sigma = float(diagnostics["noise_std"]) * float(diagnostics["normalizer"])
+    return q, sigma, float(diagnostics["clipping_norm"])
+
+
+def _canary_rows(X, k: int = ESTIMATOR_CANARIES) -> np.ndarray:
+    """The canaries' augmented rows (x_j, s): the last k rows of the pair, (k, d + 1)."""
+    X = np.asarray(X, dtype=float)[-k:]
+    return np.hstack([X, np.full((k, 1), _INTERCEPT)])
+
+
+def llr_statistic(output, direction) -> np.ndarray:
+    """Audit statistic of the white-box runners: they return their LLRs already (one
+    per canary of the run)."""
+    return np.asarray(output, dtype=float).ravel()
+
+
+def _llrs(o, c_d, c_dprime, q, sigma) -> np.ndarray:
+    """One LLR per canary: ``o``, ``c_d``, ``c_dprime`` of shape (T, k[, m])."""
+    return np.array(
+        [
+            subsampled_gaussian_llr(
+                o[:, j], c_d[:, j], c_dprime[:, j], sampling_rate=q, sigma=sigma
+            )
+            for j in range(o.shape[1])
+        ]
+    )
+
+
+def _run_estimator_auto_whitebox(X, y, epsilon, delta, rng):
+    """The k LLRs of one DPLogisticRegression() fit (every default, ``mechanism="auto"``
+    → clipped DP-SGD on this pair; public label set [−1, 1]) observed step by step."""
+    from ..estimators import DPLogisticRegression
+
+    xc = _canary_rows(X)
+    norm = np.linalg.norm(xc, axis=1)
+    u = xc / norm[:, None]
+    with record_steps(lambda theta, g: (xc @ theta, u @ g)) as steps:
+        est = DPLogisticRegression(
+            epsilon=epsilon, delta=delta, data_norm=1.0, classes=[-1, 1], random_state=rng
+        ).fit(X, y)
+    q, sigma, C = _noise(est.diagnostics_)
+    z = np.array([s[0] for s in steps])  # (T, k) the canaries' margins before each step
+    o = np.array([s[1] for s in steps])  # (T, k) the noisy sums along the canaries
+    loss = est.loss_
+
+    def contribution(label):  # ⟨clip_C(∇ℓ(θ; x_j, label)), u_j⟩ at every step
+        g = loss.derivative(z, label) * norm
+        return g * np.minimum(1.0, C / np.maximum(np.abs(g), 1e-300))
+
+    return _llrs(o, contribution(-1.0), contribution(1.0), q, sigma)
+
+
+def _run_estimator_auto_multinomial_whitebox(X, y, epsilon, delta, rng):
+    """The k LLRs of one DPLogisticRegression(classes=[0, 1, 2]) fit (every other
+    default: one softmax model by clipped DP-SGD) observed step by step; the pair's
+    labels ±1 become the classes 1 / 0 (class 2 public and absent)."""
+    from scipy.special import softmax
+
+    from ..estimators import DPLogisticRegression
+
+    labels = np.where(np.asarray(y) > 0, 1, 0)
+    xc = _canary_rows(X)
+    norm = np.linalg.norm(xc, axis=1)
+    u = xc / norm[:, None]
+    with record_steps(lambda theta, g: (xc @ theta, u @ g)) as steps:
+        est = DPLogisticRegression(
+            epsilon=epsilon, delta=delta, data_norm=1.0, classes=[0, 1, 2], random_state=rng
+        ).fit(X, labels)
+    q, sigma, C = _noise(est.diagnostics_)
+    p = softmax(np.array([s[0] for s in steps]), axis=2)  # (T, k, classes)
+    o = np.array([s[1] for s in steps])  # (T, k, classes)
+
+    def contribution(label):  # u_jᵀ clip_C(x̃_j (p − e_label)ᵀ) at every step
+        r = p.copy()
+        r[..., label] -= 1.0
+        r *= norm[None, :, None]
+        scale = np.minimum(1.0, C / np.maximum(np.linalg.norm(r, axis=2), 1e-300))
+        return r * scale[..., None]
+
+    return _llrs(o, contribution(0), contribution(1), q, sigma)
+
+
+# ============================================================ networks (dperm.networks.fit)
+def dirac_pair(n: int, random_state=0):
+    """n Dirac canaries audited in parallel: row j is e_j (d = n), label −1 in every
+    row of D and +1 in every row of D′.
+
+    Each canary's per-step observation is the j-th coordinate of the noisy sum, to
+    which no other row contributes; the noise is isotropic and the Poisson coins
+    independent, so the n scores of one run are n independent draws of the audit of
+    the neighbouring pair "canary j at −1" / "canary j at +1" (whatever the other
+    rows' labels: they do not enter coordinate j).  ``random_state`` is unused (the
+    pair is fixed).
+
+    Returns
+    -------
+    CanaryPair
+    """
+    X = np.eye(n)
+    return CanaryPair(
+        X=X,
+        y=-np.ones(n),
+        X_prime=X.copy(),
+        y_prime=np.ones(n),
+        direction=np.ones(n) / np.sqrt(n),
+        neighbouring="replace-one",
+        canary_norm=1.0,
+    )
+
+
+def _run_network_whitebox(X, y, epsilon, delta, rng):
+    """The n LLRs (one per canary of :func:`dirac_pair`) of one :func:`dperm.networks.fit`
+    on its default path (replace-one, default lot size, epochs, learning rate, clipping
+    norm C = 1, PLD calibration) of a linear module with the canary loss −K·y·⟨w, x⟩
+    (``fits._canary_loss``), observed step by step: canary j (x = e_j) moves the lot's
+    sum by exactly −y·C·e_j when sampled (its gradient norm K ≫ C: clipping always
+    binds), and no other row moves coordinate j."""
+    with record_steps(lambda theta, g: np.array(g, dtype=float)) as steps:
+        res = _fit_network(X, y, epsilon, delta, rng)
+    q, sigma, C = _noise(res.diagnostics)
+    o = np.asarray(steps)  # (T, n): coordinate j is canary j's observation
+    c = np.full(o.shape, C)  # canary j at −1 adds +C·e_j when sampled, at +1 −C·e_j
+    return _llrs(o, c, -c, q, sigma)
