@@ -332,6 +332,13 @@ def _solve(loss, X, y, l2, linear, regularizer, constraint, tol, max_iter, algor
     return theta, res
 
 
+def _theta_bound(theta_bound, k: int, data_norm: float) -> float:
+    """B of the Δ choice: the caller's public prior, or √k·MARGIN_BOUND/R."""
+    if theta_bound is None:
+        return math.sqrt(k) * MARGIN_BOUND / data_norm
+    return check_positive(theta_bound, "theta_bound")
+
+
 # ----------------------------------------------------------------------------- fit
 def fit(
     loss: GLMLoss,
@@ -348,6 +355,7 @@ def fit(
     tol: float = 1e-10,
     max_iter: int = 10_000,
     calibration: str = "tight",
+    theta_bound: float | None = None,
     random_state=None,
 ) -> Result:
     """Objective perturbation: ε-DP (Chaudhuri et al. 2011, Algorithm 2, Theorem 9) or
@@ -393,6 +401,11 @@ def fit(
         by :func:`tight_calibration` (``docs/objective_perturbation.md``).
         "paper": the published calibrations (:func:`chaudhuri_calibration`,
         :func:`kifer_calibration`; GLM losses only).
+    theta_bound : float > 0 or None, default None
+        The public prior B on ‖θ̂‖ with which the tight calibration chooses Δ
+        (:func:`tight_calibration`; never part of the privacy proof).  None: √k·20/R
+        (:data:`MARGIN_BOUND` log-odds); the regressors pass a bound that grows with
+        ε (:func:`dperm.losses.prior_margin`).
     random_state : None, int, SeedSequence or Generator
         Source of the noise b (None = OS entropy).
 
@@ -457,7 +470,7 @@ def fit(
             beta,
             lip,
             n_coords=n_coords,
-            theta_bound=math.sqrt(k) * MARGIN_BOUND / p.data_norm,
+            theta_bound=_theta_bound(theta_bound, k, p.data_norm),
             **p.geometry(),
         )
         theorem = (

@@ -62,12 +62,14 @@ from typing import Any
 
 from .._validation import check_count, check_delta, check_epsilon
 from ..exceptions import UnknownNameError
+from ..losses.base import PRIOR_RELAX_ABOVE
 
 __all__ = [
     "AUTO",
     "BINARY_AMP_ABOVE",
     "BINARY_CLIP_FRACTION",
     "BINARY_STEP_CLIP",
+    "CONSISTENT_ABOVE",
     "HUBER_FRACTION",
     "MULTI_AMP_ABOVE",
     "MULTI_CLIP_FRACTION",
@@ -98,6 +100,9 @@ MULTI_AMP_ABOVE = 1e5
 MULTI_CLIP_FRACTION = 0.15
 #: multinomial DP-SGD: learning rate η = MULTI_STEP_CLIP / C
 MULTI_STEP_CLIP = 3.0
+#: classification: objective perturbation above this ε (the consistency regime, where
+#: the Λ rules fall like 1/(nε): :func:`dperm.losses.prior_margin`)
+CONSISTENT_ABOVE = PRIOR_RELAX_ABOVE
 #: Huber threshold of the least-squares family as a fraction of the label bound B
 HUBER_FRACTION = 0.4
 #: the label scale of the quantile regressor's default radius when no bound is given
@@ -447,6 +452,14 @@ def _classifier(task, n, D, k, eps, dlt, flags, choice):
         return choice(
             "objective",
             f"{' and '.join(special)} needs objective perturbation (it supports them all)",
+            multi=multi,
+        )
+    if eps > CONSISTENT_ABOVE:
+        return choice(
+            "objective",
+            f"ε = {eps:.4g} > {CONSISTENT_ABOVE:g}, beyond the swept cells: objective "
+            "perturbation with the Λ rule that falls like 1/(nε) tends to the unregularized "
+            "model (AMP's Λ stays ≥ β/n, clipped DP-SGD keeps its clipping bias)",
             multi=multi,
         )
     if multinomial:
