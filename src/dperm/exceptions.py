@@ -21,6 +21,7 @@ __all__ = [
     "InvalidDataError",
     "InvalidPrivacyParameter",
     "LabelError",
+    "MissingDependencyError",
     "ModelFileError",
     "PrivacyError",
     "PrivacyLeakWarning",
@@ -83,6 +84,11 @@ class DataFileNotFoundError(DpermError, FileNotFoundError):
 
 class UnknownNameError(DpermError, ValueError):
     """An unknown mechanism, dataset, loss, accountant or other named option."""
+
+
+class MissingDependencyError(DpermError, ImportError):
+    """An optional dependency is not installed; the message names the extra that
+    installs it (e.g. ``pip install "dperm[dask]"``)."""
 
 
 class UnsupportedOperationError(DpermError, NotImplementedError):

@@ -462,6 +462,26 @@ def _dp_gd_avg_adapter(estimator, loss, X, y, epsilon, delta, rng):
     )
 
 
+def _dp_sgd_rule(estimator, loss, n: int, epsilon: float) -> dict:
+    """The hyperparameters of the ``mechanism="auto"`` rule for DP-SGD, also when
+    "dp-sgd" is *named* (issue #30: one schedule): the fit's own ``auto_`` settings,
+    else for the logistic and softmax losses the rule's schedule for this (n, ε)
+    (:func:`~dperm.estimators._auto.binary_dp_sgd_schedule`,
+    :func:`~dperm.estimators._auto.multi_dp_sgd_schedule`: batch, epochs, clipping
+    fraction, step), else {} (the algorithm's library defaults)."""
+    from ..losses import Logistic
+    from ._auto import binary_dp_sgd_schedule, multi_dp_sgd_schedule
+
+    choice = getattr(estimator, "auto_", None)
+    if choice is not None:
+        return dict(choice.settings)
+    if isinstance(loss, Softmax):
+        return multi_dp_sgd_schedule(n, epsilon)
+    if type(loss) is Logistic:
+        return binary_dp_sgd_schedule(n, epsilon)
+    return {}
+
+
 def _dp_sgd_adapter(estimator, loss, X, y, epsilon, delta, rng):
     """Mini-batch DP-SGD (:func:`dperm.algorithms.dp_sgd.fit`) under the estimators'
     guarantee, **replace-one** with n public: per-example clipping at C, so a
@@ -474,26 +494,35 @@ def _dp_sgd_adapter(estimator, loss, X, y, epsilon, delta, rng):
       so batches of exactly ``batch_size`` records are drawn without replacement
       and accounted with the bound of Wang, Balle, Kasiviswanathan (2019).
 
+    Hyperparameters left at None follow the auto rule's schedule for the logistic
+    and softmax losses, whether "dp-sgd" was named or chosen by "auto"
+    (:func:`_dp_sgd_rule`); an explicit value always wins.
     Multi-class targets are fitted one-vs-rest by the estimator; the
     multinomial model is ``dp_sgd.fit(Softmax(k), ...)``."""
     from ..algorithms import dp_sgd
 
+    rule = _dp_sgd_rule(estimator, loss, X.shape[0], epsilon)
+
+    def hyper(name):  # the estimator's own value, else the rule's (None: the library's)
+        value = getattr(estimator, name, None)
+        return rule.get(name) if value is None else value
+
     accountant = getattr(estimator, "accountant", None) or "pld"
     settings = dict(
         sampling="without_replacement" if accountant == "rdp" else "poisson",
-        epochs=_hyper(estimator, "epochs"),
-        batch_size=_hyper(estimator, "batch_size"),
+        epochs=hyper("epochs"),
+        batch_size=hyper("batch_size"),
         accountant=accountant,
     )
-    if _hyper(estimator, "averaging") is not None:  # set by the auto rule only
-        settings["averaging"] = _hyper(estimator, "averaging")
-    fraction = _hyper(estimator, "clip_fraction")  # set by the auto rule only
+    if hyper("averaging") is not None:  # set by the auto rule only
+        settings["averaging"] = hyper("averaging")
+    fraction = rule.get("clip_fraction")
     if fraction is not None and getattr(estimator, "clipping_norm", None) is None:
         # C = fraction·L, L the loss's Lipschitz bound over the PUBLIC row bound (no data)
         C = float(fraction) * float(loss.lipschitz(estimator.data_norm_))
         settings["clipping_norm"] = C
         if getattr(estimator, "learning_rate", None) is None:
-            settings["learning_rate"] = float(_hyper(estimator, "step_clip")) / C
+            settings["learning_rate"] = float(rule["step_clip"]) / C
     return _gradient_fit(dp_sgd.fit, estimator, loss, X, y, epsilon, delta, rng, **settings)
 
 

@@ -75,9 +75,9 @@ def minimize(
     L-BFGS-B.  An ℓ1 or elastic-net term without a constraint on a narrow design:
     proximal Newton with an exact feature-sign subproblem solver
     (:mod:`dperm.solvers._prox_newton`).  With another regularizer or a constraint:
-    accelerated proximal gradient (FISTA with backtracking and adaptive restart, Beck & Teboulle 2009;
-    O'Donoghue & Candès 2015), after checking whether the unconstrained minimizer
-    already lies in C.
+    accelerated proximal gradient (FISTA with backtracking and adaptive restart,
+    Beck & Teboulle 2009; O'Donoghue & Candès 2015), after checking whether the
+    unconstrained minimizer already lies in C.
 
     Parameters
     ----------

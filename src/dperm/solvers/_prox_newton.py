@@ -91,8 +91,8 @@ def _sign_step(Q, g, theta, lam, u, A, s):
 def _feature_sign(Q: np.ndarray, g: np.ndarray, lam: np.ndarray, theta: np.ndarray) -> np.ndarray:
     """argmin_u gᵀ(u − θ) + ½(u − θ)ᵀQ(u − θ) + Σ λⱼ|uⱼ| (Q positive definite) by
     feature-sign search, started at u = θ; coordinates with λⱼ = 0 are always active.
-    Every accepted step strictly decreases the model; the search stops when no step does (optimal up to
-    rounding) or no zero coordinate violates |gradⱼ| ≤ λⱼ."""
+    Every accepted step strictly decreases the model; the search stops when no step
+    does (optimal up to rounding) or no zero coordinate violates |gradⱼ| ≤ λⱼ."""
     u = theta.copy()
     free = lam == 0.0
     tiny = 1e-15 * (1.0 + float(np.max(np.abs(g))))
