@@ -26,6 +26,7 @@ from dperm.estimators._auto import (
     BINARY_AMP_ABOVE,
     BINARY_CLIP_FRACTION,
     BINARY_STEP_CLIP,
+    CONSISTENT_ABOVE,
     HUBER_FRACTION,
     MULTI_AMP_ABOVE,
     MULTI_CLIP_FRACTION,
@@ -100,15 +101,20 @@ def test_rule_multiclass_clipped_dp_sgd_below_the_amp_threshold():
     MULTI_AMP_ABOVE (it was above AMP on every validation cell of the sweep, s from 20 to
     80 000); AMP beyond, where the T-step PLD of nearly noiseless steps is huge."""
     n, d, k = 60_000, 784, 10
-    for eps in (0.01, 0.1, 1.0, 8.0, 100.0):
+    for eps in (0.01, 0.1, 1.0, 8.0, 10.0):
         c = auto_choice(
             "logistic", n_samples=n, n_features=d, n_classes=k, epsilon=eps, delta=1e-10
         )
         assert (c.mechanism, c.multi_class) == ("dp-sgd", "multinomial")
         assert c.settings == multi_dp_sgd_schedule(n, eps)
         assert "nε/√(Dk) = " in c.reason
-    huge = auto_choice("logistic", n_samples=n, n_features=d, n_classes=k, epsilon=1e6, delta=1e-10)
-    assert (huge.mechanism, huge.multi_class) == ("amp", "multinomial")
+    for eps in (10.5, 100.0, 1e6):  # the consistency regime: objective, Λ → 0
+        huge = auto_choice(
+            "logistic", n_samples=n, n_features=d, n_classes=k, epsilon=eps, delta=1e-10
+        )
+        assert (huge.mechanism, huge.multi_class) == ("objective", "multinomial")
+        assert f"> {CONSISTENT_ABOVE:g}" in huge.reason
+    n = 2_000_000  # the AMP threshold at ε ≈ 4.4 < CONSISTENT_ABOVE
     s_edge = MULTI_AMP_ABOVE * math.sqrt((d + 1) * k) / n  # ε at the threshold (D = d + 1)
     for eps, mech in ((0.99 * s_edge, "dp-sgd"), (1.01 * s_edge, "amp")):
         c = auto_choice(
@@ -189,8 +195,8 @@ def test_default_fit_reports_the_choice_and_matches_the_named_mechanism():
 
 
 def test_default_fit_at_large_s_is_amp():
-    X, y = _binary()
-    eps = 60.0  # s = 600·60/√4 = 18 000 ≥ BINARY_AMP_ABOVE
+    X, y = _binary(n=3_000)
+    eps = 8.0  # s = 3000·8/√4 = 12 000 ≥ BINARY_AMP_ABOVE, ε ≤ CONSISTENT_ABOVE
     auto = DPLogisticRegression(classes=[-1, 1], epsilon=eps, random_state=3).fit(X, y)
     named = DPLogisticRegression(classes=[-1, 1], epsilon=eps, mechanism="amp", random_state=3)
     named.fit(X, y)
@@ -201,6 +207,18 @@ def test_default_fit_at_large_s_is_amp():
     assert "Approximate Minima Perturbation" in auto.privacy_statement() or "AMP" in (
         auto.privacy_statement()
     )
+
+
+def test_default_fit_beyond_consistent_above_is_objective_with_a_vanishing_alpha():
+    """ε > CONSISTENT_ABOVE: objective perturbation with the Λ rule, which falls with ε
+    (no floor), so the model approaches the unregularized one."""
+    X, y = _binary(n=3_000)
+    alphas = []
+    for eps in (20.0, 2_000.0):
+        auto = DPLogisticRegression(classes=[-1, 1], epsilon=eps, random_state=3).fit(X, y)
+        assert auto.mechanism_ == "objective"
+        alphas.append(auto.alpha_)
+    assert alphas[1] < alphas[0] / 10 and alphas[1] < 1.25 / 3_000 / 100
 
 
 def test_rule_does_not_read_the_data():

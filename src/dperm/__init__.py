@@ -14,7 +14,9 @@ Public names (imported lazily, so ``import dperm`` stays light):
 * :class:`Result` (what every algorithm returns) and the exception classes.
 
 Algorithms live in :mod:`dperm.algorithms` (one module per paper), noise
-primitives in :mod:`dperm.mechanisms`, data loaders in :mod:`dperm.datasets`.
+primitives in :mod:`dperm.mechanisms`, data loaders in :mod:`dperm.datasets`; every
+subpackage is an attribute after ``import dperm`` (``dperm.datasets.load(…)``,
+``dperm.accounting.get_accountant(…)``…), imported on first use.
 """
 
 from __future__ import annotations
@@ -83,6 +85,41 @@ _LAZY = {
     "privacy_statement": "dperm.io",
 }
 
+#: subpackages and public modules reachable as attributes (``dperm.datasets.load(…)``
+#: after a plain ``import dperm``), imported on first access
+_SUBMODULES = frozenset(
+    {
+        "accounting",
+        "algorithms",
+        "audit",
+        "backends",
+        "bench",
+        "bounds",
+        "cli",
+        "constraints",
+        "datasets",
+        "design",
+        "duality",
+        "estimators",
+        "io",
+        "losses",
+        "mechanisms",
+        "model_selection",
+        "networks",
+        "norms",
+        "preprocessing",
+        "privacy_profile",
+        "regularizers",
+        "sampling",
+        "schedules",
+        "schema",
+        "solvers",
+        "statement",
+        "theory",
+        "utility",
+    }
+)
+
 __all__ = [
     "BudgetExceededError",
     "ClippingWarning",
@@ -105,6 +142,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:  # a subpackage: importing it binds it on this module too
+        return importlib.import_module(f"{__name__}.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'dperm' has no attribute {name!r}")
@@ -114,4 +153,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)

@@ -23,6 +23,7 @@ __all__ = [
     "LabelError",
     "LedgerIntegrityError",
     "LedgerStoreError",
+    "MissingDependencyError",
     "ModelFileError",
     "PrivacyError",
     "PrivacyLeakWarning",
@@ -104,6 +105,11 @@ class DataFileNotFoundError(DpermError, FileNotFoundError):
 
 class UnknownNameError(DpermError, ValueError):
     """An unknown mechanism, dataset, loss, accountant or other named option."""
+
+
+class MissingDependencyError(DpermError, ImportError):
+    """An optional dependency is not installed; the message names the extra that
+    installs it (e.g. ``pip install "dperm[dask]"``)."""
 
 
 class UnsupportedOperationError(DpermError, NotImplementedError):

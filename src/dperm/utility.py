@@ -422,8 +422,10 @@ def generalization_bound(
     of linear predictors is ≤ RX/√n, Talagrand's contraction multiplies it by
     ρ, and McDiarmid's inequality gives the deviation term
     (Shalev-Shwartz & Ben-David, "Understanding Machine Learning", 2014,
-    Theorem 26.12 — cited from memory: the text, Smith–Ullman lecture 11 §1 and
-    Kumar–Deisenroth Proposition 1 could not be retrieved to compare constants).
+    Theorem 26.12).  Kumar & Deisenroth 2019, Proposition 1 (their citation of
+    Shalev-Shwartz et al., Theorem 1) states the same rate,
+    O(√((B R₂ L)² log(1/α)/n)) with probability 1 − α, without constants; the
+    constants above are the textbook's.
 
     Combined with Hoeffding for a fixed comparator θ° (L̂_S(θ°) ≤ L_D(θ°) +
     c√(ln(1/δ′)/(2n))), the excess population risk of θ_priv over any θ° in the

@@ -379,7 +379,10 @@ def tight_calibration(
     ):
         candidates.append(0.0)
     for f in _JACOBIAN_FRACTIONS:
-        e_j = min(f * epsilon, 700.0)
+        # ε_J = f·min(ε, 50r): Δ = τ/(rn(e^{ε_J/r} − 1)) stays a positive float and the
+        # candidates keep spanning the balanced Δ at any ε (with f·ε capped at 700 they
+        # underflowed to 0 at ε ≳ 10⁵ and none was left: the fit raised)
+        e_j = f * min(epsilon, 50.0 * rank)
         extra = _l2_for_jacobian(e_j, n, beta, rank, hessian_trace) - alpha
         if extra > 0:
             candidates.append(extra)

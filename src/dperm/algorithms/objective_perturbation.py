@@ -334,6 +334,16 @@ def _solve(loss, X, y, l2, linear, regularizer, constraint, tol, max_iter, algor
     return theta, res
 
 
+def _theta_bound(
+    theta_bound, k: int, data_norm: float, margin_bound: float = MARGIN_BOUND
+) -> float:
+    """B of the Δ choice: the caller's public prior, or √k·margin_bound/R (the loss's
+    public prior on the margin, :attr:`GLMLoss.margin_bound`)."""
+    if theta_bound is None:
+        return math.sqrt(k) * margin_bound / data_norm
+    return check_positive(theta_bound, "theta_bound")
+
+
 # ----------------------------------------------------------------------------- fit
 @private_fit  # an active dperm.budget: reserve, run, commit the event
 def fit(
@@ -351,6 +361,7 @@ def fit(
     tol: float = 1e-10,
     max_iter: int = 10_000,
     calibration: str = "tight",
+    theta_bound: float | None = None,
     random_state=None,
 ) -> Result:
     """Objective perturbation: ε-DP (Chaudhuri et al. 2011, Algorithm 2, Theorem 9) or
@@ -396,6 +407,11 @@ def fit(
         by :func:`tight_calibration` (``docs/objective_perturbation.md``).
         "paper": the published calibrations (:func:`chaudhuri_calibration`,
         :func:`kifer_calibration`; GLM losses only).
+    theta_bound : float > 0 or None, default None
+        The public prior B on ‖θ̂‖ with which the tight calibration chooses Δ
+        (:func:`tight_calibration`; never part of the privacy proof).  None: √k·20/R
+        (:data:`MARGIN_BOUND` log-odds); the regressors pass a bound that grows with
+        ε (:func:`dperm.losses.prior_margin`).
     random_state : None, int, SeedSequence or Generator
         Source of the noise b (None = OS entropy).
 
@@ -461,9 +477,11 @@ def fit(
             beta,
             lip,
             n_coords=n_coords,
-            # the loss's prior on R‖θ*‖ (Huber: in the units of y, so the fit is
-            # equivariant in them); MARGIN_BOUND for the classification losses
-            theta_bound=math.sqrt(k) * getattr(loss, "margin_bound", MARGIN_BOUND) / p.data_norm,
+            # the caller's prior, or the loss's prior on R‖θ*‖ (Huber: in the units of
+            # y, so the fit is equivariant in them); MARGIN_BOUND for classification
+            theta_bound=_theta_bound(
+                theta_bound, k, p.data_norm, getattr(loss, "margin_bound", MARGIN_BOUND)
+            ),
             **p.geometry(),
         )
         theorem = (

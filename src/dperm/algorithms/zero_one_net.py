@@ -8,7 +8,10 @@ exponential mechanism over a finite, public set of classifiers is ε-DP with
 Δ = 1 (replace-one).  Only directions matter (ℓ(cθ) = ℓ(θ) for c > 0), so the
 natural candidate set is a net of the unit sphere (:func:`sphere_net`).
 
-Utility (derived here; the lecture's own statement could not be retrieved).
+Utility (derived here).  Smith & Ullman, Lecture 11 ("Empirical Risk Minimization"),
+§2.1 gives ExpMech-ERM for a loss bounded in [0, Δ] and its privacy (Lemma 2.4); its
+utility theorem (Theorem 2.5) assumes a G-Lipschitz loss over an ℓ2 ball, which the
+0-1 loss is not, so the bound below is proved for the net instead.
 Let θ* be any unit vector and γ > 0, and let err_γ(θ*) be the fraction of
 records with y⟨θ*, x⟩ < γ‖x‖ (margin errors).  If the net N has covering
 radius r < γ (every unit vector is within ℓ2 distance r of N), the net point

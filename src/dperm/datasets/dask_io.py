@@ -25,11 +25,25 @@ from ..exceptions import (
     DataFileNotFoundError,
     InvalidDataError,
     InvalidPrivacyParameter,
+    MissingDependencyError,
     UnknownNameError,
 )
 from ..schema import SchemaEncoder
 from .dataset import Dataset
 from .schema import Schema, _column_check, _user_schema
+
+
+def _require_dask() -> None:
+    """MissingDependencyError naming the extra when Dask (array + dataframe) is absent."""
+    try:
+        import dask.array
+        import dask.dataframe  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "reading Parquet/CSV directories with Dask needs the Dask extra: "
+            'pip install "dperm[dask]"'
+        ) from exc
+
 
 __all__ = ["open_array", "read_dask"]
 
@@ -155,7 +169,10 @@ def read_dask(
         category list, no label encoding, a bad bound.
     InvalidDataError
         No readable files; an empty result.
+    MissingDependencyError
+        Dask is not installed (``pip install "dperm[dask]"``).
     """
+    _require_dask()
     import dask.dataframe as dd
 
     path = Path(path)
@@ -296,7 +313,10 @@ def open_array(path: str | Path, *, chunk_rows: int | None = None):
     Raises
     ------
     DataFileNotFoundError, InvalidDataError
+    MissingDependencyError
+        Dask is not installed.
     """
+    _require_dask()
     import dask.array as da
     from dask import delayed
 

@@ -382,6 +382,9 @@ class DPLinearModelBase(BaseEstimator):
     """
 
     _is_classifier = False
+    #: the Λ rules' prior margin grows with ε (regressors: the unregularized least
+    #: squares is their ε → ∞ limit; :func:`dperm.losses.prior_margin`)
+    _relaxed_prior = False
 
     # ----- hooks -------------------------------------------------------------------
     def _make_loss(self):  # pragma: no cover - abstract
@@ -422,7 +425,14 @@ class DPLinearModelBase(BaseEstimator):
                 raise InvalidPrivacyParameter(
                     f"alpha must be a number ≥ 0 or 'auto', got {self.alpha!r}"
                 )
-            return auto_alpha(self._mechanism(), n, d_aug, epsilon_per_call, eff_norm)
+            return auto_alpha(
+                self._mechanism(),
+                n,
+                d_aug,
+                epsilon_per_call,
+                eff_norm,
+                relaxed=self._relaxed_prior,
+            )
         return check_nonnegative(self.alpha, "alpha")
 
     def _ratio(self, name: str) -> float:

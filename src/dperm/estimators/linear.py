@@ -131,6 +131,7 @@ class DPLinearRegression(RegressorMixin, DPLinearModelBase):
         return Squared(label_bound=check_positive(self.label_bound, "label_bound"))
 
     _auto_task = "least-squares"
+    _relaxed_prior = True
 
     def _auto_label_bound(self):
         return check_positive(self.label_bound, "label_bound")

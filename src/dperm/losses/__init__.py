@@ -4,7 +4,7 @@ product, and the Lipschitz/smoothness constants privacy proofs need."""
 from __future__ import annotations
 
 from ..exceptions import UnknownNameError
-from .base import MARGIN_BOUND, OUTPUT_MARGIN_BOUND, GLMLoss
+from .base import MARGIN_BOUND, OUTPUT_MARGIN_BOUND, PRIOR_RELAX_ABOVE, GLMLoss, prior_margin
 from .hinge import Hinge
 from .huber import Huber
 from .huber_svm import HuberSVM
@@ -16,6 +16,7 @@ from .squared import Squared
 __all__ = [
     "MARGIN_BOUND",
     "OUTPUT_MARGIN_BOUND",
+    "PRIOR_RELAX_ABOVE",
     "GLMLoss",
     "Hinge",
     "Huber",
@@ -25,6 +26,7 @@ __all__ = [
     "Softmax",
     "Squared",
     "get_loss",
+    "prior_margin",
 ]
 
 _LOSSES = {

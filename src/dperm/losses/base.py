@@ -39,7 +39,14 @@ from .._validation import check_data_norm
 from ..design import Design, check_binary_labels, float_labels
 from ..exceptions import InvalidPrivacyParameter
 
-__all__ = ["MARGIN_BOUND", "OUTPUT_MARGIN_BOUND", "GLMLoss", "check_smooth_glm_loss"]
+__all__ = [
+    "MARGIN_BOUND",
+    "OUTPUT_MARGIN_BOUND",
+    "PRIOR_RELAX_ABOVE",
+    "GLMLoss",
+    "check_smooth_glm_loss",
+    "prior_margin",
+]
 
 
 def _matvec(X, theta: np.ndarray) -> np.ndarray:
@@ -64,6 +71,40 @@ MARGIN_BOUND = 20.0
 #: validation splits of the training rows, see
 #: :func:`dperm.estimators._mechanisms.output_alpha_rule`).
 OUTPUT_MARGIN_BOUND = 10.0
+#: ε above which the prior bound is relaxed (:func:`prior_margin`): beyond every cell
+#: the Λ rules were checked on (ε ≤ 8), and where the noise has stopped mattering
+PRIOR_RELAX_ABOVE = 10.0
+
+
+def prior_margin(base: float, epsilon: float) -> float:
+    """The prior margin B₀(ε) = ``base``·max(1, √(ε/ε_c)), ε_c = :data:`PRIOR_RELAX_ABOVE`.
+
+    The Λ rules and objective perturbation's choice of Δ balance the bias ΛB²/2 of
+    a ridge against the noise, for a model with ‖θ*‖ ≤ B = B₀/R.  B₀ is a *belief*
+    (log-odds within ±20) that the swept cells (ε ≤ 8) agreed with, not a property of
+    the data: a model whose best fit has a larger norm (nearly collinear columns:
+    ‖θ_OLS‖ ≈ 9·10³ on CASP) is pulled towards 0 by it at every ε.  So that the
+    defaults tend to the non-private (unregularized) model as ε → ∞, the belief is
+    relaxed beyond ε_c: B₀ grows like √ε, which makes the balanced Λ ≈ E‖b/n‖/B fall
+    like 1/(nε) (E‖b/n‖ ∝ 1/√ε for Gaussian noise at large ε) instead of 1/(n√ε).
+    A public function of ε only; never part of a privacy proof.
+
+    Parameters
+    ----------
+    base : float > 0
+        :data:`MARGIN_BOUND` or :data:`OUTPUT_MARGIN_BOUND`.
+    epsilon : float > 0
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> prior_margin(20.0, 1.0), prior_margin(20.0, 1000.0)
+    (20.0, 200.0)
+    """
+    return float(base) * max(1.0, math.sqrt(float(epsilon) / PRIOR_RELAX_ABOVE))
 
 
 class GLMLoss(ABC):

@@ -48,6 +48,7 @@ from ._common import (
 )
 from ._first_order import fista, lbfgs
 from ._newton import newton
+from ._prox_newton import l1_weights, prox_newton
 
 __all__ = ["SolverResult", "minimize", "objective_value", "smoothness_bound"]
 
@@ -71,10 +72,12 @@ def minimize(
     :mod:`dperm.solvers._newton` (sub-sampled Newton on designs of at most 256
     columns, Newton-CG with exact Hessian-vector products otherwise), stopped when
     the exact ‖∇F‖₂ ≤ ``tol``.  Box-constrained or a non-smooth loss: scipy's
-    L-BFGS-B.  With a regularizer or another constraint: accelerated proximal
-    gradient (FISTA with backtracking and adaptive restart, Beck & Teboulle 2009;
-    O'Donoghue & Candès 2015), after checking whether the unconstrained minimizer
-    already lies in C.
+    L-BFGS-B.  An ℓ1 or elastic-net term without a constraint on a narrow design:
+    proximal Newton with an exact feature-sign subproblem solver
+    (:mod:`dperm.solvers._prox_newton`).  With another regularizer or a constraint:
+    accelerated proximal gradient (FISTA with backtracking and adaptive restart,
+    Beck & Teboulle 2009; O'Donoghue & Candès 2015), after checking whether the
+    unconstrained minimizer already lies in C.
 
     Parameters
     ----------
@@ -120,6 +123,14 @@ def minimize(
         if loss.smooth:
             return newton(obj, theta0, tol, max_iter)
         return lbfgs(obj, theta0, None, tol, max_iter)
+    if (
+        constraint is None
+        and loss.smooth
+        and obj.explicit_hessian
+        and l1_weights(regularizer, size) is not None
+    ):  # ℓ1 / elastic net on a narrow design: proximal Newton (conditioning-free rate)
+        beta_f = smoothness_bound(loss, X, l2)
+        return prox_newton(obj, theta0, regularizer, tol, max_iter, beta_f)
     if regularizer is None and isinstance(constraint, Box):
         return lbfgs(obj, theta0, constraint, tol, max_iter)
     if regularizer is None and loss.smooth:

@@ -189,8 +189,12 @@ def dual_frank_wolfe_bound(
     private dual Frank-Wolfe of :mod:`dperm.algorithms.dual_frank_wolfe`
     (Kumar & Deisenroth 2019, Algorithm 2).
 
-    **Derived here, not K–D's Theorem 4**: the paper's statement of Theorem 4
-    could not be retrieved, so dperm states and proves a bound for the
+    **Derived here, next to K–D's Theorem 4**: K–D's Theorem 4 (Kumar & Deisenroth
+    2019, "Utility Guarantee") states only a rate for the dual gap,
+    O(Γ_K^{2/3}(L G_K)^{2/3} log(n|S|) √log(1/δ)/(nε)^{2/3}) at
+    T = Γ_K^{4/3}(nε)^{2/3}/(L G_K)^{2/3} (taken over from Talwar, Thakurta, Zhang's
+    Theorem 5.5), evaluated with constant 1 by :func:`dperm.theory.kd_theorem4_bound`.
+    For the primal excess with explicit constants dperm proves a bound for the
     algorithm it implements (exponential-mechanism vertex selection with
     ε₀ = ``epsilon_step``, T = ``n_steps`` steps γ_t = 2/(t+2), then output
     perturbation of θ(s_T) with ``epsilon_release``/``delta_release``).  Like
