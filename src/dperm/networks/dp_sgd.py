@@ -41,7 +41,13 @@ from collections.abc import Callable
 import numpy as np
 
 from .._rng import check_random_state
-from .._validation import check_count, check_epsilon, check_positive, check_probability
+from .._validation import (
+    check_count,
+    check_epsilon,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+)
 from ..accounting.events import ADD_REMOVE, Composed, DpEvent, Gaussian
 from ..algorithms import _gradient_loop as gl
 from ..algorithms.base import Result
@@ -334,6 +340,7 @@ def fit(
     schedule="constant",
     momentum: float = 0.0,
     averaging: str = "tail",
+    weight_decay: float = 0.0,
     noise_multiplier: float | None = None,
     accountant: str | None = None,
     method: str = "auto",
@@ -461,7 +468,8 @@ def fit(
             "sampling='poisson' or neighbouring='replace-one', got neighbouring='add-remove'"
         )
     C = check_positive(clipping_norm, "clipping_norm")
-    opts = gl.check_options(0.0, momentum, averaging, None, C)
+    weight_decay = check_nonnegative(weight_decay, "weight_decay")
+    opts = gl.check_options(weight_decay, momentum, averaging, None, C)
     if learning_rate is not None:
         learning_rate = check_positive(learning_rate, "learning_rate")
     if epsilon is not None:
@@ -517,6 +525,7 @@ def fit(
                 schedule=sched,
                 noise_std=noise_std_sum,
                 rng=rng,
+                alpha=opts.alpha,
                 momentum=opts.momentum,
                 averaging=opts.averaging,
                 callback=callback,
@@ -533,6 +542,7 @@ def fit(
         "schedule": repr(sched),
         "momentum": opts.momentum,
         "averaging": opts.averaging,
+        "weight_decay": opts.alpha,
         "method": "ghost" if method != "vmap" and ghost_eligible(module, X.ndim) else "vmap",
         "n_parameters": int(theta0.size),
         "device": str(dev),

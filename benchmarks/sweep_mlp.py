@@ -1,0 +1,99 @@
+"""Validation sweep behind DPMLPClassifier's default rule (issue #31, item 5).
+
+    python benchmarks/sweep_mlp.py --data-home ../shared/data --out .sweep/results.jsonl \
+        --config '{"epsilon": 2.0}' [--config ...] [--seeds 0] [--test]
+
+Every configuration is fitted on the first 50 000 rows of MNIST's *training* set (a
+fixed public split) and scored on the other 10 000 training rows (validation); the test
+set is read only with ``--test`` (the confirmation run of the chosen rule, fitted on
+all 60 000 training rows).  One JSON line per (configuration, seed) is appended to
+``--out``.  A configuration is a JSON object of DPMLPClassifier keyword arguments
+(``epsilon`` included); ``classes`` is the public label set 0..9, and every argument
+not given is the estimator's default — so ``{"epsilon": 2.0}`` measures the default
+rule at replace-one ε = 2, δ = 1/n².
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+N_FIT = 50_000
+LAST = None  # the last fitted estimator (for diagnostics)
+
+
+def load_split(data_home: str, test: bool):
+    from dperm.datasets import load
+
+    ds = load("mnist", data_home)
+    if test:
+        return ds.X_train, ds.y_train, ds.X_test, ds.y_test
+    X, y = ds.X_train, ds.y_train
+    return X[:N_FIT], y[:N_FIT], X[N_FIT:], y[N_FIT:]
+
+
+def run(config: dict, seed: int, data) -> dict:
+    from dperm import DPMLPClassifier
+
+    X, y, Xv, yv = data
+    kw = {"classes": list(range(10)), "random_state": seed}
+    kw.update({k: v for k, v in config.items() if not k.startswith("_")})  # "_note": a label
+    clf = DPMLPClassifier(**kw)
+    t0, c0 = time.perf_counter(), time.process_time()
+    clf.fit(X, y)
+    global LAST
+    LAST = clf
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    d = clf.diagnostics_
+    return {
+        "config": config,
+        "seed": seed,
+        "n_fit": int(X.shape[0]),
+        "accuracy": float(clf.score(Xv, yv)),
+        "train_accuracy": float(clf.score(X[:10_000], y[:10_000])),
+        "delta": float(clf.delta_),
+        "noise_multiplier": d["noise_multiplier"],
+        "pca_noise_multiplier": d["pca_noise_multiplier"],
+        "quadratic_features": int(getattr(clf, "quadratic_features_", 0)),
+        "hidden": [int(W.shape[1]) for W in clf.coefs_[:-1]],
+        "clipping_norm": d["clipping_norm"],
+        "epochs": d["epochs"],
+        "batch_size": d["batch_size"],
+        "steps": d["steps"],
+        "learning_rate": d["learning_rate"],
+        "epsilon_spent": d["epsilon_spent"],
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "load": os.getloadavg()[0],
+    }
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-home", default=str(HERE.parent.parent / "shared" / "data"))
+    ap.add_argument("--config", action="append", default=[], help="JSON kwargs (repeatable)")
+    ap.add_argument("--seeds", default="0", help="comma-separated seeds")
+    ap.add_argument("--test", action="store_true", help="fit on 60 000, score on the test set")
+    ap.add_argument("--out", default=".sweep/results.jsonl")
+    args = ap.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)
+    data = load_split(args.data_home, args.test)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    configs = [json.loads(c) for c in args.config] or [{"epsilon": 2.0}]
+    for config in configs:
+        for seed in (int(s) for s in args.seeds.split(",")):
+            row = {"split": "test" if args.test else "validation", **run(config, seed, data)}
+            with out.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
