@@ -26,14 +26,18 @@ N_FIT = 50_000
 LAST = None  # the last fitted estimator (for diagnostics)
 
 
-def load_split(data_home: str, test: bool):
+def load_split(data_home: str, test: bool, n_fit: int = N_FIT):
+    """(X, y, X_score, y_score): the first ``n_fit`` training rows (of the first 50 000)
+    and the validation rows 50 000–59 999; with ``test``, all training rows and the test
+    set."""
     from dperm.datasets import load
 
     ds = load("mnist", data_home)
     if test:
         return ds.X_train, ds.y_train, ds.X_test, ds.y_test
     X, y = ds.X_train, ds.y_train
-    return X[:N_FIT], y[:N_FIT], X[N_FIT:], y[N_FIT:]
+    n_fit = min(n_fit, N_FIT)
+    return X[:n_fit], y[:n_fit], X[N_FIT:], y[N_FIT:]
 
 
 def run(config: dict, seed: int, data) -> dict:
@@ -54,7 +58,7 @@ def run(config: dict, seed: int, data) -> dict:
         "seed": seed,
         "n_fit": int(X.shape[0]),
         "accuracy": float(clf.score(Xv, yv)),
-        "train_accuracy": float(clf.score(X[:10_000], y[:10_000])),
+        "train_accuracy": float(clf.score(X[:10_000], y[:10_000])),  # fitted rows
         "delta": float(clf.delta_),
         "noise_multiplier": d["noise_multiplier"],
         "pca_noise_multiplier": d["pca_noise_multiplier"],
@@ -78,12 +82,13 @@ def main(argv=None) -> None:
     ap.add_argument("--config", action="append", default=[], help="JSON kwargs (repeatable)")
     ap.add_argument("--seeds", default="0", help="comma-separated seeds")
     ap.add_argument("--test", action="store_true", help="fit on 60 000, score on the test set")
+    ap.add_argument("--n-fit", type=int, default=N_FIT, help="fit on the first n training rows")
     ap.add_argument("--out", default=".sweep/results.jsonl")
     args = ap.parse_args(argv)
     import torch
 
     torch.set_num_threads(1)
-    data = load_split(args.data_home, args.test)
+    data = load_split(args.data_home, args.test, args.n_fit)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     configs = [json.loads(c) for c in args.config] or [{"epsilon": 2.0}]

@@ -85,7 +85,8 @@ def test_clipping_through_the_quadratic_map_is_exact_on_both_paths(hidden):
 def test_default_rule_is_a_function_of_public_inputs_monotone_in_epsilon(n):
     """The rule reads (n, d, k, ε) only; as ε grows the run gets no shorter, and the
     architecture stays (a quadratic classifier on every PCA component)."""
-    k = default_pca_components(784)
+    k = default_pca_components(784, quadratic=True)
+    assert k == 80 and default_pca_components(784) == 60 and default_pca_components(99) is None
     epsilons = [0.1, 0.5, 1.0, 2.0, 4.0, 8.0, 1e3]
     epochs = [default_hyperparameters(n, e)["epochs"] for e in epsilons]
     assert epochs == sorted(epochs)
@@ -93,7 +94,7 @@ def test_default_rule_is_a_function_of_public_inputs_monotone_in_epsilon(n):
         "batch_size"] for e in epsilons)  # fmt: skip
     for e in epsilons:
         m = default_quadratic_features(k, e)
-        assert m == k == 60 and default_hidden_layer_sizes(m) == ()
+        assert m == k and default_hidden_layer_sizes(m) == ()
     assert default_quadratic_features(None, 2.0) == 0  # no PCA: raw features, no products
     assert default_hidden_layer_sizes(0) == (1000,)
     with pytest.raises(InvalidPrivacyParameter, match="epsilon"):
@@ -156,17 +157,17 @@ def test_estimator_default_is_a_quadratic_classifier_and_options_apply(wide, tmp
     kw = dict(epsilon=2.0, delta=1e-5, classes=[0, 1, 2], batch_size=60, epochs=3,
               random_state=0)  # fmt: skip
     clf = DPMLPClassifier(**kw).fit(X, y)
-    assert clf.quadratic_features_ == 60 and len(clf.coefs_) == 1
-    assert clf.coefs_[0].shape == (quadratic_width(60, 60), 3)
+    assert clf.n_components_ == 80 and clf.quadratic_features_ == 80 and len(clf.coefs_) == 1
+    assert clf.coefs_[0].shape == (quadratic_width(80, 80), 3)
     assert clf.score(X, y) > 0.9 and "quadratic feature map" in clf.privacy_statement()
     loaded = dperm.load(dperm.save(clf, tmp_path / "q.dperm"))
     np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
     small = DPMLPClassifier(hidden_layer_sizes=(5,), quadratic_features=4, **kw).fit(X, y)
-    assert [W.shape for W in small.coefs_] == [(quadratic_width(60, 4), 5), (5, 3)]
+    assert [W.shape for W in small.coefs_] == [(quadratic_width(80, 4), 5), (5, 3)]
     assert small.dp_event_ == clf.dp_event_  # the features are post-processing
     plain = DPMLPClassifier(quadratic_features=None, **kw).fit(X, y)
     assert plain.quadratic_features_ == 0 and plain.coefs_[0].shape == (60, 1000)
-    for bad in (-1, 61, 2.5, "x", True):
+    for bad in (-1, 81, 2.5, "x", True):
         with pytest.raises(InvalidPrivacyParameter, match="quadratic_features"):
             DPMLPClassifier(quadratic_features=bad, **kw).fit(X, y)
     with pytest.raises(InvalidPrivacyParameter, match="hidden_layer_sizes"):
