@@ -143,11 +143,12 @@ def test_weight_decay_and_momentum_post_process_the_same_privatized_gradients():
 
 @pytest.fixture(scope="module")
 def wide():
-    rng = np.random.default_rng(0)
-    y = rng.integers(0, 3, 1200)
-    X = rng.normal(size=(1200, 120)) * 0.3
-    X[np.arange(1200), y] += 3.0
-    return X, y
+    """1 200 rows, 120 features, 3 classes shifted along the first 3 axes (PCA path)."""
+    gen = np.random.default_rng(3)
+    labels = gen.integers(0, 3, 1200)
+    shift = np.zeros((1200, 120))
+    shift[:, :3] = 3.0 * np.eye(3)[labels]
+    return 0.3 * gen.normal(size=(1200, 120)) + shift, labels
 
 
 def test_estimator_default_is_a_quadratic_classifier_and_options_apply(wide, tmp_path):

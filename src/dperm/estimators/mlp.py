@@ -99,6 +99,24 @@ def default_hidden_layer_sizes(quadratic: int) -> tuple[int, ...]:
     return () if quadratic else (1000,)
 
 
+def _auto_or_int(name: str, value, low: int, high: int, auto) -> int | None:
+    """``value`` of a parameter taking "auto" (→ ``auto()``), None, or an integer in
+    [low, high]; anything else raises InvalidPrivacyParameter naming it."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value == "auto":
+        return auto()
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or not low <= value <= high
+    ):
+        raise InvalidPrivacyParameter(
+            f"{name} must be an integer in [{low}, {high}], 'auto' or None, got {value!r}"
+        )
+    return int(value)
+
+
 class DPMLPClassifier(ClassifierMixin, BaseEstimator):
     """Differentially private MLP classifier: DP PCA + DP-SGD, one privacy event.
 
@@ -290,37 +308,16 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         return eps, resolve_delta(self.delta, nb, n), nb
 
     def _components(self, d: int, quadratic: bool) -> int | None:
-        k = self.n_components
-        if isinstance(k, str):
-            if k != "auto":
-                raise InvalidPrivacyParameter(
-                    f"n_components must be an integer ≥ 1, 'auto' or None, got {k!r}"
-                )
-            return default_pca_components(d, quadratic)
-        if k is None:
-            return None
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= d:
-            raise InvalidPrivacyParameter(
-                f"n_components must be an integer in [1, n_features={d}], 'auto' or None, got {k!r}"
-            )
-        return int(k)
+        return _auto_or_int(
+            "n_components", self.n_components, 1, d, lambda: default_pca_components(d, quadratic)
+        )
 
     def _quadratic(self, n_inputs: int, k_pca: int | None, epsilon: float) -> int:
-        m = self.quadratic_features
-        if isinstance(m, str):
-            if m != "auto":
-                raise InvalidPrivacyParameter(
-                    f"quadratic_features must be an integer ≥ 0, 'auto' or None, got {m!r}"
-                )
-            return default_quadratic_features(k_pca, epsilon)
-        if m is None:
-            return 0
-        if isinstance(m, bool) or not isinstance(m, numbers.Integral) or not 0 <= m <= n_inputs:
-            raise InvalidPrivacyParameter(
-                f"quadratic_features must be an integer in [0, {n_inputs}] (the network's "
-                f"inputs), 'auto' or None, got {m!r}"
-            )
-        return int(m)
+        m = _auto_or_int(
+            "quadratic_features", self.quadratic_features, 0, n_inputs,
+            lambda: default_quadratic_features(k_pca, epsilon),
+        )  # fmt: skip
+        return 0 if m is None else m
 
     def _architecture(self, quadratic: int) -> tuple:
         sizes = self.hidden_layer_sizes
