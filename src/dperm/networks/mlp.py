@@ -189,7 +189,7 @@ def build_module(
     torch = require_torch()
     nn = torch.nn
     dtype = dtype or torch.float32
-    layers: list = [_quadratic_module(int(quadratic), device)] if quadratic else []
+    layers: list = [_quadratic_module(int(quadratic))] if quadratic else []
     for i, (W, b) in enumerate(zip(coefs, intercepts, strict=True)):
         lin = nn.Linear(W.shape[0], W.shape[1], dtype=dtype, device=device)
         with torch.no_grad():
@@ -212,25 +212,22 @@ def module_parameters(module) -> tuple[list[np.ndarray], list[np.ndarray]]:
     return coefs, intercepts
 
 
-def _quadratic_module(m: int, device=None):
+def _quadratic_module(m: int):
     """:func:`quadratic_features` as a parameter-free torch module (row by row, so the
-    ghost-norm path of :mod:`dperm.networks.per_example` applies: ``rowwise``)."""
+    ghost-norm path of :mod:`dperm.networks.per_example` applies: ``rowwise``).  The
+    products are built from contiguous slices, zᵢ·(zᵢ, …, z_{m−1}) for each i — the
+    ``triu_indices`` order, without a gather."""
     torch = require_torch()
-    rows, cols = torch.triu_indices(m, m, device=device)
 
     class QuadraticFeatures(torch.nn.Module):
         """z ↦ [z, (zᵢzⱼ)_{i≤j<m}] (numpy: :func:`quadratic_features`)."""
 
         rowwise = True
 
-        def __init__(self):
-            super().__init__()
-            self.register_buffer("rows", rows, persistent=False)
-            self.register_buffer("cols", cols, persistent=False)
-
         def forward(self, x):
             head = x[..., :m]
-            return torch.cat([x, head[..., self.rows] * head[..., self.cols]], dim=-1)
+            parts = [x] + [head[..., i : i + 1] * head[..., i:] for i in range(m)]
+            return torch.cat(parts, dim=-1)
 
         def extra_repr(self) -> str:
             return f"quadratic={m}"
