@@ -83,8 +83,11 @@ def default_quadratic_features(n_components: int | None, epsilon: float) -> int:
     Every component (m = k) with a DP PCA of k components, none (0) without one (raw
     features are not whitened).  Chosen on a validation split of MNIST's training rows
     (benchmarks/sweep_mlp.py, docs/neural_networks.md): at replace-one ε = 2,
-    δ = 1/n², a linear softmax on [z, zᵢzⱼ] of the 60 whitened components reached
-    94.9 % validation accuracy against 93.1 % for the best MLP.
+    δ = 1/n², a linear softmax on [z, zᵢzⱼ] of 80 whitened components reached 95.2 %
+    validation accuracy (products of 30 / 45 / 60 of 60 components: 94.3 / 94.6 /
+    94.9 %) against 93.1 % for the best MLP and 91.8 % for the previous default; at
+    ε = 0.5, 90.7 % against 87.0 %.  ``epsilon`` is validated only: the rule was best
+    at both measured ε.
     """
     if n_components is None:
         return 0
