@@ -14,7 +14,8 @@ y_train.npy, X_test.npy, y_test.npy and job.json::
      "runs": [{"noise_multiplier": z, "seed": s, "epochs": e}, ...],
      "timing": {"noise_multiplier": z, "epochs": 1, "repeats": 3}}
 
-Every run trains the same MLP (Linear, activation, Linear) as dperm with Opacus'
+Every run trains the same model (Linear, activation, Linear; or one Linear layer when
+``hidden`` is 0) as dperm with Opacus'
 ``PrivacyEngine`` (Poisson sampling, per-sample gradients by its hooks, flat clipping
 to ``clipping_norm``, noise ``noise_multiplier``·C on the sum divided by the expected
 lot size — the same algorithm, add/remove-one) and plain SGD at ``learning_rate``.
@@ -35,6 +36,8 @@ import numpy as np
 
 
 def _model(torch, d: int, hidden: int, k: int, activation: str):
+    if not hidden:  # a linear softmax on the given features
+        return torch.nn.Sequential(torch.nn.Linear(d, k))
     act = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[activation]
     return torch.nn.Sequential(torch.nn.Linear(d, hidden), act(), torch.nn.Linear(hidden, k))
 

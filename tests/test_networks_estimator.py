@@ -51,7 +51,7 @@ def test_pca_and_training_are_one_event_calibrated_once(wide):
     assert ev.events[1].count == clf.n_iter_ == 60
     spent = dperm.epsilon_spent(ev, 1e-5, accountant="pld")
     assert 0.99 * 2.0 <= spent <= 2.0 * (1 + 1e-9)
-    assert clf.pca_components_.shape == (60, 120) and clf.n_components_ == 60
+    assert clf.pca_components_.shape == (80, 120) and clf.n_components_ == 80
     assert clf.score(X, y) > 0.9
     P = clf.predict_proba(X[:5])
     np.testing.assert_allclose(P.sum(1), 1.0)

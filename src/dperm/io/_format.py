@@ -74,6 +74,7 @@ _SAVED_ATTRIBUTES = (
     "pca_components_",
     "n_components_",
     "input_scales_",
+    "quadratic_features_",  # m of the quadratic feature map (public, an int)
 )
 #: the fitted attributes saved per dperm.preprocessing transformer (n_clipped_ and
 #: n_unknown_ describe the data and are never written)

@@ -10,7 +10,14 @@ paper's argument, and Lecture 15 (§15.5)'s remark that tanh beats ReLU under DP
 
 Layout (the one of scikit-learn's ``MLPClassifier``): ``coefs[l]`` has shape
 (n_in, n_out) and ``intercepts[l]`` shape (n_out,); the torch module is
-``Linear, act, Linear, act, …, Linear`` (logits out).
+``Linear, act, Linear, act, …, Linear`` (logits out), optionally preceded by the fixed
+**quadratic feature map** z ↦ [z, (zᵢzⱼ)_{i≤j<m}] (:func:`quadratic_features`): no
+parameters, public, row by row — a degree-2 polynomial classifier when there is no
+hidden layer (LeCun, Bottou, Bengio, Haffner, "Gradient-based learning applied to
+document recognition", Proc. IEEE 1998, §III.C: "40 PCA + quadratic classifier" on
+MNIST).  Under DP-SGD, fixed good features and a convex model beat features learned
+through the noise (Tramèr & Boneh, "Differentially Private Learning Needs Better
+Features (or Much More Data)", ICLR 2021).
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ __all__ = [
     "forward_numpy",
     "init_parameters",
     "module_parameters",
+    "quadratic_features",
+    "quadratic_width",
 ]
 
 ACTIVATIONS = ("relu", "tanh", "sigmoid", "tempered_sigmoid")
@@ -89,21 +98,60 @@ def _activation_numpy(name: str, params: tuple[float, float, float]):
     return lambda z: s * _sigmoid(t * z) - o
 
 
+def quadratic_width(n_inputs: int, quadratic: int) -> int:
+    """Number of features after :func:`quadratic_features`: n + m(m+1)/2.
+
+    Examples
+    --------
+    >>> quadratic_width(60, 60)
+    1890
+    """
+    return int(n_inputs) + int(quadratic) * (int(quadratic) + 1) // 2
+
+
+def quadratic_features(Z: np.ndarray, quadratic: int) -> np.ndarray:
+    """The fixed degree-2 feature map [z, (zᵢzⱼ)_{0≤i≤j<m}] of every row z of Z.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, n_inputs)
+    quadratic : int
+        m ≤ n_inputs, the number of leading inputs whose pairwise products (squares
+        included, in ``numpy.triu_indices(m)`` order) are appended; 0 returns Z.
+
+    Returns
+    -------
+    ndarray of shape (n, :func:`quadratic_width` (n_inputs, m)), Z's dtype.
+
+    Examples
+    --------
+    >>> quadratic_features(np.array([[1.0, 2.0, 3.0]]), 2)
+    array([[1., 2., 3., 1., 2., 4.]])
+    """
+    if not quadratic:
+        return Z
+    i, j = np.triu_indices(int(quadratic))
+    head = Z[:, : int(quadratic)]
+    return np.hstack([Z, head[:, i] * head[:, j]])
+
+
 def forward_numpy(
     X: np.ndarray,
     coefs: Sequence[np.ndarray],
     intercepts: Sequence[np.ndarray],
     activation: str,
     tempered_sigmoid=(2.0, 2.0, 1.0),
+    quadratic: int = 0,
 ) -> np.ndarray:
-    """Logits of the MLP (``coefs``/``intercepts``) on X, shape (n, n_outputs), float64.
+    """Logits of the MLP (``coefs``/``intercepts``) on X, shape (n, n_outputs), float64;
+    ``quadratic`` = m > 0 applies :func:`quadratic_features` first.
 
     Computed in blocks of rows (memory bounded by the widest layer × 4096 rows)."""
     act = _activation_numpy(activation, tuple(tempered_sigmoid))
     out = np.empty((X.shape[0], coefs[-1].shape[1]))
     block = 4096
     for start in range(0, X.shape[0], block):
-        h = np.asarray(X[start : start + block], dtype=np.float64)
+        h = quadratic_features(np.asarray(X[start : start + block], dtype=np.float64), quadratic)
         for i, (W, b) in enumerate(zip(coefs, intercepts, strict=True)):
             h = h @ W + b
             if i < len(coefs) - 1:
@@ -134,12 +182,14 @@ def build_module(
     *,
     dtype=None,
     device=None,
+    quadratic: int = 0,
 ):
-    """The ``torch.nn.Sequential`` MLP holding ``coefs``/``intercepts``."""
+    """The ``torch.nn.Sequential`` MLP holding ``coefs``/``intercepts``, preceded by the
+    parameter-free quadratic feature map when ``quadratic`` = m > 0."""
     torch = require_torch()
     nn = torch.nn
     dtype = dtype or torch.float32
-    layers: list = []
+    layers: list = [_quadratic_module(int(quadratic))] if quadratic else []
     for i, (W, b) in enumerate(zip(coefs, intercepts, strict=True)):
         lin = nn.Linear(W.shape[0], W.shape[1], dtype=dtype, device=device)
         with torch.no_grad():
@@ -160,6 +210,29 @@ def module_parameters(module) -> tuple[list[np.ndarray], list[np.ndarray]]:
             coefs.append(m.weight.detach().to("cpu").double().numpy().T.copy())
             intercepts.append(m.bias.detach().to("cpu").double().numpy().copy())
     return coefs, intercepts
+
+
+def _quadratic_module(m: int):
+    """:func:`quadratic_features` as a parameter-free torch module (row by row, so the
+    ghost-norm path of :mod:`dperm.networks.per_example` applies: ``rowwise``).  The
+    products are built from contiguous slices, zᵢ·(zᵢ, …, z_{m−1}) for each i — the
+    ``triu_indices`` order, without a gather."""
+    torch = require_torch()
+
+    class QuadraticFeatures(torch.nn.Module):
+        """z ↦ [z, (zᵢzⱼ)_{i≤j<m}] (numpy: :func:`quadratic_features`)."""
+
+        rowwise = True
+
+        def forward(self, x):
+            head = x[..., :m]
+            parts = [x] + [head[..., i : i + 1] * head[..., i:] for i in range(m)]
+            return torch.cat(parts, dim=-1)
+
+        def extra_repr(self) -> str:
+            return f"quadratic={m}"
+
+    return QuadraticFeatures()
 
 
 def _activation_module(name: str, params):

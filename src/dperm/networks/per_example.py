@@ -146,8 +146,10 @@ def ghost_eligible(module, X_ndim: int = 2) -> bool:
     """Whether the ``"ghost"`` path applies: a Sequential of Linear layers (with or
     without bias, all parameters trainable, no parameter used by two layers —
     :func:`shares_parameters`) and parameter-free element-wise activations
-    (:class:`~dperm.networks.mlp.TemperedSigmoid` included), inputs of shape (b, d).
-    Anything else takes the ``"vmap"`` path, exact for any module."""
+    (:class:`~dperm.networks.mlp.TemperedSigmoid` included) or row-wise maps (a
+    ``rowwise`` attribute: the quadratic features of :mod:`dperm.networks.mlp`; the
+    identity needs only that rows do not mix), inputs of shape (b, d).  Anything else
+    takes the ``"vmap"`` path, exact for any module."""
     nn = require_torch().nn
     if X_ndim != 2 or not isinstance(module, nn.Sequential):
         return False
@@ -157,7 +159,11 @@ def ghost_eligible(module, X_ndim: int = 2) -> bool:
             if not all(p.requires_grad for p in m.parameters()):
                 return False
             linear += 1
-        elif not (isinstance(m, _elementwise_types()) or getattr(m, "elementwise", False)):
+        elif not (
+            isinstance(m, _elementwise_types())
+            or getattr(m, "elementwise", False)
+            or getattr(m, "rowwise", False)  # a fixed map of each row (quadratic features)
+        ):
             return False
         elif any(True for _ in m.parameters()):
             return False
