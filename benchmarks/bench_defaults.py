@@ -1,6 +1,6 @@
 """The targets of issue #20: dperm's defaults (``mechanism="auto"``), no option given.
 
-    python benchmarks/bench_defaults.py --data-home /work/shared/data [--seeds 3] [--only …]
+    python benchmarks/bench_defaults.py --data-home DATA_HOME [--seeds 3] [--only …]
                                         [--datasets adult,kddcup99,mnist]
 
 Every cell fits exactly what a user gets with no mechanism or hyperparameter given

@@ -1,6 +1,6 @@
 """The sweep behind the binary branch of ``mechanism="auto"`` (issue #20), on TRAINING rows only.
 
-    python benchmarks/sweep_auto_binary.py --data-home /work/shared/data \
+    python benchmarks/sweep_auto_binary.py --data-home DATA_HOME \
         [--cells adult:0.1,kddcup99:0.1,...] [--seeds 0,1,2,3] [--grid]
 
 Every cell splits the loader's *training* rows once, with a public permutation (seed

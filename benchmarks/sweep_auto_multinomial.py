@@ -1,6 +1,6 @@
 """The sweep behind the multinomial branch of ``mechanism="auto"`` (issue #20), on TRAINING rows.
 
-    python benchmarks/sweep_auto_multinomial.py --data-home /work/shared/data \
+    python benchmarks/sweep_auto_multinomial.py --data-home DATA_HOME \
         [--cells mnist:1,synthetic-multi:0.1,...] [--seeds 0,1] [--only rule,amp] [--grid]
 
 Every cell splits the loader's *training* rows once, with a public permutation (seed
