@@ -270,3 +270,22 @@ def test_strided_hessian_is_the_subsample_sum_on_both_backends(rng):
         got = Dd.glm_hessian(Logistic(), theta, da.from_array(y, chunks=chunk), weights=w, stride=s)
     parts = [(a, min(n, a + chunk)) for a in range(0, n, chunk)]
     np.testing.assert_allclose(got, strided(parts), rtol=1e-12)
+
+
+@pytest.mark.parametrize("reg", [L1(1e-3), ElasticNet(1e-3, 0.5)])
+def test_l1_in_an_active_l2_ball_on_a_nearly_collinear_design(reg):
+    """ℓ1 / elastic net inside an ℓ2 ball that binds, on columns nearly collinear with
+    the intercept and no ridge: projected FISTA stalls (β/μ ≈ 10⁸); the ball's KKT
+    multiplier (proximal Newton, then Newton on the bordered KKT system) reaches the
+    certified residual, on the boundary, at the minimum over the ball."""
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(100.0, 1.0, size=(100, 2)), np.ones(100)])
+    y = X @ np.array([40.0, -40.0, 0.0]) + rng.normal(size=100)  # ‖θ_OLS‖ ≈ 57
+    ball = L2Ball(50.0)
+    res = minimize(Squared(), X, y, l2=0.0, regularizer=reg, constraint=ball, tol=1e-10)
+    assert res.converged and res.optimality <= 1e-10
+    assert np.linalg.norm(res.theta) == pytest.approx(50.0, rel=1e-9)  # the ball binds
+    f = objective_value(Squared(), res.theta, X, y, regularizer=reg)
+    for _ in range(200):  # no feasible point nearby does better
+        other = ball.project(res.theta + 1e-3 * rng.normal(size=3))
+        assert objective_value(Squared(), other, X, y, regularizer=reg) >= f - 1e-9

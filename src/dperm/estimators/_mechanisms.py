@@ -273,13 +273,16 @@ def auto_alpha(
 _MARGINS = {objective_alpha_rule: MARGIN_BOUND, output_alpha_rule: OUTPUT_MARGIN_BOUND}
 
 
-def prior_bound(estimator, epsilon: float) -> float | None:
+def prior_bound(estimator, loss, epsilon: float) -> float | None:
     """The public prior bound on ‖θ‖ with which objective perturbation chooses Δ:
-    None (its default √k·20/R) for the classifiers, √(ε/10)-relaxed
-    (:func:`dperm.losses.prior_margin`) for the regressors (``_relaxed_prior``)."""
+    None (its default √k·B₀/R, B₀ the loss's :attr:`~dperm.losses.GLMLoss.margin_bound`)
+    for the classifiers; for the regressors (``_relaxed_prior``) the loss's prior
+    (Huber: 10·h, in the units of y, so the fit is equivariant in them) relaxed like
+    √(ε/10) beyond ε = 10 (:func:`dperm.losses.prior_margin`)."""
     if not getattr(estimator, "_relaxed_prior", False):
         return None
-    return prior_margin(MARGIN_BOUND, epsilon) / float(estimator.data_norm_)
+    base = getattr(loss, "margin_bound", MARGIN_BOUND)
+    return prior_margin(base, epsilon) / float(estimator.data_norm_)
 
 
 # ----------------------------------------------------------------------------- built-ins
@@ -326,7 +329,9 @@ def _perturbation_fit(fit, estimator, loss, X, y, epsilon, delta, rng, rule=None
 def _objective_adapter(estimator, loss, X, y, epsilon, delta, rng):
     from ..algorithms import objective_perturbation
 
-    fit = functools.partial(objective_perturbation.fit, theta_bound=prior_bound(estimator, epsilon))
+    fit = functools.partial(
+        objective_perturbation.fit, theta_bound=prior_bound(estimator, loss, epsilon)
+    )
     return _perturbation_fit(fit, estimator, loss, X, y, epsilon, delta, rng, objective_alpha_rule)
 
 

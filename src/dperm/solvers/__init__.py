@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_count, check_nonnegative, check_positive
-from ..constraints import Box, Constraint
+from ..constraints import Box, Constraint, L2Ball
 from ..design import as_design
 from ..losses.base import GLMLoss
 from ..losses.softmax import FlatSoftmax
@@ -48,7 +48,7 @@ from ._common import (
 )
 from ._first_order import fista, lbfgs
 from ._newton import newton
-from ._prox_newton import l1_weights, prox_newton
+from ._prox_newton import l1_weights, prox_newton, prox_newton_l2ball
 
 __all__ = ["SolverResult", "minimize", "objective_value", "smoothness_bound"]
 
@@ -72,10 +72,10 @@ def minimize(
     :mod:`dperm.solvers._newton` (sub-sampled Newton on designs of at most 256
     columns, Newton-CG with exact Hessian-vector products otherwise), stopped when
     the exact ‖∇F‖₂ ≤ ``tol``.  Box-constrained or a non-smooth loss: scipy's
-    L-BFGS-B.  An ℓ1 or elastic-net term without a constraint on a narrow design:
-    proximal Newton with an exact feature-sign subproblem solver
-    (:mod:`dperm.solvers._prox_newton`).  With another regularizer or a constraint:
-    accelerated proximal gradient (FISTA with backtracking and adaptive restart,
+    L-BFGS-B.  An ℓ1 or elastic-net term on a narrow design: proximal Newton with an
+    exact feature-sign subproblem solver (:mod:`dperm.solvers._prox_newton`), kept
+    under a constraint when its minimizer lies in C.  With another regularizer or an
+    active constraint: accelerated proximal gradient (FISTA with backtracking and adaptive restart,
     Beck & Teboulle 2009; O'Donoghue & Candès 2015), after checking whether the
     unconstrained minimizer already lies in C.
 
@@ -123,14 +123,32 @@ def minimize(
         if loss.smooth:
             return newton(obj, theta0, tol, max_iter)
         return lbfgs(obj, theta0, None, tol, max_iter)
-    if (
-        constraint is None
-        and loss.smooth
-        and obj.explicit_hessian
-        and l1_weights(regularizer, size) is not None
-    ):  # ℓ1 / elastic net on a narrow design: proximal Newton (conditioning-free rate)
+    if loss.smooth and obj.explicit_hessian and l1_weights(regularizer, size) is not None:
+        # ℓ1 / elastic net on a narrow design: proximal Newton (conditioning-free rate).
+        # With a constraint set C: if the minimizer without C lies in C it is the
+        # constrained one (convexity), certified by the gradient mapping of r + ι_C;
+        # otherwise FISTA continues from its projection.
         beta_f = smoothness_bound(loss, X, l2)
-        return prox_newton(obj, theta0, regularizer, tol, max_iter, beta_f)
+        free = prox_newton(obj, theta0, regularizer, tol, max_iter, beta_f)
+        if constraint is None:
+            return free
+        if free.converged and constraint.contains(free.theta, tol=0.0):
+            prox = prox_factory(regularizer, constraint)
+            opt = gradient_mapping_norm(free.theta, obj.fg(free.theta)[1], prox, 1.0 / beta_f)
+            if opt <= tol:
+                return obj.result(
+                    free.theta, free.objective, opt, tol, free.n_iter, free.method + "(interior)"
+                )
+        if free.converged and isinstance(constraint, L2Ball):  # the ball's multiplier
+            ball = prox_newton_l2ball(
+                obj, free.theta, regularizer, constraint, tol, max_iter, beta_f
+            )
+            if ball.converged:
+                return ball
+            free = ball
+        if np.all(np.isfinite(free.theta)):
+            theta0 = constraint.project(free.theta)
+        return fista(obj, theta0, regularizer, constraint, tol, max_iter)
     if regularizer is None and isinstance(constraint, Box):
         return lbfgs(obj, theta0, constraint, tol, max_iter)
     if regularizer is None and loss.smooth:
