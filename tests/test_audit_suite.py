@@ -405,10 +405,18 @@ def _dp_sgd_linear(X, y, epsilon, delta, rng):
 
 def _dp_sgd_linear_no_clipping(X, y, epsilon, delta, rng):
     """Bug: per-example clipping is skipped (every clip factor is 1).  The clipped
-    sums are computed by the data's Design (dperm.backends.numpy.clip_factors)."""
+    sums are computed by the data's Design (dperm.backends.numpy, and its fused dense
+    products in dperm.backends._products: both call clip_factors)."""
+    from dperm.backends import _products
     from dperm.backends import numpy as design  # the module of Design's clipped sums
 
-    with mock.patch.object(design, "clip_factors", lambda norms, c: np.ones_like(norms)):
+    def ones(norms, c):
+        return np.ones_like(norms)
+
+    with (
+        mock.patch.object(design, "clip_factors", ones),
+        mock.patch.object(_products, "clip_factors", ones),
+    ):
         return _dp_sgd_linear(X, y, epsilon, delta, rng)
 
 

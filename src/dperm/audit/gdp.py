@@ -56,6 +56,7 @@ from .stats import (
     ThresholdTest,
     _best_test,
     _check_alpha,
+    _midpoints,
     _sorted_scores,
     _test_rates,
     clopper_pearson_upper,
@@ -167,7 +168,7 @@ def gdp_select_threshold(
         The in-sample bound on the selection scores (optimistic).
     """
     s0, s1 = _sorted_scores(scores_d, scores_dprime)
-    cand = np.unique(np.concatenate([s0, s1]))
+    cand = _midpoints(np.unique(np.concatenate([s0, s1])))
 
     def bound(fp, n0, fn, n1):
         return gdp_mu_lower_bound(fp, n0, fn, n1, confidence=confidence)

@@ -211,12 +211,14 @@ _HUBER_B = 4.0
 
 
 def _regression_label_bound(X, y, epsilon, delta, rng):
-    """``coef_`` of DPLinearRegression(label_bound=4) with every other default on the
-    canary pair with labels ±4."""
+    """[the fitted prediction at the canary row] of DPLinearRegression(label_bound=4)
+    with every other default on the runner's pinned pair, its targets scaled to ±4 (the
+    statistic of the honest runner, :func:`dperm.audit.fits.pinned_pair`)."""
     from ..estimators import DPLinearRegression
 
     est = DPLinearRegression(epsilon=epsilon, delta=delta, label_bound=_HUBER_B, random_state=rng)
-    return est.fit(X, _HUBER_B * np.sign(np.asarray(y, dtype=float))).coef_
+    est.fit(X, _HUBER_B * np.asarray(y, dtype=float))
+    return np.array([float(np.asarray(est.coef_).ravel() @ X[-1]) + float(est.intercept_)])
 
 
 def _first(output, direction) -> np.ndarray:

@@ -234,12 +234,24 @@ def _best_test(s0, s1, cand, kinds, bound: Callable) -> tuple[ThresholdTest, flo
     return best[1], best[0]
 
 
+def _midpoints(values: np.ndarray) -> np.ndarray:
+    """Candidate thresholds for strict tests on the sorted distinct ``values``: one
+    below all, the midpoint of each gap, one above all.  They split the selection
+    scores exactly as the observed values themselves would (``> uᵢ`` ≡ ``> mᵢ``,
+    ``< uᵢ₊₁`` ≡ ``< mᵢ``), but a fresh score that differs from a selection score by
+    rounding (a statistic that is ±1 up to 10⁻¹⁶) falls on the same side."""
+    if values.size == 1:
+        return np.array([values[0] - 1.0, values[0] + 1.0])
+    mids = values[:-1] + 0.5 * np.diff(values)
+    return np.concatenate([[values[0] - 1.0], mids, [values[-1] + 1.0]])
+
+
 def select_threshold(
     scores_d, scores_dprime, *, delta: float = 0.0, confidence: float = 0.95
 ) -> tuple[ThresholdTest, float]:
     """Choose the threshold test maximizing the ε lower bound on these scores.
 
-    Every distinct score value is a candidate threshold, in both orientations
+    Every gap between distinct scores is a candidate (:func:`_midpoints`), in both orientations
     and with both the direct and the reversed bound; the objective is the
     Clopper–Pearson lower bound of :func:`epsilon_lower_bound` computed on
     *these* scores.  Use it on a selection half and evaluate the chosen test on
@@ -253,9 +265,7 @@ def select_threshold(
         The (optimistic, in-sample) bound reached on the selection scores.
     """
     s0, s1 = _sorted_scores(scores_d, scores_dprime)
-    cand = np.unique(np.concatenate([s0, s1]))
-    # include a threshold below everything (the trivial test)
-    cand = np.concatenate([[cand[0] - 1.0], cand])
+    cand = _midpoints(np.unique(np.concatenate([s0, s1])))
 
     def bound(fp, n0, fn, n1):
         return epsilon_lower_bound(fp, n0, fn, n1, delta=delta, confidence=confidence)
