@@ -22,6 +22,7 @@ from dperm.audit.whitebox import (
     record_steps,
     subsampled_gaussian_llr,
 )
+from dperm.exceptions import InvalidPrivacyParameter
 
 
 def test_observer_sees_every_step_and_is_gone_afterwards():
@@ -112,6 +113,8 @@ def test_gradient_canaries_add_exactly_c_on_their_own_coordinate():
     from dperm.algorithms import dp_sgd
     from dperm.losses import Softmax
 
+    with pytest.raises(InvalidPrivacyParameter, match="n must be"):
+        crafted_gradient_pair(32, 30)
     m = 30
     p = crafted_gradient_pair(60, m)
     cols = slice(2, 2 + m)
@@ -141,10 +144,12 @@ def test_gradient_canaries_add_exactly_c_on_their_own_coordinate():
     assert not np.allclose(np.array(steps) @ direction, 0.0)
 
 
-def test_honest_estimator_auto_multinomial_is_not_refuted_and_has_power():
-    # ε = 1, 10 runs per dataset × 400 gradient canaries: μ̂ ≈ 0.27 (the population value
-    # of the accountant's worst case, ε_μ ≈ 0.995); the CLI's 100 runs give ≈ 0.92
-    res = audit("estimator-auto-multinomial", epsilon=1.0, runs=10, random_state=7, n_jobs=2)
+@pytest.mark.parametrize(("epsilon", "floor"), [(1.0, 0.6), (4.0, 3.0)])
+def test_honest_estimator_auto_multinomial_is_not_refuted_and_has_power(epsilon, floor):
+    # 10 runs per dataset × 400 gradient canaries: μ̂ ≈ the population value of the
+    # accountant's worst case (ε_μ ≈ 0.995 at ε = 1, 3.97 at ε = 4; measured 0.86 and
+    # 3.70 here); the CLI's 100 runs give ≈ 0.92 at ε = 1
+    res = audit("estimator-auto-multinomial", epsilon=epsilon, runs=10, random_state=7, n_jobs=2)
     assert res.method == "gdp-fit" and not res.violated, res.summary()
-    assert 0.6 <= res.epsilon_lower_bound <= 1.0, res.summary()
+    assert floor <= res.epsilon_lower_bound <= epsilon, res.summary()
     assert res.evaluation_runs == 10 * CRAFTED_CANARIES - (10 * CRAFTED_CANARIES) // 2

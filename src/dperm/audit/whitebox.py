@@ -29,6 +29,18 @@ its trade-off curve *is* the mechanism's on this pair, and for T ≳ 50 steps it
 is Gaussian to within the Monte-Carlo error (a μ-GDP curve; the central limit
 theorem of Dong, Roth, Su 2022, Theorem 5.2) — the setting where the μ-GDP
 estimate of :mod:`dperm.audit.gdp` is tight.
+
+Where no *row* reaches that worst case — the softmax gradients x̃(p − e_y)ᵀ of one
+row at two labels are 120° apart at p = (⅓, ⅓, ⅓), and the intercept column keeps a
+row and its mirror image from being antipodal — the auditor uses the paper's
+strongest threat model, **gradient canaries** (§3): the adversary chooses the
+canary's per-example gradient, which the DP-SGD guarantee covers whatever it is.
+:func:`gradient_canaries` sets the loop's second hook
+(:data:`dperm.algorithms._gradient_loop.GRADIENT_CANARY`) so that designated rows get
+a crafted gradient, still sampled by the run's sampler, clipped at the run's C by the
+library's generic clipped-sum oracle, noised and accounted as every row; the crafted
+gradients of :func:`crafted_gradient_pair`'s canaries are ±C on coordinates of their
+own, so cₜ = −c′ₜ, ‖cₜ‖ = C at every step.
 """
 
 from __future__ import annotations
@@ -40,6 +52,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from .._rng import check_random_state
+from .._validation import check_count
 from ..algorithms._gradient_loop import GRADIENT_CANARY, STEP_OBSERVER, CallableOracle
 from .canary import CanaryPair
 from .fits import _fit_network
@@ -283,11 +296,15 @@ def crafted_gradient_pair(n: int, m: int = CRAFTED_CANARIES, *, random_state=0):
     Returns
     -------
     CanaryPair
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        m < 1 or n < m + 3.
     """
     rng = check_random_state(random_state)
-    b = n - m
-    if b < 3:
-        raise ValueError(f"crafted_gradient_pair needs n ≥ m + 3 rows, got n={n}, m={m}")
+    m = check_count(m, "m")
+    b = check_count(n, "n", minimum=m + 3) - m  # at least one base row per class
     Xb = rng.normal(size=(b, _BASE_FEATURES))
     Xb *= rng.uniform(0.2, 1.0, size=(b, 1)) / np.linalg.norm(Xb, axis=1, keepdims=True)
     yb = np.arange(b) % 3
