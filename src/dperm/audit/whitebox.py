@@ -275,9 +275,7 @@ _BASE_FEATURES = 2
 CRAFTED_CANARIES = 400
 #: gain of the crafted gradient: its norm √2·K ≫ C, so clipping always binds
 _CRAFTED_GAIN = 50.0
-#: the softmax probabilities the crafted gradient is pinned at: p* − e₀ = −(p* − e₁)
-_PINNED = np.array([0.5, 0.5, 0.0])
-#: the canaries' direction in class space: (e₁ − e₀)/√2 (label 0 → +C, label 1 → −C)
+#: the canaries' direction in class space (k = 3): (e₁ − e₀)/√2 (label 0 → +C, 1 → −C)
 _CLASS_DIRECTION = np.array([-1.0, 1.0, 0.0]) / np.sqrt(2.0)
 
 
@@ -326,13 +324,17 @@ def crafted_gradient_pair(n: int, m: int = CRAFTED_CANARIES, *, random_state=0):
 
 
 def _crafted_gradient(mask, theta, Xb, yb) -> np.ndarray:
-    """The canaries' per-example gradients, shape (b, *theta.shape): K·(x̃ ⊙ mask)(p* − e_y)ᵀ
-    — the softmax gradient of the row with its probabilities pinned at p* = (½, ½, 0),
-    without its intercept entry (``mask``), times K = :data:`_CRAFTED_GAIN`.  It does not
-    depend on θ, so every step the canary is sampled it adds exactly ±C along
-    x ⊗ (e₁ − e₀)/√2 (after clipping)."""
+    """The canaries' per-example gradients for a softmax model (θ of shape (d, k), k ≥ 2),
+    shape (b, d, k): K·(x̃ ⊙ mask)(p* − e_y)ᵀ — the softmax gradient of the row with its
+    probabilities pinned at p* = (½, ½, 0, …), without its intercept entry (``mask``),
+    times K = :data:`_CRAFTED_GAIN`.  It does not depend on θ, so every step the canary
+    (label 0 or 1) is sampled it adds exactly ±C along x ⊗ (e₁ − e₀)/√2 (after
+    clipping): p* − e₀ = −(p* − e₁)."""
     Xb = np.asarray(Xb, dtype=float) * mask
-    r = _PINNED[None, :] - np.eye(theta.shape[1])[np.asarray(yb, dtype=int)]
+    k = theta.shape[1]
+    pinned = np.zeros(k)
+    pinned[:2] = 0.5
+    r = pinned[None, :] - np.eye(k)[np.asarray(yb, dtype=int)]
     return _CRAFTED_GAIN * Xb[:, :, None] * r[:, None, :]
 
 
@@ -354,7 +356,9 @@ class _CanaryRouting:
         return self.inner.batches(sampler, rng, steps)
 
     def clipped_sum(self, theta, idx):
-        idx = np.arange(self.inner.X.shape[0]) if idx is None else np.asarray(idx)
+        if idx is None or isinstance(idx, slice):  # every row, or a contiguous batch
+            idx = np.arange(self.inner.X.shape[0])[idx if idx is not None else slice(None)]
+        idx = np.asarray(idx)
         canary = idx >= self.first
         out = self.inner.clipped_sum(theta, idx[~canary])
         if canary.any():
