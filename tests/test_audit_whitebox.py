@@ -22,7 +22,7 @@ from dperm.audit.whitebox import (
     record_steps,
     subsampled_gaussian_llr,
 )
-from dperm.exceptions import InvalidPrivacyParameter
+from dperm.exceptions import DpermError, InvalidPrivacyParameter
 
 
 def test_observer_sees_every_step_and_is_gone_afterwards():
@@ -153,3 +153,11 @@ def test_honest_estimator_auto_multinomial_is_not_refuted_and_has_power(epsilon,
     assert res.method == "gdp-fit" and not res.violated, res.summary()
     assert floor <= res.epsilon_lower_bound <= epsilon, res.summary()
     assert res.evaluation_runs == 10 * CRAFTED_CANARIES - (10 * CRAFTED_CANARIES) // 2
+
+
+def test_whitebox_runner_says_when_the_default_path_is_not_dp_sgd():
+    # above ε = 10 mechanism="auto" runs objective perturbation: no steps to observe
+    r = get_runner("estimator-auto-multinomial")
+    p = r.make_pair()
+    with pytest.raises(DpermError, match="DP-SGD branch"):
+        r.fn(p.X, p.y, 50.0, 1e-5, np.random.default_rng(0))

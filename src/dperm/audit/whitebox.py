@@ -54,6 +54,7 @@ import numpy as np
 from .._rng import check_random_state
 from .._validation import check_count
 from ..algorithms._gradient_loop import GRADIENT_CANARY, STEP_OBSERVER, CallableOracle
+from ..exceptions import DpermError
 from .canary import CanaryPair
 from .fits import _fit_network
 
@@ -186,7 +187,21 @@ def intercept_orthogonal_pair(n: int, k: int = ESTIMATOR_CANARIES, *, random_sta
 
 
 def _noise(diagnostics) -> tuple[float, float, float]:
-    """(q, σ of the noise on the noisy *sum*, C) from a DP-SGD run's diagnostics."""
+    """(q, σ of the noise on the noisy *sum*, C) from a DP-SGD run's diagnostics.
+
+    Raises
+    ------
+    DpermError
+        The fit did not run DP-SGD (``mechanism="auto"`` chose another mechanism at
+        this ε: there are no steps to observe).
+    """
+    if "sampling_rate" not in diagnostics:
+        raise DpermError(
+            "the white-box runners audit the DP-SGD branch of mechanism='auto', which chose "
+            f"{diagnostics.get('algorithm', diagnostics.get('mechanism', '?'))!r} at ε = "
+            f"{diagnostics.get('epsilon')} (above ε = 10 the rule uses objective "
+            "perturbation): audit a smaller ε, or the runner's '-final-model' target"
+        )
     q = float(diagnostics["sampling_rate"])
     sigma = float(diagnostics["noise_std"]) * float(diagnostics["normalizer"])
     return q, sigma, float(diagnostics["clipping_norm"])
