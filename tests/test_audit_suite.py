@@ -65,7 +65,8 @@ _RUNS_FOR["estimator-auto-final-model"] = 100  # comparison targets (ε_LB ≈ 0
 _RUNS_FOR["estimator-auto-regression"] = 300
 _RUNS_FOR["estimator-auto-multinomial-final-model"] = 100
 _RUNS_FOR["estimator-auto"] = 40
-_RUNS_FOR["estimator-auto-multinomial"] = 40
+_RUNS_FOR["estimator-auto-multinomial-row-canary"] = 40
+_RUNS_FOR["estimator-auto-multinomial"] = 4  # 400 gradient canaries per run
 #: the default gradient paths and the estimator are audited, for both relations and
 #: next to their mutants, in test_audit_relations.py
 _AUDITED_ELSEWHERE = {

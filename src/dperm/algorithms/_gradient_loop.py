@@ -88,6 +88,7 @@ __all__ = [
     "ACCOUNTANTS",
     "ADD_REMOVE",
     "AVERAGING",
+    "GRADIENT_CANARY",
     "NEIGHBOURING",
     "REPLACE_ONE",
     "SAMPLINGS",
@@ -336,6 +337,17 @@ STEP_OBSERVER: contextvars.ContextVar[Callable | None] = contextvars.ContextVar(
     "dperm_step_observer", default=None
 )
 
+#: The white-box audit's gradient canaries (:mod:`dperm.audit.whitebox`), or None.  When
+#: set, :func:`run` draws its batches and clipped sums from ``GRADIENT_CANARY.get()(oracle)``
+#: instead of ``oracle``: the audit routes a few designated rows to a crafted per-example
+#: gradient (the "gradient canary" of Nasr et al., USENIX Security 2023), which the same
+#: sampler includes, the same clipping code bounds by the oracle's C, and the same noise
+#: and accountant cover — within the DP-SGD guarantee, which holds for *any* per-example
+#: gradient.  Read once per run: no cost when unset; never set outside an audit.
+GRADIENT_CANARY: contextvars.ContextVar[Callable | None] = contextvars.ContextVar(
+    "dperm_gradient_canary", default=None
+)
+
 
 def _noise_stream(rng, shape, steps, std) -> Iterator[np.ndarray]:
     size = int(np.prod(shape))
@@ -410,6 +422,9 @@ def run(
         work = sampler.normalizer * int(np.prod(np.shape(theta0)))
         if work < 5e7:
             stack.enter_context(_blas_controller().limit(limits=1, user_api="blas"))
+        canary = GRADIENT_CANARY.get()
+        if canary is not None:
+            oracle = canary(oracle)
         sample_rng, noise_rng = rng.spawn(2)
         theta = np.array(theta0, dtype=np.float64, copy=True)
         batches = oracle.batches(sampler, sample_rng, steps)

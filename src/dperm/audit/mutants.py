@@ -243,6 +243,14 @@ MUTANT_TABLE: tuple[dict[str, Any], ...] = (
     _mutant("estimator-auto", "add-remove-sensitivity", default_runs=200,
             description="DPLogisticRegression() default path (white box) with the noise std "
             "z·C of the add/remove sensitivity under replace-one (sensitivity 2C)"),
+    _mutant("estimator-auto-multinomial", "clip-above-calibration", default_runs=10,
+            description="DPLogisticRegression(classes=[0, 1, 2]) default path (white box, "
+            "gradient canaries) with per-example clipping at 2C while the noise is "
+            "calibrated to C"),
+    _mutant("estimator-auto-multinomial", "sampling-rate-from-wrong-n", default_runs=10,
+            description="DPLogisticRegression(classes=[0, 1, 2]) default path (white box, "
+            "gradient canaries) whose accountant composes b/(2n) while batches are drawn "
+            "at b/n"),
     _mutant("network-dp-sgd", "add-remove-sensitivity", default_runs=10,
             description="dperm.networks.fit default path (white box) with the noise std z·C "
             "of the add/remove sensitivity under replace-one; needs torch"),

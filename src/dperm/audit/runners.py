@@ -90,10 +90,14 @@ from .registry import *  # noqa: F403
 from .registry import __all__ as _REGISTRY_API
 from .registry import register_runner, release_statistic
 from .whitebox import (
+    _BASE_FEATURES,
+    CRAFTED_CANARIES,
     ESTIMATOR_CANARIES,
+    _run_estimator_auto_multinomial_crafted,
     _run_estimator_auto_multinomial_whitebox,
     _run_estimator_auto_whitebox,
     _run_network_whitebox,
+    crafted_gradient_pair,
     dirac_pair,
     intercept_orthogonal_pair,
     llr_statistic,
@@ -186,6 +190,12 @@ _WHITEBOX_ESTIMATOR = {
     "pair": intercept_orthogonal_pair,
     "threat_model": _WHITEBOX_THREAT,
 }
+#: the crafted-gradient rows: the adversary chooses the canaries' gradients
+_CRAFTED_THREAT = (
+    "white box, gradient canaries: the adversary chooses the canary rows' per-example "
+    "gradients (the DP-SGD guarantee holds for any) and observes every step's noisy "
+    "clipped sum; exact per-run likelihood-ratio test (Nasr et al. 2023, §3)"
+)
 _SSP_N = 50
 _SSP = {
     "neighbouring": "replace-one",
@@ -323,12 +333,30 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         "noisy sum",
     ),
     dict(
-        name="estimator-auto-multinomial", fn=_run_estimator_auto_multinomial_whitebox,
-        **{**_WHITEBOX_ESTIMATOR, "default_runs": 2000},  # a softmax step costs ≈ 2× more
+        name="estimator-auto-multinomial", fn=_run_estimator_auto_multinomial_crafted,
+        **{
+            **_WHITEBOX_ESTIMATOR,
+            "d": _BASE_FEATURES + CRAFTED_CANARIES,
+            "default_runs": 100,
+            "pair": crafted_gradient_pair,
+            "threat_model": _CRAFTED_THREAT,
+        },
         description="DPLogisticRegression(classes=[0, 1, 2]) with every other default: "
         "mechanism='auto' (one multinomial DP-SGD model clipped at 0.15·√2·R, the public "
-        f"rule of dperm.estimators._auto); n = {_WB_N}, {_WB_K} Dirac canaries per run; "
-        "scores the LLR of every step's noisy sum",
+        f"rule of dperm.estimators._auto); n = {_WB_N}, {CRAFTED_CANARIES} gradient canaries "
+        "per run (threat model: the adversary chooses their gradients, ±C on a coordinate "
+        "of their own; the sampler, clipping, noise and accountant are the fit's); scores "
+        "the LLR of every step's noisy sum",
+    ),
+    dict(
+        name="estimator-auto-multinomial-row-canary",
+        fn=_run_estimator_auto_multinomial_whitebox,
+        **{**_WHITEBOX_ESTIMATOR, "default_runs": 2000},  # a softmax step costs ≈ 2× more
+        description="estimator-auto-multinomial's default path with canary *rows* (threat "
+        "model: the adversary chooses rows, not gradients; the softmax clipping code runs "
+        f"on them): n = {_WB_N}, {_WB_K} Dirac canaries per run, labels 0/1, whose clipped "
+        "gradients are 120° apart (not antipodal: ε_LB ≈ 0.6 at ε = 1); scores the LLR of "
+        "every step's noisy sum",
     ),
     dict(
         name="estimator-auto-final-model", fn=_run_estimator_auto, **_ESTIMATOR_DEFAULT_PATH,

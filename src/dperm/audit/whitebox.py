@@ -29,17 +29,32 @@ its trade-off curve *is* the mechanism's on this pair, and for T ≳ 50 steps it
 is Gaussian to within the Monte-Carlo error (a μ-GDP curve; the central limit
 theorem of Dong, Roth, Su 2022, Theorem 5.2) — the setting where the μ-GDP
 estimate of :mod:`dperm.audit.gdp` is tight.
+
+Where no *row* reaches that worst case — the softmax gradients x̃(p − e_y)ᵀ of one
+row at two labels are 120° apart at p = (⅓, ⅓, ⅓), and the intercept column keeps a
+row and its mirror image from being antipodal — the auditor uses the paper's
+strongest threat model, **gradient canaries** (§3): the adversary chooses the
+canary's per-example gradient, which the DP-SGD guarantee covers whatever it is.
+:func:`gradient_canaries` sets the loop's second hook
+(:data:`dperm.algorithms._gradient_loop.GRADIENT_CANARY`) so that designated rows get
+a crafted gradient, still sampled by the run's sampler, clipped at the run's C by the
+library's generic clipped-sum oracle, noised and accounted as every row; the crafted
+gradients of :func:`crafted_gradient_pair`'s canaries are ±C on coordinates of their
+own, so cₜ = −c′ₜ, ‖cₜ‖ = C at every step.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from .._rng import check_random_state
-from ..algorithms._gradient_loop import STEP_OBSERVER
+from .._validation import check_count
+from ..algorithms._gradient_loop import GRADIENT_CANARY, STEP_OBSERVER, CallableOracle
+from ..exceptions import DpermError
 from .canary import CanaryPair
 from .fits import _fit_network
 
@@ -77,14 +92,15 @@ def record_steps(view: Callable) -> Iterator[list]:
 
 
 def _log_mixture(o, c, q: float, sigma: float) -> np.ndarray:
-    """ln[(1 − q)·φ_σ(o) + q·φ_σ(o − c)] up to the common normal constant (rows of
-    ``o`` and ``c`` are the steps; the last axis, if any, the coordinates)."""
+    """ln[(1 − q)·φ_σ(o) + q·φ_σ(o − c)] up to the common normal constant (the first axis
+    of ``o`` and ``c`` is the steps; the last axis, when there are two or more, the
+    coordinates of one observation)."""
     o = np.asarray(o, dtype=float)
     c = np.asarray(c, dtype=float)
     if o.ndim == 1:
         o, c = o[:, None], c[:, None]
-    base = -np.sum(o * o, axis=1) / (2.0 * sigma * sigma)
-    shifted = -np.sum((o - c) ** 2, axis=1) / (2.0 * sigma * sigma)
+    base = -np.sum(o * o, axis=-1) / (2.0 * sigma * sigma)
+    shifted = -np.sum((o - c) ** 2, axis=-1) / (2.0 * sigma * sigma)
     if q >= 1.0:
         return shifted
     return np.logaddexp(np.log1p(-q) + base, np.log(q) + shifted)
@@ -171,7 +187,21 @@ def intercept_orthogonal_pair(n: int, k: int = ESTIMATOR_CANARIES, *, random_sta
 
 
 def _noise(diagnostics) -> tuple[float, float, float]:
-    """(q, σ of the noise on the noisy *sum*, C) from a DP-SGD run's diagnostics."""
+    """(q, σ of the noise on the noisy *sum*, C) from a DP-SGD run's diagnostics.
+
+    Raises
+    ------
+    DpermError
+        The fit did not run DP-SGD (``mechanism="auto"`` chose another mechanism at
+        this ε: there are no steps to observe).
+    """
+    if "sampling_rate" not in diagnostics:
+        raise DpermError(
+            "the white-box runners audit the DP-SGD branch of mechanism='auto', which chose "
+            f"{diagnostics.get('algorithm', diagnostics.get('mechanism', '?'))!r} at ε = "
+            f"{diagnostics.get('epsilon')} (above ε = 10 the rule uses objective "
+            "perturbation): audit a smaller ε, or the runner's '-final-model' target"
+        )
     q = float(diagnostics["sampling_rate"])
     sigma = float(diagnostics["noise_std"]) * float(diagnostics["normalizer"])
     return q, sigma, float(diagnostics["clipping_norm"])
@@ -190,15 +220,13 @@ def llr_statistic(output, direction) -> np.ndarray:
 
 
 def _llrs(o, c_d, c_dprime, q, sigma) -> np.ndarray:
-    """One LLR per canary: ``o``, ``c_d``, ``c_dprime`` of shape (T, k[, m])."""
-    return np.array(
-        [
-            subsampled_gaussian_llr(
-                o[:, j], c_d[:, j], c_dprime[:, j], sampling_rate=q, sigma=sigma
-            )
-            for j in range(o.shape[1])
-        ]
-    )
+    """One LLR per canary (:func:`subsampled_gaussian_llr` of each): ``o``, ``c_d``,
+    ``c_dprime`` of shape (T, k) (one coordinate per canary) or (T, k, m)."""
+    o, c_d, c_dprime = (np.asarray(a, dtype=float) for a in (o, c_d, c_dprime))
+    if o.ndim == 2:
+        o, c_d, c_dprime = o[..., None], c_d[..., None], c_dprime[..., None]
+    q, sigma = float(q), float(sigma)
+    return np.sum(_log_mixture(o, c_dprime, q, sigma) - _log_mixture(o, c_d, q, sigma), axis=0)
 
 
 def _run_estimator_auto_whitebox(X, y, epsilon, delta, rng):
@@ -253,6 +281,143 @@ def _run_estimator_auto_multinomial_whitebox(X, y, epsilon, delta, rng):
         return r * scale[..., None]
 
     return _llrs(o, contribution(0), contribution(1), q, sigma)
+
+
+# ============================================================ crafted gradient canaries
+#: features of the base rows of :func:`crafted_gradient_pair` (the canaries' come after)
+_BASE_FEATURES = 2
+#: canaries per run of the crafted-gradient runner (the other rows are base rows)
+CRAFTED_CANARIES = 400
+#: gain of the crafted gradient: its norm √2·K ≫ C, so clipping always binds
+_CRAFTED_GAIN = 50.0
+#: the canaries' direction in class space (k = 3): (e₁ − e₀)/√2 (label 0 → +C, 1 → −C)
+_CLASS_DIRECTION = np.array([-1.0, 1.0, 0.0]) / np.sqrt(2.0)
+
+
+def crafted_gradient_pair(n: int, m: int = CRAFTED_CANARIES, *, random_state=0):
+    """The replace-one pair of the crafted-gradient runner: n rows, the last m canaries.
+
+    The n − m base rows have two features (‖x‖ ≤ 1, uniform in the disc's annulus
+    [0.2, 1]) and the labels 0, 1, 2 in turn, shuffled; canary j is x = e_{2+j}, label 0
+    in D and 1 in D′, and no other row has a component along feature 2 + j.  The runner
+    replaces a canary's gradient by a crafted one (:func:`gradient_canaries`) supported
+    on Θ's row 2 + j, which no other row's gradient touches (intercept included): each
+    canary's observation is its own Dirac coordinate, so the m scores of one run are m
+    independent draws of the audit of one replace-one pair ("canary j at 0" / "at 1"),
+    as in :func:`dirac_pair`.
+
+    Returns
+    -------
+    CanaryPair
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        m < 1 or n < m + 3.
+    """
+    rng = check_random_state(random_state)
+    m = check_count(m, "m")
+    b = check_count(n, "n", minimum=m + 3) - m  # at least one base row per class
+    Xb = rng.normal(size=(b, _BASE_FEATURES))
+    Xb *= rng.uniform(0.2, 1.0, size=(b, 1)) / np.linalg.norm(Xb, axis=1, keepdims=True)
+    yb = np.arange(b) % 3
+    rng.shuffle(yb)
+    X = np.zeros((n, _BASE_FEATURES + m))
+    X[:b, :_BASE_FEATURES] = Xb
+    X[b:, _BASE_FEATURES:] = np.eye(m)
+    direction = np.zeros(X.shape[1])
+    direction[_BASE_FEATURES:] = 1.0 / np.sqrt(m)
+    return CanaryPair(
+        X=X,
+        y=np.concatenate([yb, np.zeros(m, dtype=int)]),
+        X_prime=X.copy(),
+        y_prime=np.concatenate([yb, np.ones(m, dtype=int)]),
+        direction=direction,
+        neighbouring="replace-one",
+        canary_norm=1.0,
+    )
+
+
+def _crafted_gradient(mask, theta, Xb, yb) -> np.ndarray:
+    """The canaries' per-example gradients for a softmax model (θ of shape (d, k), k ≥ 2),
+    shape (b, d, k): K·(x̃ ⊙ mask)(p* − e_y)ᵀ — the softmax gradient of the row with its
+    probabilities pinned at p* = (½, ½, 0, …), without its intercept entry (``mask``),
+    times K = :data:`_CRAFTED_GAIN`.  It does not depend on θ, so every step the canary
+    (label 0 or 1) is sampled it adds exactly ±C along x ⊗ (e₁ − e₀)/√2 (after
+    clipping): p* − e₀ = −(p* − e₁)."""
+    Xb = np.asarray(Xb, dtype=float) * mask
+    k = theta.shape[1]
+    pinned = np.zeros(k)
+    pinned[:2] = 0.5
+    r = pinned[None, :] - np.eye(k)[np.asarray(yb, dtype=int)]
+    return _CRAFTED_GAIN * Xb[:, :, None] * r[:, None, :]
+
+
+class _CanaryRouting:
+    """The oracle of a run with gradient canaries: rows ≥ ``first`` get the crafted
+    gradient (:func:`_crafted_gradient` through the library's generic clipped-sum oracle,
+    clipped at the run's C), the others the run's own oracle; batches are the run's."""
+
+    def __init__(self, oracle, first: int):
+        self.inner, self.first = oracle, first
+        mask = np.ones(oracle.X.shape[1])
+        if oracle.X.fit_intercept:
+            mask[-1] = 0.0
+        fn = functools.partial(_crafted_gradient, mask)
+        self.canaries = CallableOracle(fn, oracle.X, oracle.y, oracle.C)
+        self.kind, self.C = oracle.kind, oracle.C
+
+    def batches(self, sampler, rng, steps):
+        return self.inner.batches(sampler, rng, steps)
+
+    def clipped_sum(self, theta, idx):
+        if idx is None or isinstance(idx, slice):  # every row, or a contiguous batch
+            idx = np.arange(self.inner.X.shape[0])[idx if idx is not None else slice(None)]
+        idx = np.asarray(idx)
+        canary = idx >= self.first
+        out = self.inner.clipped_sum(theta, idx[~canary])
+        if canary.any():
+            out = out + self.canaries.clipped_sum(theta, idx[canary])
+        return out
+
+
+@contextlib.contextmanager
+def gradient_canaries(first: int) -> Iterator[None]:
+    """Inside the block, every DP-SGD run (:func:`dperm.algorithms._gradient_loop.run`)
+    gives the rows ``first``, ``first + 1``, … the crafted gradient of
+    :func:`_crafted_gradient` instead of their loss's: the gradient canaries of Nasr et al.
+    (USENIX Security 2023, threat model "gradient canary"), set through the loop's
+    :data:`~dperm.algorithms._gradient_loop.GRADIENT_CANARY`.  The sampler, the clipping
+    (the library's generic clipped sum at the run's C), the noise and the accountant are
+    the run's own."""
+    token = GRADIENT_CANARY.set(functools.partial(_CanaryRouting, first=first))
+    try:
+        yield
+    finally:
+        GRADIENT_CANARY.reset(token)
+
+
+def _run_estimator_auto_multinomial_crafted(X, y, epsilon, delta, rng):
+    """The m LLRs of one DPLogisticRegression(classes=[0, 1, 2]) fit (every other default:
+    one softmax model by clipped DP-SGD) on :func:`crafted_gradient_pair` with gradient
+    canaries (:func:`gradient_canaries`), observed step by step: canary j moves the noisy
+    sum along e_{2+j} ⊗ (e₁ − e₀)/√2 by +C (label 0) or −C (label 1) when sampled, and
+    no other row moves that coordinate — the accountant's worst case at every step."""
+    from ..estimators import DPLogisticRegression
+
+    m = X.shape[1] - _BASE_FEATURES
+    rows = slice(_BASE_FEATURES, _BASE_FEATURES + m)
+    with (
+        gradient_canaries(X.shape[0] - m),
+        record_steps(lambda theta, g: g[rows] @ _CLASS_DIRECTION) as steps,
+    ):
+        est = DPLogisticRegression(
+            epsilon=epsilon, delta=delta, data_norm=1.0, classes=[0, 1, 2], random_state=rng
+        ).fit(X, y)
+    q, sigma, C = _noise(est.diagnostics_)
+    o = np.asarray(steps)  # (T, m): canary j's observations
+    c = np.full(o.shape, C)
+    return _llrs(o, c, -c, q, sigma)
 
 
 # ============================================================ networks (dperm.networks.fit)
