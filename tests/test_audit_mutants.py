@@ -22,7 +22,7 @@ _RUNS = {
     "estimator-auto[sampling-rate-from-wrong-n]": 15,
     "estimator-auto[add-remove-sensitivity]": 15,
     "dp-gd[accountant-one-step-short]": 300,
-    "estimator-auto-regression[huber-label-bound-ignored]": 60,
+    "estimator-auto-regression[huber-label-bound-ignored]": 600,
 }
 
 
