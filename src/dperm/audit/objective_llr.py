@@ -39,9 +39,10 @@ and the canary of block j is scored by its own exact LLR (the other blocks cance
 
 **What this pair can show.**  The exact privacy profile of one block (a one-dimensional
 computation: :func:`block_privacy_profile`, :func:`profile_epsilon`) at ε = 1, δ = 10⁻⁵
-is ε(δ) = 0.66 (m = 10, the runner) to 0.835 (m = 50), against the claim 1: the joint worst case of the two terms is attained only
-on a slab of width 2h in the canary's prediction, which the noise reaches with
-probability ~10⁻³ when the noise term is large.  The assumption-free Clopper–Pearson
+is ε(δ) = 0.66 (m = 10, the runner) to 0.835 (m = 50), against the claim 1: the joint
+worst case of the two terms is attained only on a slab of width 2h in the canary's
+prediction, which the noise reaches with probability ~10⁻³ when the noise term is
+large.  The assumption-free Clopper–Pearson
 bound on a threshold test of the LLR needs those events counted, so within a 10-minute
 budget it reads ≈ 0.54–0.6 at ε = 1 (the best test it can count, the slab, has a
 log-ratio of 0.64).  The LLR is not Gaussian (it is ≈ 0 outside the slabs), so the
