@@ -25,7 +25,7 @@ _RUNS = {
     "estimator-auto-multinomial[clip-above-calibration]": 3,
     "estimator-auto-multinomial[sampling-rate-from-wrong-n]": 3,
     "dp-gd[accountant-one-step-short]": 300,
-    "estimator-auto-regression[huber-label-bound-ignored]": 60,
+    "estimator-auto-regression[huber-label-bound-ignored]": 600,
 }
 
 

@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import DpermError
-from .canary import CanaryPair
 
 __all__ = ["AlgorithmRun", "ssp_release_statistic"]
 
@@ -246,46 +245,6 @@ def _run_estimator_auto_multinomial(X, y, epsilon, delta, rng):
     )
     coef = est.fit(X, labels).coef_
     return coef[1] - coef[0]
-
-
-def _run_estimator_auto_regression(X, y, epsilon, delta, rng):
-    """[the fitted prediction at the canary row] of DPLinearRegression() with every
-    default — ``mechanism="auto"``: objective perturbation of the Huber surrogate
-    (h = 0.4·B), B = 1, R = 1 — on :func:`pinned_pair` (the canary is the last row)."""
-    from ..estimators import DPLinearRegression
-
-    est = DPLinearRegression(epsilon=epsilon, delta=delta, random_state=rng)
-    est.fit(X, np.asarray(y, dtype=float))
-    return np.array([float(np.asarray(est.coef_).ravel() @ X[-1]) + float(est.intercept_)])
-
-
-def pinned_pair(n: int, random_state=0):
-    """The replace-one pair of the regression runner: n rows equal to x_c = e_d, the
-    first n − 1 with target 0 and the canary with target −1 (D) or +1 (D′).
-
-    Objective perturbation releases the minimizer of a perturbed objective; along a
-    direction no row constrains, the noise moves it by ≈ its scale/(nΛ) (≈ 6 here),
-    far beyond the label range, so a canary's residual would sit on the same side of
-    the Huber threshold on D and D′ in most runs and its gradient difference 2h·x̃
-    would rarely be attained.  The n − 1 base rows, in the quadratic part of the loss
-    (residual ≈ 0 < h), pin the prediction at x_c to within ≈ 0.1, so the canary's
-    residual is ≈ ±1 (beyond h = 0.4) on every run: the full sensitivity is attained
-    and the released prediction is exactly Gaussian with the shift of the *noise*
-    part of the calibration (the Jacobian part of the budget needs the canary's
-    curvature, which the linear part of the Huber loss does not have: the best this
-    pair can show is the noise part's ε, docs/auditing.md)."""
-    X = np.zeros((n, 2))
-    X[:, 1] = 1.0
-    y = np.zeros(n)
-    return CanaryPair(
-        X=X,
-        y=np.append(y[:-1], -1.0),
-        X_prime=X.copy(),
-        y_prime=np.append(y[:-1], 1.0),
-        direction=np.array([0.0, 1.0]),
-        neighbouring="replace-one",
-        canary_norm=1.0,
-    )
 
 
 # ============================================================ networks (dperm.networks)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 from unittest import mock
@@ -51,6 +52,7 @@ from ..losses.huber import Huber
 from ..sampling import PoissonSampler, Sampler
 from .canary import CanaryPair
 from .fits import _GRAD_LR, _hinge
+from .objective_llr import _run_estimator_auto_regression_llr, pushed_pair
 from .registry import _RUNNERS, get_runner, register_runner
 
 __all__ = ["MUTANT_TABLE", "PATCHES", "Mutation", "patched"]
@@ -210,15 +212,10 @@ def _mlp_pca(X, y, epsilon, delta, rng):
 _HUBER_B = 4.0
 
 
-def _regression_label_bound(X, y, epsilon, delta, rng):
-    """[the fitted prediction at the canary row] of DPLinearRegression(label_bound=4)
-    with every other default on the runner's pinned pair, its targets scaled to ±4 (the
-    statistic of the honest runner, :func:`dperm.audit.fits.pinned_pair`)."""
-    from ..estimators import DPLinearRegression
-
-    est = DPLinearRegression(epsilon=epsilon, delta=delta, label_bound=_HUBER_B, random_state=rng)
-    est.fit(X, _HUBER_B * np.asarray(y, dtype=float))
-    return np.array([float(np.asarray(est.coef_).ravel() @ X[-1]) + float(est.intercept_)])
+#: DPLinearRegression(label_bound=4) on the regression runner's pair, targets ×4
+_regression_label_bound = functools.partial(
+    _run_estimator_auto_regression_llr, label_bound=_HUBER_B
+)
 
 
 def _first(output, direction) -> np.ndarray:
@@ -267,10 +264,12 @@ MUTANT_TABLE: tuple[dict[str, Any], ...] = (
             description="DPMLPClassifier(n_components=3): the DP PCA releases its components "
             "without noise (the canary row e₃ replaced by e₄ shows in the span); needs torch"),
     _mutant("estimator-auto-regression", "huber-label-bound-ignored",
-            _regression_label_bound, default_runs=1000, method="gdp-fit",
+            _regression_label_bound, default_runs=1000,
+            pair=functools.partial(pushed_pair, pusher_target=0.0),
             description="DPLinearRegression(label_bound=4) default path (Huber objective "
-            "perturbation) whose calibration takes the Lipschitz constant hR of h = 0.4 "
-            "(B = 1) while the loss uses h = 0.4·4"),
+            "perturbation; the regression pair with targets ×4 and its pushers at 0, which pin "
+            "each canary between its two thresholds) whose calibration takes the "
+            "Lipschitz constant hR of h = 0.4 (B = 1) while the loss uses h = 0.4·4"),
 )
 # fmt: on
 

@@ -72,7 +72,6 @@ from .fits import (
     _run_discrete_gaussian,
     _run_estimator_auto,
     _run_estimator_auto_multinomial,
-    _run_estimator_auto_regression,
     _run_estimator_dp_sgd,
     _run_gaussian,
     _run_laplace,
@@ -80,10 +79,10 @@ from .fits import (
     _run_snapping,
     _run_tukey,
     _run_tukey_unsafe,
-    pinned_pair,
     ssp_release_statistic,
 )
 from .mutants import register_mutants
+from .objective_llr import BLOCKS, _run_estimator_auto_regression_llr, pushed_pair
 
 # the registry's API stays importable from here (dperm.audit.runners.register_runner, …)
 from .registry import *  # noqa: F403
@@ -172,6 +171,12 @@ _ESTIMATOR_DEFAULT_PATH = {
     "default_runs": 500,
     "statistic": release_statistic,
 }
+#: the regression default path's pair (dperm.audit.objective_llr): 5 blocks of 11 rows
+_REG_N = 55
+_LLR_THREAT = (
+    "final model (black box): the released θ only, scored by its exact log-likelihood "
+    "ratio between D and D′ (the auditor knows both datasets and the noise law)"
+)
 #: the white-box rows (dperm.audit.whitebox): every step's noisy sum, Dirac canaries
 _WHITEBOX_THREAT = (
     "white box: every step's noisy clipped sum (the releases the DP-SGD guarantee covers), "
@@ -371,13 +376,17 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         f"Θ[1] − Θ[0] only (black box; n = {_AR_SIZE}), for comparison",
     ),
     dict(
-        name="estimator-auto-regression", fn=_run_estimator_auto_regression,
-        **{**_ESTIMATOR_DEFAULT_PATH, "default_runs": 5000, "statistic": llr_statistic},
-        method="gdp-fit", pair=pinned_pair,
+        name="estimator-auto-regression", fn=_run_estimator_auto_regression_llr,
+        **{**_ESTIMATOR_DEFAULT_PATH, "n": _REG_N, "d": BLOCKS - 1, "default_runs": 30_000,
+           "statistic": llr_statistic},
+        method="clopper-pearson", pair=pushed_pair, threat_model=_LLR_THREAT,
         description="DPLinearRegression() with every default: mechanism='auto' (objective "
         "perturbation of the Huber surrogate, h = 0.4·B), B = 1, R = 1, intercept, δ; "
-        f"n = {_AR_SIZE} rows at x = e_d pinning the prediction there, the canary's target "
-        "±1; scores the released prediction at the canary (exactly Gaussian)",
+        f"n = {_REG_N}: {BLOCKS} orthogonal blocks of a canary (target −1 / +1) and "
+        f"{_REG_N // BLOCKS - 1} pushers (target +1) that put its curvature slab where the "
+        "noise term is positive (dperm.audit.objective_llr); scores each canary by the "
+        "exact log-likelihood ratio of the released θ; Clopper–Pearson (the LLR is not "
+        "Gaussian)",
     ),
     # ---------------------------------------------------------------- networks (#24)
     dict(
