@@ -23,8 +23,12 @@ from collections.abc import Callable
 from typing import Any
 
 from .._validation import check_delta, check_delta_size, check_epsilon, check_nonnegative
+from ..accounting import epsilon_spent, get_accountant
 from ..accounting.active import planned
+from ..accounting.calibrate import calibrate_noise_certified, clt_noise_guess
 from ..accounting.events import REPLACE_ONE, DpEvent, Gaussian, NonPrivate, SelfComposed
+from ..accounting.gaussian import gaussian_epsilon
+from ..accounting.pld import bounded_grid_epsilon, grid_step_for
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
 from ..sampling import PoissonSampler, Sampler, ShuffleSampler
 from . import _calibration_store
@@ -85,7 +89,6 @@ def resolve_accountant(accountant, sampler: Sampler) -> str:
 def _factory(accountant: str, neighbouring: str, grid: float | None = None) -> Callable[[], Any]:
     """A fresh accountant of ``neighbouring`` for each call (a PLD accountant on the
     grid step ``grid`` when given)."""
-    from ..accounting import get_accountant
 
     kwargs = {} if grid is None or accountant != "pld" else {"value_discretization_interval": grid}
     return lambda: get_accountant(accountant, neighbouring=neighbouring, **kwargs)
@@ -95,8 +98,6 @@ def pld_grid(epsilon: float) -> float:
     """The PLD grid step of a run at ε ≈ ``epsilon``
     (:func:`dperm.accounting.pld.grid_step_for`: 10⁻⁴·2ᵏ with ε/h ≤ 4096, so the
     accountant's arrays stay bounded at any ε; pessimistic at every h)."""
-    from ..accounting.pld import grid_step_for
-
     return grid_step_for(epsilon)
 
 
@@ -131,8 +132,6 @@ def calibrate_noise_multiplier(
     InvalidPrivacyParameter
         If no noise level meets the target.
     """
-    from ..accounting.calibrate import calibrate_noise_certified
-
     grid = pld_grid(epsilon) if accountant == "pld" else None
     lower, slope = start if start is not None else (None, None)
     z, eps = calibrate_noise_certified(
@@ -171,9 +170,6 @@ def epsilon_of(event: DpEvent, delta: float, accountant: str) -> float:
     neighbouring relation the event carries."""
     if isinstance(event, NonPrivate):
         return math.inf
-    from ..accounting import epsilon_spent
-    from ..accounting.pld import bounded_grid_epsilon
-
     try:
         cached = _EPSILON_CACHE.get((event, float(delta), accountant))
     except TypeError:  # an unhashable event: not cached
@@ -198,8 +194,6 @@ def _exact_gaussian_epsilon(event: DpEvent, delta: float) -> float | None:
         event, count = event.event, event.count
     if type(event) is not Gaussian or count == 0 or event.noise_multiplier == 0:
         return None
-    from ..accounting.gaussian import gaussian_epsilon
-
     return float(gaussian_epsilon(event.noise_multiplier / math.sqrt(count), delta))
 
 
@@ -237,8 +231,6 @@ def _start(sampler: Sampler, steps: int, epsilon: float, delta: float):
     q = sampler.sampling_rate
     if not (0.0 < q < 1.0 and epsilon <= 10.0) or isinstance(sampler, ShuffleSampler):
         return None
-    from ..accounting.calibrate import clt_noise_guess
-
     try:
         z, slope = clt_noise_guess(epsilon, delta, q, steps)
     except (ArithmeticError, ValueError):  # a guess out of floating-point range: none
@@ -270,8 +262,6 @@ def _stored_noise(key: tuple, make_event: Callable[[float], DpEvent]) -> float |
         return None
     event = make_event(z)
     grid = pld_grid(eps) if accountant == "pld" else None
-    from ..accounting import epsilon_spent
-
     try:
         spent = float(
             epsilon_spent(event, dlt, accountant=_factory(accountant, event.neighbouring, grid))

@@ -40,6 +40,9 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+# the default mechanism of the classifiers (mechanism="auto": clipped DP-SGD) and its
+# accountants, imported with the estimators rather than inside the first fit
+from ..algorithms import dp_sgd
 from ..constraints import L1Ball
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
 from ..losses import Squared
@@ -499,8 +502,6 @@ def _dp_sgd_adapter(estimator, loss, X, y, epsilon, delta, rng):
     (:func:`_dp_sgd_rule`); an explicit value always wins.
     Multi-class targets are fitted one-vs-rest by the estimator; the
     multinomial model is ``dp_sgd.fit(Softmax(k), ...)``."""
-    from ..algorithms import dp_sgd
-
     rule = _dp_sgd_rule(estimator, loss, X.shape[0], epsilon)
 
     def hyper(name):  # the estimator's own value, else the rule's (None: the library's)
@@ -529,8 +530,6 @@ def _dp_sgd_adapter(estimator, loss, X, y, epsilon, delta, rng):
 def _dp_sgd_single_adapter(estimator, loss, X, y, epsilon, delta, rng):
     """Single-sample noisy SGD (:func:`dperm.algorithms.dp_sgd.fit_single_sample`),
     replace-one; accounted by RDP (the only accountant with its event)."""
-    from ..algorithms import dp_sgd
-
     fit = dp_sgd.fit_single_sample
     settings = dict(
         epochs=getattr(estimator, "epochs", None),
