@@ -19,7 +19,9 @@ here) lives there.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from .._validation import check_delta, check_delta_size, check_epsilon, check_nonnegative
@@ -39,6 +41,7 @@ __all__ = [
     "check_accountant",
     "check_spent",
     "epsilon_of",
+    "prefetch_noise",
     "resolve_accountant",
     "resolve_noise",
 ]
@@ -275,6 +278,68 @@ def _stored_noise(key: tuple, make_event: Callable[[float], DpEvent]) -> float |
     return z
 
 
+def _calibrated(key: tuple, sampler: Sampler, steps: int) -> float:
+    """The noise multiplier of ``key`` = (event family, ε, δ, accountant) when it is not
+    in this process's cache: the persistent cache's z re-verified
+    (:func:`_stored_noise`), else a certified search (:func:`calibrate_noise_multiplier`,
+    then stored)."""
+    _, eps, dlt, accountant = key
+    z = _stored_noise(key, lambda v: sampler.event(v, steps))
+    if z is None:
+        z = calibrate_noise_multiplier(
+            lambda v: sampler.event(v, steps),
+            eps,
+            dlt,
+            accountant,
+            neighbouring=sampler.neighbouring,
+            start=_start(sampler, steps, eps, dlt),
+        )
+        _calibration_store.store(_store_key(key), z)
+    return z
+
+
+# calibrations started by prefetch_noise and not yet read by resolve_noise
+_PENDING: dict[tuple, Future] = {}
+
+
+def prefetch_noise(sampler: Sampler, steps: int, *, epsilon, delta, accountant: str) -> None:
+    """Start the noise calibration of a planned run in a background thread, so that it
+    runs beside what precedes :func:`resolve_noise` (a fit's one pass over X).
+
+    The calibration reads public numbers only (the event family of ``sampler`` and
+    ``steps``, ε, δ, the accountant), so computing it early reveals nothing, and it is
+    the same computation :func:`resolve_noise` would run (certified and checked the
+    same way); :func:`resolve_noise` with the same plan waits for it and uses it, or,
+    if it failed, computes it again and raises its error there.  A plan already
+    calibrated in this process, invalid parameters or an unhashable event start
+    nothing.  The PLD evaluations are numpy FFTs, which release the GIL.
+    """
+    try:
+        key = (
+            sampler.event(1.0, steps),
+            check_epsilon(epsilon),
+            check_delta(delta, allow_zero=False),
+            check_accountant(accountant),
+        )
+        if key in _CALIBRATION_CACHE or key in _PENDING:
+            return
+    except Exception:  # invalid or unhashable: resolve_noise will say why
+        return
+    if len(_PENDING) >= 16:  # runs that never reached resolve_noise (a failed fit)
+        for k in [k for k, f in _PENDING.items() if f.done()]:
+            _PENDING.pop(k, None)
+    future: Future = Future()
+
+    def work() -> None:
+        try:
+            future.set_result(_calibrated(key, sampler, steps))
+        except BaseException as exc:  # handed to resolve_noise
+            future.set_exception(exc)
+
+    _PENDING[key] = future
+    threading.Thread(target=work, name="dperm-calibration", daemon=True).start()
+
+
 def resolve_noise(
     sampler: Sampler,
     steps: int,
@@ -312,18 +377,14 @@ def resolve_noise(
         dlt = check_delta(delta, allow_zero=False)
         key = (sampler.event(1.0, steps), eps, dlt, accountant)
         z = _CALIBRATION_CACHE.get(key)
+        pending = _PENDING.pop(key, None) if z is None else None
+        if pending is not None:  # started by prefetch_noise: the same computation
+            try:
+                z = pending.result()
+            except Exception:  # recomputed below, where its error is raised
+                z = None
         if z is None:
-            z = _stored_noise(key, lambda v: sampler.event(v, steps))
-        if z is None:
-            z = calibrate_noise_multiplier(
-                lambda v: sampler.event(v, steps),
-                eps,
-                dlt,
-                accountant,
-                neighbouring=sampler.neighbouring,
-                start=_start(sampler, steps, eps, dlt),
-            )
-            _calibration_store.store(_store_key(key), z)
+            z = _calibrated(key, sampler, steps)
         if len(_CALIBRATION_CACHE) >= 256:
             _CALIBRATION_CACHE.clear()
         _CALIBRATION_CACHE[key] = z

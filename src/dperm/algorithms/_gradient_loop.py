@@ -77,6 +77,7 @@ from ._gradient_calibration import (
     check_accountant,
     check_spent,
     epsilon_of,
+    prefetch_noise,
     resolve_accountant,
     resolve_noise,
 )
@@ -122,6 +123,7 @@ __all__ = [
     "make_oracle",
     "make_sampler",
     "momentum_update",
+    "prefetch_noise",
     "prepare_data",
     "project",
     "prox_step",
