@@ -37,6 +37,7 @@ import numpy as np
 from . import _validation
 from ._validation import check_data_norm
 from .backends import numpy_inputs as _numpy_backend
+from .backends._products import design_kernel
 from .backends.numpy import Design, blas_controller
 from .backends.rows import augmented_bound, clip_factors
 from .exceptions import InvalidDataError, LabelError
@@ -55,6 +56,7 @@ __all__ = [
     "clip_factors",
     "encode_class_targets",
     "float_labels",
+    "glm_clipped_sum_kernel",
     "margins",
     "validate_estimator_input",
 ]
@@ -304,3 +306,18 @@ def margins(X, theta) -> np.ndarray:
     ndarray of shape (n,) or (n, k)
     """
     return backend_for(X).margins(X, theta)
+
+
+def glm_clipped_sum_kernel(X, loss, y, clipping_norm: float, *, weights=None):
+    """``f(theta, rows)`` = ``X.glm_clipped_sum(loss, theta, y, clipping_norm,
+    weights=weights, rows=rows)`` for a :class:`Design` ``X`` of any backend, the same
+    numbers; on the numpy Design with a run's constants bound once
+    (:func:`dperm.backends._products.design_kernel`), so that the DP-SGD loop's
+    per-step call costs only the step's gathers and products."""
+    if type(X) is Design:
+        return design_kernel(X, loss, y, clipping_norm, weights)
+
+    def clipped_sum(theta, rows):
+        return X.glm_clipped_sum(loss, theta, y, clipping_norm, weights=weights, rows=rows)
+
+    return clipped_sum

@@ -19,12 +19,18 @@ here) lives there.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from .._validation import check_delta, check_delta_size, check_epsilon, check_nonnegative
+from ..accounting import epsilon_spent, get_accountant
 from ..accounting.active import planned
+from ..accounting.calibrate import calibrate_noise_certified, clt_noise_guess
 from ..accounting.events import REPLACE_ONE, DpEvent, Gaussian, NonPrivate, SelfComposed
+from ..accounting.gaussian import gaussian_epsilon
+from ..accounting.pld import bounded_grid_epsilon, grid_step_for
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
 from ..sampling import PoissonSampler, Sampler, ShuffleSampler
 from . import _calibration_store
@@ -35,6 +41,7 @@ __all__ = [
     "check_accountant",
     "check_spent",
     "epsilon_of",
+    "prefetch_noise",
     "resolve_accountant",
     "resolve_noise",
 ]
@@ -85,7 +92,6 @@ def resolve_accountant(accountant, sampler: Sampler) -> str:
 def _factory(accountant: str, neighbouring: str, grid: float | None = None) -> Callable[[], Any]:
     """A fresh accountant of ``neighbouring`` for each call (a PLD accountant on the
     grid step ``grid`` when given)."""
-    from ..accounting import get_accountant
 
     kwargs = {} if grid is None or accountant != "pld" else {"value_discretization_interval": grid}
     return lambda: get_accountant(accountant, neighbouring=neighbouring, **kwargs)
@@ -95,8 +101,6 @@ def pld_grid(epsilon: float) -> float:
     """The PLD grid step of a run at ε ≈ ``epsilon``
     (:func:`dperm.accounting.pld.grid_step_for`: 10⁻⁴·2ᵏ with ε/h ≤ 4096, so the
     accountant's arrays stay bounded at any ε; pessimistic at every h)."""
-    from ..accounting.pld import grid_step_for
-
     return grid_step_for(epsilon)
 
 
@@ -131,8 +135,6 @@ def calibrate_noise_multiplier(
     InvalidPrivacyParameter
         If no noise level meets the target.
     """
-    from ..accounting.calibrate import calibrate_noise_certified
-
     grid = pld_grid(epsilon) if accountant == "pld" else None
     lower, slope = start if start is not None else (None, None)
     z, eps = calibrate_noise_certified(
@@ -171,9 +173,6 @@ def epsilon_of(event: DpEvent, delta: float, accountant: str) -> float:
     neighbouring relation the event carries."""
     if isinstance(event, NonPrivate):
         return math.inf
-    from ..accounting import epsilon_spent
-    from ..accounting.pld import bounded_grid_epsilon
-
     try:
         cached = _EPSILON_CACHE.get((event, float(delta), accountant))
     except TypeError:  # an unhashable event: not cached
@@ -198,8 +197,6 @@ def _exact_gaussian_epsilon(event: DpEvent, delta: float) -> float | None:
         event, count = event.event, event.count
     if type(event) is not Gaussian or count == 0 or event.noise_multiplier == 0:
         return None
-    from ..accounting.gaussian import gaussian_epsilon
-
     return float(gaussian_epsilon(event.noise_multiplier / math.sqrt(count), delta))
 
 
@@ -237,8 +234,6 @@ def _start(sampler: Sampler, steps: int, epsilon: float, delta: float):
     q = sampler.sampling_rate
     if not (0.0 < q < 1.0 and epsilon <= 10.0) or isinstance(sampler, ShuffleSampler):
         return None
-    from ..accounting.calibrate import clt_noise_guess
-
     try:
         z, slope = clt_noise_guess(epsilon, delta, q, steps)
     except (ArithmeticError, ValueError):  # a guess out of floating-point range: none
@@ -270,8 +265,6 @@ def _stored_noise(key: tuple, make_event: Callable[[float], DpEvent]) -> float |
         return None
     event = make_event(z)
     grid = pld_grid(eps) if accountant == "pld" else None
-    from ..accounting import epsilon_spent
-
     try:
         spent = float(
             epsilon_spent(event, dlt, accountant=_factory(accountant, event.neighbouring, grid))
@@ -283,6 +276,68 @@ def _stored_noise(key: tuple, make_event: Callable[[float], DpEvent]) -> float |
     _remember(event, dlt, accountant, spent)
     check_spent(event, eps, dlt, accountant, what=f"stored noise z={z:.6g}")
     return z
+
+
+def _calibrated(key: tuple, sampler: Sampler, steps: int) -> float:
+    """The noise multiplier of ``key`` = (event family, ε, δ, accountant) when it is not
+    in this process's cache: the persistent cache's z re-verified
+    (:func:`_stored_noise`), else a certified search (:func:`calibrate_noise_multiplier`,
+    then stored)."""
+    _, eps, dlt, accountant = key
+    z = _stored_noise(key, lambda v: sampler.event(v, steps))
+    if z is None:
+        z = calibrate_noise_multiplier(
+            lambda v: sampler.event(v, steps),
+            eps,
+            dlt,
+            accountant,
+            neighbouring=sampler.neighbouring,
+            start=_start(sampler, steps, eps, dlt),
+        )
+        _calibration_store.store(_store_key(key), z)
+    return z
+
+
+# calibrations started by prefetch_noise and not yet read by resolve_noise
+_PENDING: dict[tuple, Future] = {}
+
+
+def prefetch_noise(sampler: Sampler, steps: int, *, epsilon, delta, accountant: str) -> None:
+    """Start the noise calibration of a planned run in a background thread, so that it
+    runs beside what precedes :func:`resolve_noise` (a fit's one pass over X).
+
+    The calibration reads public numbers only (the event family of ``sampler`` and
+    ``steps``, ε, δ, the accountant), so computing it early reveals nothing, and it is
+    the same computation :func:`resolve_noise` would run (certified and checked the
+    same way); :func:`resolve_noise` with the same plan waits for it and uses it, or,
+    if it failed, computes it again and raises its error there.  A plan already
+    calibrated in this process, invalid parameters or an unhashable event start
+    nothing.  The PLD evaluations are numpy FFTs, which release the GIL.
+    """
+    try:
+        key = (
+            sampler.event(1.0, steps),
+            check_epsilon(epsilon),
+            check_delta(delta, allow_zero=False),
+            check_accountant(accountant),
+        )
+        if key in _CALIBRATION_CACHE or key in _PENDING:
+            return
+    except Exception:  # invalid or unhashable: resolve_noise will say why
+        return
+    if len(_PENDING) >= 16:  # runs that never reached resolve_noise (a failed fit)
+        for k in [k for k, f in _PENDING.items() if f.done()]:
+            _PENDING.pop(k, None)
+    future: Future = Future()
+
+    def work() -> None:
+        try:
+            future.set_result(_calibrated(key, sampler, steps))
+        except BaseException as exc:  # handed to resolve_noise
+            future.set_exception(exc)
+
+    _PENDING[key] = future
+    threading.Thread(target=work, name="dperm-calibration", daemon=True).start()
 
 
 def resolve_noise(
@@ -322,18 +377,14 @@ def resolve_noise(
         dlt = check_delta(delta, allow_zero=False)
         key = (sampler.event(1.0, steps), eps, dlt, accountant)
         z = _CALIBRATION_CACHE.get(key)
+        pending = _PENDING.pop(key, None) if z is None else None
+        if pending is not None:  # started by prefetch_noise: the same computation
+            try:
+                z = pending.result()
+            except Exception:  # recomputed below, where its error is raised
+                z = None
         if z is None:
-            z = _stored_noise(key, lambda v: sampler.event(v, steps))
-        if z is None:
-            z = calibrate_noise_multiplier(
-                lambda v: sampler.event(v, steps),
-                eps,
-                dlt,
-                accountant,
-                neighbouring=sampler.neighbouring,
-                start=_start(sampler, steps, eps, dlt),
-            )
-            _calibration_store.store(_store_key(key), z)
+            z = _calibrated(key, sampler, steps)
         if len(_CALIBRATION_CACHE) >= 256:
             _CALIBRATION_CACHE.clear()
         _CALIBRATION_CACHE[key] = z

@@ -54,7 +54,7 @@ import numpy as np
 
 from .._validation import check_data_norm, check_nonnegative, check_positive
 from ..accounting.events import ADD_REMOVE, NEIGHBOURING_RELATIONS, REPLACE_ONE
-from ..design import Design, as_design, check_X_y, clip_factors
+from ..design import Design, as_design, check_X_y, clip_factors, glm_clipped_sum_kernel
 from ..design import blas_controller as _blas_controller
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
 from ..sampling import (
@@ -77,6 +77,7 @@ from ._gradient_calibration import (
     check_accountant,
     check_spent,
     epsilon_of,
+    prefetch_noise,
     resolve_accountant,
     resolve_noise,
 )
@@ -123,6 +124,7 @@ __all__ = [
     "make_oracle",
     "make_sampler",
     "momentum_update",
+    "prefetch_noise",
     "prepare_data",
     "project",
     "prox_step",
@@ -260,15 +262,18 @@ class GLMOracle:
         self.loss = loss
         terms = getattr(loss, "_design_terms", None)
         self._base, self._weights = terms() if terms is not None else (loss, None)
+        # the per-step clipped sum with the run's constants bound once (the numpy
+        # Design: the same numbers, without the per-call dispatch)
+        self._kernel = glm_clipped_sum_kernel(
+            X, self._base, y, clipping_norm, weights=self._weights
+        )
 
     def batches(self, sampler, rng, steps):
         """The batches of ``sampler`` (drawn by the data's backend, same law)."""
         return self.X.batches(sampler, rng, steps)
 
     def clipped_sum(self, theta, idx):
-        return self.X.glm_clipped_sum(
-            self._base, theta, self.y, self.C, weights=self._weights, rows=idx
-        )
+        return self._kernel(theta, idx)
 
 
 class SoftmaxOracle(GLMOracle):

@@ -67,7 +67,7 @@ from ..schedules import get_schedule
 from . import _gradient_loop as gl
 from .base import Result, private_fit
 
-__all__ = ["default_hyperparameters", "fit", "fit_single_sample"]
+__all__ = ["default_hyperparameters", "fit", "fit_single_sample", "prefetch_noise"]
 
 
 def default_hyperparameters(
@@ -134,6 +134,78 @@ def default_hyperparameters(
     else:
         lr = 1.0 / C**2
     return {"batch_size": b, "epochs": epochs, "learning_rate": float(lr)}
+
+
+def _plan(
+    sampling, n_rows, size, defaults, sampling_rate, batch_size, epochs, steps, neighbouring,
+    dataset_size,
+):  # fmt: skip
+    """(sampler, steps) of a run: the batch size and epochs given, else ``defaults``'
+    (:func:`default_hyperparameters`, public numbers only)."""
+    if sampling_rate is None and batch_size is None:
+        batch_size = min(size, defaults["batch_size"])
+    if batch_size is not None and batch_size > size:
+        raise InvalidPrivacyParameter(
+            f"batch_size must be ≤ the dataset size {size}, got {batch_size}"
+        )
+    sampler = gl.make_sampler(
+        sampling,
+        n_rows,
+        sampling_rate=sampling_rate,
+        batch_size=batch_size,
+        neighbouring=neighbouring,
+        dataset_size=dataset_size,
+    )
+    if steps is None:
+        if epochs is None:
+            epochs = defaults["epochs"]
+        if isinstance(sampler, gl.ShuffleSampler):
+            steps = max(1, math.ceil(epochs * sampler.batches_per_epoch))
+        else:
+            # round first: b/n·n is not always exactly b in floating point
+            steps = max(1, math.ceil(round(epochs / sampler.sampling_rate, 6)))
+    return sampler, steps
+
+
+def prefetch_noise(
+    n_rows: int,
+    *,
+    epsilon,
+    delta,
+    neighbouring: str,
+    dataset_size=None,
+    sampling: str = "poisson",
+    sampling_rate=None,
+    batch_size=None,
+    epochs=None,
+    steps=None,
+    accountant=None,
+    noise_multiplier=None,
+    **settings,
+) -> None:
+    """Start the noise calibration of the run that :func:`fit` with these arguments
+    will make (:func:`dperm.algorithms._gradient_calibration.prefetch_noise`: a
+    background thread that the fit's own calibration then waits for) — from public
+    numbers only: the number of rows ``n_rows`` (the caller's ``dataset_size`` under
+    add/remove), ε, δ and the plan.  Only a plan fully given (``batch_size`` or
+    ``sampling_rate``, ``epochs`` or ``steps``) is prefetched; ``settings`` that do not
+    change the plan (learning rate, averaging, …) are ignored, and so is anything
+    invalid (the fit reports it).  Never raises."""
+    if epsilon is None or delta is None or noise_multiplier is not None:
+        return
+    if (batch_size is None and sampling_rate is None) or (epochs is None and steps is None):
+        return
+    try:
+        neighbouring = gl.check_neighbouring(neighbouring)
+        size = gl.public_size(neighbouring, dataset_size, n_rows, "the dataset size")
+        sampler, steps = _plan(
+            sampling, n_rows, size, {}, sampling_rate, batch_size, epochs, steps, neighbouring,
+            dataset_size,
+        )  # fmt: skip
+        accountant = gl.resolve_accountant(accountant, sampler)
+    except Exception:  # the fit raises it, with its own checks
+        return
+    gl.prefetch_noise(sampler, steps, epsilon=epsilon, delta=delta, accountant=accountant)
 
 
 @private_fit  # an active dperm.budget: reserve, run, commit the event
@@ -359,29 +431,11 @@ def fit(
     defaults = default_hyperparameters(
         size, d, epsilon, clipping_norm=clipping_norm, smoothness=smooth
     )
-    if sampling_rate is None and batch_size is None:
-        batch_size = min(size, defaults["batch_size"])
-    if batch_size is not None and batch_size > size:
-        raise InvalidPrivacyParameter(
-            f"batch_size must be ≤ the dataset size {size}, got {batch_size}"
-        )
-    sampler = gl.make_sampler(
-        sampling,
-        n_rows,
-        sampling_rate=sampling_rate,
-        batch_size=batch_size,
-        neighbouring=neighbouring,
-        dataset_size=dataset_size,
-    )
+    sampler, steps = _plan(
+        sampling, n_rows, size, defaults, sampling_rate, batch_size, epochs, steps,
+        neighbouring, dataset_size,
+    )  # fmt: skip
     accountant = gl.resolve_accountant(accountant, sampler)
-    if steps is None:
-        if epochs is None:
-            epochs = defaults["epochs"]
-        if isinstance(sampler, gl.ShuffleSampler):
-            steps = max(1, math.ceil(epochs * sampler.batches_per_epoch))
-        else:
-            # round first: b/n·n is not always exactly b in floating point
-            steps = max(1, math.ceil(round(epochs / sampler.sampling_rate, 6)))
     lr_default = learning_rate is None and (schedule is None or isinstance(schedule, str))
     # built now to validate the schedule before the (slower) calibration
     sched = get_schedule(

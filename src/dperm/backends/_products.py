@@ -8,7 +8,16 @@ import scipy.sparse as sp
 
 from .rows import clip_factors
 
-__all__ = ["clipped_rows_sum", "dense_batch", "every_row", "mm", "row_weighted", "tmm"]
+__all__ = [
+    "clipped_rows_kernel",
+    "clipped_rows_sum",
+    "dense_batch",
+    "design_kernel",
+    "every_row",
+    "mm",
+    "row_weighted",
+    "tmm",
+]
 
 
 def mm(A, w: np.ndarray) -> np.ndarray:
@@ -52,37 +61,89 @@ def dense_batch(X, rows) -> bool:
 
 def clipped_rows_sum(X, info, scaled, icol, loss, w, t0, y, clipping_norm, weights, rows):
     """``Design.glm_clipped_sum`` of one mini-batch of dense float64 rows as one function
-    (the same products as the general path, in the same order: the same numbers):
-    the batch gathered once, its margins, the clip factors cᵢ = min(1, C/(|sᵢ|·‖x̃ᵢ‖))
-    from the precomputed norms, one transposed product.  ``info`` is the design's
-    (n, 2) [scale, ‖x̃ᵢ‖] table, ``scaled`` whether rows carry a clipping scale, ``icol``
-    the implicit intercept column (None, a float or per-row values)."""
-    info = info.take(rows, axis=0)
-    Xb = X.take(rows, axis=0)
-    z = Xb @ w
-    sb = info[:, 0] if scaled else None
-    if sb is not None:
-        z *= sb
-    if isinstance(icol, np.ndarray):
-        icol = icol.take(rows)
-    if icol is not None:
-        z += icol * t0
-    s = np.asarray(loss.derivative(z, np.take(y, rows)), dtype=np.float64)
-    if weights is not None:
-        s = s * np.take(weights, rows)
-    if not np.isfinite(np.sum(s)):  # overflow: drop the example rather than release NaN
-        s = np.where(np.isfinite(s), s, 0.0)
-    a = np.abs(s)
-    a *= info[:, 1]  # ‖∇ℓᵢ‖ = |sᵢ|·‖x̃ᵢ‖
-    u = clip_factors(a, clipping_norm)  # a new array (s may alias the loss' input)
-    u *= s
-    g0 = None if icol is None else (icol @ u if isinstance(icol, np.ndarray) else icol * u.sum())
-    if sb is not None:
-        u *= sb
-    g = Xb.T @ u
-    if g0 is None:
-        return g
-    out = np.empty(g.size + 1)
-    out[:-1] = g
-    out[-1] = g0
-    return out
+    (:func:`clipped_rows_kernel` for one call)."""
+    return clipped_rows_kernel(X, info, scaled, icol, loss, y, clipping_norm, weights)(w, t0, rows)
+
+
+def clipped_rows_kernel(X, info, scaled, icol, loss, y, clipping_norm, weights):
+    """``f(w, t0, rows)``: ``Design.glm_clipped_sum`` of one mini-batch of dense float64
+    rows, with the run's constants bound once (a DP-SGD loop calls it every step:
+    nothing but the step's own products and gathers runs per call).
+
+    The same products as the general path, in the same order (the same numbers): the
+    batch gathered once, its margins, the clip factors cᵢ = min(1, C/(|sᵢ|·‖x̃ᵢ‖)) from
+    the precomputed norms (:func:`~dperm.backends.rows.clip_factors`), one transposed
+    product.  ``info`` is the design's (n, 2) [scale, ‖x̃ᵢ‖] table, ``scaled`` whether
+    rows carry a clipping scale, ``icol`` the implicit intercept column (None, a float
+    or per-row values), ``weights`` per-row weights or None."""
+    derivative, C = loss.derivative, float(clipping_norm)
+    y = np.asarray(y)
+    weights = None if weights is None else np.asarray(weights)
+    add, finite, where = np.add.reduce, np.isfinite, np.where
+    icol_rows = isinstance(icol, np.ndarray)
+
+    def clipped_sum(w, t0, rows):
+        inf = info.take(rows, axis=0)
+        Xb = X.take(rows, axis=0)
+        z = Xb @ w
+        sb = inf[:, 0] if scaled else None
+        if sb is not None:
+            z *= sb
+        ib = icol.take(rows) if icol_rows else icol
+        if ib is not None:
+            z += ib * t0
+        s = np.asarray(derivative(z, y.take(rows)), dtype=np.float64)
+        if weights is not None:
+            s = s * weights.take(rows)
+        if not finite(add(s)):  # overflow: drop the example rather than release NaN
+            s = where(finite(s), s, 0.0)
+        a = np.abs(s)
+        a *= inf[:, 1]  # ‖∇ℓᵢ‖ = |sᵢ|·‖x̃ᵢ‖
+        u = clip_factors(a, C)  # a new array (s may alias the loss' input)
+        u *= s
+        g0 = None if ib is None else (ib @ u if icol_rows else ib * add(u))
+        if sb is not None:
+            u *= sb
+        g = Xb.T @ u
+        if g0 is None:
+            return g
+        out = np.empty(g.size + 1)
+        out[:-1] = g
+        out[-1] = g0
+        return out
+
+    return clipped_sum
+
+
+def design_kernel(design, loss, y, clipping_norm, weights):
+    """``f(theta, rows)``: ``design.glm_clipped_sum(loss, theta, y, clipping_norm,
+    weights=weights, rows=rows)`` (the numpy Design's), the same numbers; a mini-batch
+    of integer rows of dense float64 X runs :func:`clipped_rows_kernel`, built at the
+    first such call (a full batch never needs its (n, 2) table), anything else the
+    method itself."""
+    general = design.glm_clipped_sum
+    d_eff, intercept = design.shape[1], design.fit_intercept
+    dense = dense_batch(design.X, np.empty(0, dtype=np.intp))
+    kernel = None
+
+    def clipped_sum(theta, rows):
+        nonlocal kernel
+        if (
+            not dense
+            or type(rows) is not np.ndarray
+            or rows.dtype.kind not in "iu"
+            or type(theta) is not np.ndarray
+            or theta.shape != (d_eff,)
+            or theta.dtype != np.float64
+        ):
+            return general(loss, theta, y, clipping_norm, weights=weights, rows=rows)
+        if kernel is None:
+            info, scaled = design._batch_info(), design._scale is not None
+            kernel = clipped_rows_kernel(
+                design.X, info, scaled, design._icol, loss, y, clipping_norm, weights
+            )
+        if intercept:
+            return kernel(theta[:-1], theta[-1], rows)
+        return kernel(theta, None, rows)
+
+    return clipped_sum

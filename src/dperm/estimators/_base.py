@@ -554,6 +554,12 @@ class DPLinearModelBase(BaseEstimator):
         k = len(problems)
         eps_k, delta_k = epsilon / k, delta / k  # basic composition (Dwork & Roth, Thm 3.16)
 
+        # a mechanism's calibration reads public numbers only: started now, it runs
+        # beside the pass over X below (e.g. dperm.algorithms.dp_sgd.prefetch_noise)
+        prefetch = getattr(get_mechanism(self.mechanism_), "prefetch", None)
+        if prefetch is not None and weight is None:
+            loss = Softmax(len(self.classes_)) if multinomial else self._auto_loss()
+            prefetch(self, loss, n, eps_k, delta_k)
         Xd, n_clipped = self._design(X)
         _refuse_mostly_clipped(n_clipped, n, self.data_norm)
         d_aug = Xd.shape[1]

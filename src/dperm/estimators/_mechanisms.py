@@ -40,6 +40,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ..algorithms import dp_sgd  # the classifiers' default: imported now, not in a fit
 from ..constraints import L1Ball
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
 from ..losses import Squared
@@ -487,6 +488,34 @@ def _dp_sgd_rule(estimator, loss, n: int, epsilon: float) -> dict:
     return {}
 
 
+def _dp_sgd_plan(estimator, loss, n: int, epsilon: float) -> tuple[dict, dict]:
+    """(rule, settings): :func:`_dp_sgd_rule`, the fit's sampling, epochs, batch, accountant."""
+    rule = _dp_sgd_rule(estimator, loss, n, epsilon)
+
+    def hyper(name):  # the estimator's own value, else the rule's (None: the library's)
+        value = getattr(estimator, name, None)
+        return rule.get(name) if value is None else value
+
+    accountant = getattr(estimator, "accountant", None) or "pld"
+    settings = dict(
+        sampling="without_replacement" if accountant == "rdp" else "poisson",
+        epochs=hyper("epochs"),
+        batch_size=hyper("batch_size"),
+        accountant=accountant,
+    )
+    if hyper("averaging") is not None:  # set by the auto rule only
+        settings["averaging"] = hyper("averaging")
+    return rule, settings
+
+
+def _dp_sgd_prefetch(estimator, loss, n: int, epsilon: float, delta: float) -> None:
+    """The fit's noise calibration started in the background before the pass over X
+    (:func:`dperm.algorithms.dp_sgd.prefetch_noise`; public numbers only)."""
+    settings = _dp_sgd_plan(estimator, loss, n, epsilon)[1]
+    settings["noise_multiplier"] = getattr(estimator, "noise_multiplier", None)
+    dp_sgd.prefetch_noise(n, epsilon=epsilon, delta=delta, neighbouring="replace-one", **settings)
+
+
 def _dp_sgd_adapter(estimator, loss, X, y, epsilon, delta, rng):
     """Mini-batch DP-SGD (:func:`dperm.algorithms.dp_sgd.fit`) under the estimators'
     guarantee, **replace-one** with n public: per-example clipping at C, so a
@@ -504,23 +533,7 @@ def _dp_sgd_adapter(estimator, loss, X, y, epsilon, delta, rng):
     (:func:`_dp_sgd_rule`); an explicit value always wins.
     Multi-class targets are fitted one-vs-rest by the estimator; the
     multinomial model is ``dp_sgd.fit(Softmax(k), ...)``."""
-    from ..algorithms import dp_sgd
-
-    rule = _dp_sgd_rule(estimator, loss, X.shape[0], epsilon)
-
-    def hyper(name):  # the estimator's own value, else the rule's (None: the library's)
-        value = getattr(estimator, name, None)
-        return rule.get(name) if value is None else value
-
-    accountant = getattr(estimator, "accountant", None) or "pld"
-    settings = dict(
-        sampling="without_replacement" if accountant == "rdp" else "poisson",
-        epochs=hyper("epochs"),
-        batch_size=hyper("batch_size"),
-        accountant=accountant,
-    )
-    if hyper("averaging") is not None:  # set by the auto rule only
-        settings["averaging"] = hyper("averaging")
+    rule, settings = _dp_sgd_plan(estimator, loss, X.shape[0], epsilon)
     fraction = rule.get("clip_fraction")
     if fraction is not None and getattr(estimator, "clipping_norm", None) is None:
         # C = fraction·L, L the loss's Lipschitz bound over the PUBLIC row bound (no data)
@@ -534,8 +547,6 @@ def _dp_sgd_adapter(estimator, loss, X, y, epsilon, delta, rng):
 def _dp_sgd_single_adapter(estimator, loss, X, y, epsilon, delta, rng):
     """Single-sample noisy SGD (:func:`dperm.algorithms.dp_sgd.fit_single_sample`),
     replace-one; accounted by RDP (the only accountant with its event)."""
-    from ..algorithms import dp_sgd
-
     fit = dp_sgd.fit_single_sample
     settings = dict(
         epochs=getattr(estimator, "epochs", None),
@@ -548,6 +559,7 @@ def _dp_sgd_single_adapter(estimator, loss, X, y, epsilon, delta, rng):
 register_mechanism("dp-gd", _dp_gd_adapter, default_alpha=_no_ridge)
 register_mechanism("dp-gd-avg", _dp_gd_avg_adapter, default_alpha=_no_ridge)
 register_mechanism("dp-sgd", _dp_sgd_adapter, default_alpha=_no_ridge)
+_dp_sgd_adapter.prefetch = _dp_sgd_prefetch  # read by the estimators' fit
 register_mechanism("dp-sgd-single", _dp_sgd_single_adapter, default_alpha=_no_ridge)
 
 
