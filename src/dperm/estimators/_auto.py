@@ -63,7 +63,7 @@ from typing import Any
 
 from .._validation import check_count, check_delta, check_epsilon
 from ..exceptions import UnknownNameError
-from ..losses.base import PRIOR_RELAX_ABOVE
+from ..losses.base import MARGIN_BOUND, PRIOR_RELAX_ABOVE, prior_margin
 
 __all__ = [
     "AUTO",
@@ -83,6 +83,7 @@ __all__ = [
     "binary_dp_sgd_schedule",
     "dp_sgd_schedule",
     "multi_dp_sgd_schedule",
+    "prior_bound",
     "quantile_steps",
 ]
 
@@ -530,3 +531,15 @@ def _classifier(task, n, D, k, eps, dlt, flags, choice):
         binary_dp_sgd_schedule(n, eps),
         multi=multi,
     )
+
+
+def prior_bound(estimator, loss, epsilon: float) -> float | None:
+    """The public prior bound on ‖θ‖ with which objective perturbation chooses Δ:
+    None (its default √k·B₀/R, B₀ the loss's :attr:`~dperm.losses.GLMLoss.margin_bound`)
+    for the classifiers; for the regressors (``_relaxed_prior``) the loss's prior
+    (Huber: 10·h, in the units of y, so the fit is equivariant in them) relaxed like
+    √(ε/10) beyond ε = 10 (:func:`dperm.losses.prior_margin`)."""
+    if not getattr(estimator, "_relaxed_prior", False):
+        return None
+    base = getattr(loss, "margin_bound", MARGIN_BOUND)
+    return prior_margin(base, epsilon) / float(estimator.data_norm_)

@@ -46,6 +46,7 @@ from ..exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameE
 from ..losses import Squared
 from ..losses.base import MARGIN_BOUND, OUTPUT_MARGIN_BOUND, PRIOR_RELAX_ABOVE, prior_margin
 from ..losses.softmax import Softmax
+from ._auto import prior_bound
 
 __all__ = [
     "MARGIN_BOUND",
@@ -272,18 +273,6 @@ def auto_alpha(
 
 #: the perturbation Λ rules and their prior margin B₀ (relaxed for the regressors)
 _MARGINS = {objective_alpha_rule: MARGIN_BOUND, output_alpha_rule: OUTPUT_MARGIN_BOUND}
-
-
-def prior_bound(estimator, loss, epsilon: float) -> float | None:
-    """The public prior bound on ‖θ‖ with which objective perturbation chooses Δ:
-    None (its default √k·B₀/R, B₀ the loss's :attr:`~dperm.losses.GLMLoss.margin_bound`)
-    for the classifiers; for the regressors (``_relaxed_prior``) the loss's prior
-    (Huber: 10·h, in the units of y, so the fit is equivariant in them) relaxed like
-    √(ε/10) beyond ε = 10 (:func:`dperm.losses.prior_margin`)."""
-    if not getattr(estimator, "_relaxed_prior", False):
-        return None
-    base = getattr(loss, "margin_bound", MARGIN_BOUND)
-    return prior_margin(base, epsilon) / float(estimator.data_norm_)
 
 
 # ----------------------------------------------------------------------------- built-ins
