@@ -41,10 +41,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..constraints import L1Ball
+from ..design import as_design
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
 from ..losses import Squared
 from ..losses.base import MARGIN_BOUND, OUTPUT_MARGIN_BOUND, PRIOR_RELAX_ABOVE, prior_margin
 from ..losses.softmax import Softmax
+from ._auto import output_clip_fraction
 
 __all__ = [
     "MARGIN_BOUND",
@@ -283,10 +285,11 @@ def prior_bound(estimator, epsilon: float) -> float | None:
 
 
 # ----------------------------------------------------------------------------- built-ins
-def _multinomial_alpha(estimator, loss, X, epsilon, rule) -> float:
+def _multinomial_alpha(estimator, loss, X, epsilon, rule, data_norm) -> float:
     """Λ of a multinomial (softmax) fit: with ``alpha="auto"`` the rule evaluated for
     k classes (the estimator resolved it for one binary problem), recorded in
-    ``alpha_``/``l2_`` so that they describe the objective actually used."""
+    ``alpha_``/``l2_`` so that they describe the objective actually used; ``data_norm``
+    is the rows' public bound (``data_norm_``, or the output default's r)."""
 
     if not isinstance(loss, Softmax):  # e.g. sample weights around the softmax loss
         raise InvalidDataError(
@@ -294,25 +297,27 @@ def _multinomial_alpha(estimator, loss, X, epsilon, rule) -> float:
             "support sample_weight"
         )
     if isinstance(estimator.alpha, str) and estimator.penalty == "l2":
-        lam = rule(X.shape[0], X.shape[1], epsilon, estimator.data_norm_, n_classes=loss.n_classes)
+        lam = rule(X.shape[0], X.shape[1], epsilon, data_norm, n_classes=loss.n_classes)
         estimator.alpha_ = estimator.l2_ = float(lam)
     return estimator.l2_
 
 
-def _perturbation_fit(fit, estimator, loss, X, y, epsilon, delta, rng, rule=None):
+def _perturbation_fit(fit, estimator, loss, X, y, epsilon, delta, rng, rule=None, data_norm=None):
     """``fit`` of objective or output perturbation (they take the same settings)
     with the estimator's Λ, noise, constraint, regularizer and solver settings;
-    ``rule`` gives Λ for k classes when the loss is the softmax loss."""
+    ``rule`` gives Λ for k classes when the loss is the softmax loss; ``data_norm``
+    (default ``data_norm_``) the public bound of the rows X."""
+    data_norm = estimator.data_norm_ if data_norm is None else data_norm
     alpha = estimator.l2_
     if getattr(loss, "multiclass", False):
-        alpha = _multinomial_alpha(estimator, loss, X, epsilon, rule)
+        alpha = _multinomial_alpha(estimator, loss, X, epsilon, rule, data_norm)
     return fit(
         loss,
         X,
         y,
         epsilon=epsilon,
         delta=delta,
-        data_norm=estimator.data_norm_,
+        data_norm=data_norm,
         alpha=alpha,
         noise=estimator.noise,
         constraint=estimator.constraint_,
@@ -331,20 +336,26 @@ def _objective_adapter(estimator, loss, X, y, epsilon, delta, rng):
 
 
 def _output_adapter(estimator, loss, X, y, epsilon, delta, rng):
+    """Output perturbation (:func:`dperm.algorithms.output_perturbation.fit`).  The
+    multinomial default (softmax loss, ``alpha="auto"``, ℓ2 penalty) first clips the
+    effective rows, intercept included, to the public r = f(ε)·R, R = ``data_norm_``
+    (:func:`~dperm.estimators._auto.output_clip_fraction`); Λ is the rule at r.  A
+    numeric Λ or another penalty keeps R (the user's Λ was chosen for it)."""
     from ..algorithms import output_perturbation
 
+    r, f = None, output_clip_fraction(epsilon)
+    if isinstance(loss, Softmax) and isinstance(estimator.alpha, str) and f < 1.0:
+        if estimator.penalty == "l2":
+            r = f * float(estimator.data_norm_)
+            X = as_design(X, r, warn=False)  # a per-row scale, no copy; in n_clipped
+    fit = output_perturbation.fit
     return _perturbation_fit(
-        output_perturbation.fit, estimator, loss, X, y, epsilon, delta, rng, output_alpha_rule
+        fit, estimator, loss, X, y, epsilon, delta, rng, output_alpha_rule, data_norm=r
     )
 
 
 register_mechanism("objective", _objective_adapter, default_alpha=objective_alpha_rule)
 register_mechanism("output", _output_adapter, default_alpha=output_alpha_rule)
-
-# Other mechanisms ("dp-gd", "dp-sgd", "dp-sgd-single", "amp", "amp-nt", "bolt-on")
-# register here, one additive line each, e.g.
-#     register_mechanism("dp-sgd", _dp_sgd_adapter)
-# with the adapter importing its algorithm module lazily (keeps `import dperm` light).
 
 
 # ----------------------------------------------------------------------------- frank-wolfe
