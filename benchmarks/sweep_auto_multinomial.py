@@ -23,7 +23,8 @@ Candidates, all through ``DPLogisticRegression(classes=...)`` (multinomial), rep
 * ``output``: output perturbation named at its defaults (rows clipped to
   :func:`dperm.estimators._auto.output_clip_fraction` of their bound, the Λ rule there);
   with ``--output-grid`` also numeric Λ (multiples of the unclipped rule, no clipping)
-  and other clipping fractions (issue #30: ``--only output --output-grid``).
+  and other clipping fractions, with and without the smaller intercept column
+  (``_scale``: ``OUTPUT_INTERCEPT_SCALE``; issue #30: ``--only output --output-grid``).
 
 The numbers of the run that fixed the rule are in ``docs/choosing_a_mechanism.md``.
 """
@@ -106,7 +107,8 @@ def _output_candidates(n, D, k, eps, R, grid):
     """``output``: the named mechanism at its defaults (row clipping and the Λ rule); with
     ``grid`` the unclipped rule's Λ times each of :data:`OUTPUT_FACTORS` (a numeric Λ:
     no clipping; R the augmented row bound) and the default with each clipping fraction
-    of :data:`OUTPUT_CLIPS` (key ``_clip``: ``OUTPUT_CLIP_FRACTION`` for that run)."""
+    of :data:`OUTPUT_CLIPS` (key ``_clip``: ``OUTPUT_CLIP_FRACTION`` for that run), and
+    two with the intercept column left at s (``_scale``: ``OUTPUT_INTERCEPT_SCALE``)."""
     from dperm.estimators._mechanisms import output_alpha_rule
 
     out = {"output": {"mechanism": "output"}}
@@ -116,6 +118,8 @@ def _output_candidates(n, D, k, eps, R, grid):
             out[f"output Λ={f:g}×rule ({f * lam:.2e})"] = dict(mechanism="output", alpha=f * lam)
         for f in OUTPUT_CLIPS:
             out[f"output clip f={f:g}"] = dict(mechanism="output", _clip=f)
+        for f in (0.4, 0.2):  # the intercept column left at intercept_scaling (s′ = s)
+            out[f"output clip f={f:g} s′=s"] = dict(mechanism="output", _clip=f, _scale=1e9)
     return out
 
 
@@ -141,7 +145,7 @@ def _candidates(n, eps, L, grid, only, output=(), output_grid=False):
 def main(argv=None) -> int:
     from dperm import DPLogisticRegression
     from dperm.backends.rows import augmented_bound
-    from dperm.estimators import _auto
+    from dperm.estimators import _auto, _output_rows
     from dperm.losses import Softmax
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -158,7 +162,7 @@ def main(argv=None) -> int:
     for pt in filter(None, args.points.split(";")):
         b, epochs, frac, step = pt.split(":")
         GRID.append((int(b), int(epochs), float(frac), float(step)))
-    default_clip = _auto.OUTPUT_CLIP_FRACTION
+    default_clip, default_scale = _auto.OUTPUT_CLIP_FRACTION, _auto.OUTPUT_INTERCEPT_SCALE
     print(f"load average at start: {os.getloadavg()[0]:.1f}", flush=True)
     for cell in args.cells.split(","):
         name, eps = cell.split(":")
@@ -177,6 +181,7 @@ def main(argv=None) -> int:
             accs, t0 = [], time.perf_counter()
             kw = dict(kw)
             _auto.OUTPUT_CLIP_FRACTION = kw.pop("_clip", default_clip)
+            _output_rows.OUTPUT_INTERCEPT_SCALE = kw.pop("_scale", default_scale)
             for seed in seeds:
                 est = DPLogisticRegression(
                     epsilon=eps, data_norm=bound, classes=classes,

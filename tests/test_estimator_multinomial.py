@@ -9,6 +9,7 @@ from sklearn.datasets import make_blobs
 from sklearn.linear_model import LogisticRegression
 
 from dperm.accounting import EpsilonDelta, Gaussian, PoissonSampled, SelfComposed, epsilon_spent
+from dperm.design import augmented_bound
 from dperm.estimators import DPLogisticRegression
 from dperm.estimators._auto import output_clip_fraction
 from dperm.estimators._mechanisms import objective_alpha_rule, output_alpha_rule
@@ -63,7 +64,11 @@ def test_multinomial_perturbation_is_one_model_with_the_whole_budget(blobs, mech
     # alpha="auto": the rule evaluated for k = 4 classes, recorded
     # (output: at the rows' clipped bound f(ε)·R, tests/test_output_default.py)
     rule = objective_alpha_rule if mechanism == "objective" else output_alpha_rule
-    bound = clf.data_norm_ * (1.0 if mechanism == "objective" else output_clip_fraction(1.0))
+    bound = clf.diagnostics_["data_norm"]  # objective: data_norm_; output: f(ε)·√(R² + s′²)
+    if mechanism == "objective":
+        assert bound == pytest.approx(clf.data_norm_)
+    else:
+        assert bound == pytest.approx(output_clip_fraction(1.0) * augmented_bound(1.0, 0.1))
     assert clf.alpha_ == pytest.approx(rule(2400, 6, 1.0, bound, n_classes=4))
     reference = LogisticRegression().fit(X, y).score(Xt, yt)
     assert clf.score(Xt, yt) >= reference - (0.1 if mechanism == "objective" else 0.2)

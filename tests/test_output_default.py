@@ -11,13 +11,16 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
+from dperm.design import as_design, augmented_bound
 from dperm.estimators import DPLogisticRegression, _auto
 from dperm.estimators._auto import (
     CONSISTENT_ABOVE,
     OUTPUT_CLIP_FRACTION,
+    OUTPUT_INTERCEPT_SCALE,
     output_clip_fraction,
 )
 from dperm.estimators._mechanisms import output_alpha_rule
+from dperm.estimators._output_rows import scale_intercept
 from dperm.exceptions import InvalidPrivacyParameter
 
 
@@ -55,11 +58,14 @@ def test_default_clips_rows_and_calibrates_at_the_clipped_bound(digits, epsilon)
     X, y, _, _ = digits
     clf = _fit(X, y, epsilon=epsilon, random_state=0)
     diag = clf.diagnostics_
-    r = OUTPUT_CLIP_FRACTION * clf.data_norm_
+    # the intercept column s′ = min(0.5, 0.1·R) = 0.1, rows clipped to f·√(R² + s′²)
+    r = OUTPUT_CLIP_FRACTION * augmented_bound(1.0, OUTPUT_INTERCEPT_SCALE)
     n = X.shape[0]
     assert diag["data_norm"] == pytest.approx(r)
     assert diag["n_clipped"] > 0  # the rule's clipping is counted
     assert clf.alpha_ == pytest.approx(output_alpha_rule(n, 65, epsilon, r, n_classes=10))
+    # intercept_ = θ_d·s with θ_d mapped back from the s′ column: scores as coef_/intercept_
+    np.testing.assert_allclose(clf.decision_function(X), X @ clf.coef_.T + clf.intercept_)
     # Δ₂ = 2L/(nΛ) with the softmax L = √2·r of the clipped rows
     assert diag["sensitivity"] == pytest.approx(2 * math.sqrt(2) * r / (n * clf.alpha_))
     assert clf.epsilon_ == epsilon and clf.neighbouring_ == "replace-one"
@@ -82,11 +88,11 @@ def test_rows_at_the_bound_give_the_unclipped_fit(digits, monkeypatch):
     the unclipped one divided by f — the same predictions (a check that Λ and Δ₂ are
     both evaluated at the clipped bound)."""
     X, y, Xt, _ = digits
-    # effective rows (x, s) all of norm √(R² + s²): ‖x‖ = 1
+    # rows all of norm R = 1 (no intercept column: the clipping alone)
     X, Xt = (A / np.linalg.norm(A, axis=1, keepdims=True) for A in (X, Xt))
-    clipped = _fit(X, y, epsilon=1.0, random_state=3)
+    clipped = _fit(X, y, epsilon=1.0, random_state=3, fit_intercept=False)
     monkeypatch.setattr(_auto, "OUTPUT_CLIP_FRACTION", 1.0)
-    full = _fit(X, y, epsilon=1.0, random_state=3)
+    full = _fit(X, y, epsilon=1.0, random_state=3, fit_intercept=False)
     assert full.diagnostics_["data_norm"] == pytest.approx(full.data_norm_)
     f = OUTPUT_CLIP_FRACTION
     np.testing.assert_allclose(clipped.coef_ * f, full.coef_, rtol=1e-4, atol=1e-6)
@@ -105,3 +111,19 @@ def test_clipping_improves_the_default_on_digits(digits, monkeypatch):
     monkeypatch.setattr(_auto, "OUTPUT_CLIP_FRACTION", 1.0)
     unclipped = mean_score()
     assert default > unclipped + 0.02, (default, unclipped)
+
+
+def test_intercept_coordinate_maps_back_to_intercept_scaling():
+    """The fit on the column s′ = g·s releases θ′; θ′ with θ_d·g scores every row as θ′
+    does on the s′ column, so ``intercept_`` = θ_d·s stays right."""
+    from dperm.algorithms.base import Result
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 4)) / 4
+    theta = rng.normal(size=(5, 3))
+    released = Result(theta=theta, event=None, diagnostics={})
+    mapped = scale_intercept(released, 0.1 / 0.5).theta
+    on_s = as_design(X, 1.0, intercept_scaling=0.5, warn=False) @ mapped
+    on_s_new = as_design(X, 1.0, intercept_scaling=0.1, warn=False) @ theta
+    np.testing.assert_allclose(on_s, on_s_new)
+    assert scale_intercept(released, 1.0) is released

@@ -76,6 +76,7 @@ __all__ = [
     "MULTI_CLIP_FRACTION",
     "MULTI_STEP_CLIP",
     "OUTPUT_CLIP_FRACTION",
+    "OUTPUT_INTERCEPT_SCALE",
     "QUANTILE_MAX_STEPS",
     "QUANTILE_SCALE",
     "TASKS",
@@ -108,6 +109,9 @@ MULTI_STEP_CLIP = 3.0
 #: multinomial output perturbation: the effective rows (intercept included) are clipped
 #: to this fraction of their public bound R (:func:`output_clip_fraction`)
 OUTPUT_CLIP_FRACTION = 0.4
+#: multinomial output perturbation with clipped rows: the implicit intercept column is
+#: min(intercept_scaling, OUTPUT_INTERCEPT_SCALE·data_norm) (:func:`output_clip_fraction`)
+OUTPUT_INTERCEPT_SCALE = 0.1
 #: classification: objective perturbation above this ε (the consistency regime, where
 #: the Λ rules fall like 1/(nε): :func:`dperm.losses.prior_margin`)
 CONSISTENT_ABOVE = PRIOR_RELAX_ABOVE

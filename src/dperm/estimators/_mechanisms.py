@@ -41,12 +41,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ..constraints import L1Ball
-from ..design import as_design
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
 from ..losses import Squared
 from ..losses.base import MARGIN_BOUND, OUTPUT_MARGIN_BOUND, PRIOR_RELAX_ABOVE, prior_margin
 from ..losses.softmax import Softmax
-from ._auto import output_clip_fraction
+from ._output_rows import output_rows, scale_intercept
 
 __all__ = [
     "MARGIN_BOUND",
@@ -336,22 +335,16 @@ def _objective_adapter(estimator, loss, X, y, epsilon, delta, rng):
 
 
 def _output_adapter(estimator, loss, X, y, epsilon, delta, rng):
-    """Output perturbation (:func:`dperm.algorithms.output_perturbation.fit`).  The
-    multinomial default (softmax loss, ``alpha="auto"``, ℓ2 penalty) first clips the
-    effective rows, intercept included, to the public r = f(ε)·R, R = ``data_norm_``
-    (:func:`~dperm.estimators._auto.output_clip_fraction`); Λ is the rule at r.  A
-    numeric Λ or another penalty keeps R (the user's Λ was chosen for it)."""
+    """Output perturbation (:func:`dperm.algorithms.output_perturbation.fit`); the
+    multinomial default clips its rows first (:func:`._output_rows.output_rows`)."""
     from ..algorithms import output_perturbation
 
-    r, f = None, output_clip_fraction(epsilon)
-    if isinstance(loss, Softmax) and isinstance(estimator.alpha, str) and f < 1.0:
-        if estimator.penalty == "l2":
-            r = f * float(estimator.data_norm_)
-            X = as_design(X, r, warn=False)  # a per-row scale, no copy; in n_clipped
+    X, r, g = output_rows(estimator, loss, X, epsilon)
     fit = output_perturbation.fit
-    return _perturbation_fit(
+    res = _perturbation_fit(
         fit, estimator, loss, X, y, epsilon, delta, rng, output_alpha_rule, data_norm=r
     )
+    return scale_intercept(res, g)
 
 
 register_mechanism("objective", _objective_adapter, default_alpha=objective_alpha_rule)
