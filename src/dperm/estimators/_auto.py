@@ -338,8 +338,10 @@ def output_clip_fraction(epsilon: float) -> float:
     factor leaves every argmax prediction unchanged, and the rescaled problem with
     Λ ∝ r² has the same minimizer up to the factor, so the fit is the same — while
     rows well inside it (MNIST's digits: ‖x‖ ≈ 0.33 under the public bound 1, plus
-    the intercept column 0.5) stop paying for the worst case.  Chosen on validation
-    splits of the training rows (``benchmarks/sweep_auto_multinomial.py
+    the intercept column 0.5) stop paying for the worst case.  The default also makes
+    the implicit intercept column min(s, :data:`OUTPUT_INTERCEPT_SCALE`·R), so that the
+    clipped norm goes to the features (:mod:`dperm.estimators._output_rows`).  Chosen
+    on validation splits of the training rows (``benchmarks/sweep_auto_multinomial.py
     --output-grid``; ``docs/choosing_a_mechanism.md``).  Public inputs only (ε).
 
     Examples
