@@ -127,3 +127,27 @@ def test_intercept_coordinate_maps_back_to_intercept_scaling():
     on_s_new = as_design(X, 1.0, intercept_scaling=0.1, warn=False) @ theta
     np.testing.assert_allclose(on_s, on_s_new)
     assert scale_intercept(released, 1.0) is released
+
+
+@pytest.mark.parametrize("epsilon", [0.01, 1.0, 20.0, 1e4])
+@pytest.mark.parametrize("kind", ["dense", "float32", "sparse", "no-intercept", "zero-rows"])
+def test_default_never_raises_inside_the_bounds(epsilon, kind):
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 6)) / 6
+    y = rng.integers(0, 3, size=40)
+    kw = {}
+    if kind == "float32":
+        X = X.astype(np.float32)
+    elif kind == "sparse":
+        X = sp.random(40, 6, density=0.3, format="csr", random_state=1) / 3
+    elif kind == "no-intercept":
+        kw["fit_intercept"] = False
+    elif kind == "zero-rows":
+        X[:10] = 0.0
+    clf = DPLogisticRegression(
+        mechanism="output", epsilon=epsilon, classes=[0, 1, 2], random_state=0, **kw
+    ).fit(X, y)
+    assert np.all(np.isfinite(clf.coef_)) and np.all(np.isfinite(clf.intercept_))
+    assert set(clf.predict(X)) <= {0, 1, 2}
