@@ -1,7 +1,7 @@
 """DP-SGD on a 2-worker Dask ``LocalCluster``: the two ratios of issue #31 in one run.
 
 1. **Speed** (issue #31 §2, target ≤ 3): one epoch of
-   ``DPLogisticRegression(mechanism="dp-sgd", epochs=1)`` (default batch √n, ε = 1,
+   ``DPLogisticRegression(mechanism="dp-sgd", epochs=1, batch_size=√n)`` (ε = 1,
    replace-one) on a 2·10⁶ × 50 float32 Dask array persisted on the cluster
    (``--chunk`` rows a partition) / the same fit on the numpy array, same
    ``random_state``: the measurement of ``bench_scale.py --sgd-ratio`` (untimed
@@ -64,7 +64,12 @@ def speed(args) -> list[dict]:
     """Part 1: numpy vs the 2-worker cluster, one epoch, alternating
     (:func:`bench_scale.sgd_ratio`, its own cluster)."""
     ns = argparse.Namespace(
-        ratio_n=args.n, ratio_d=args.d, chunk=args.chunk, seeds=args.seeds, memory_gib=6.0
+        ratio_n=args.n,
+        ratio_d=args.d,
+        chunk=args.chunk,
+        seeds=args.seeds,
+        memory_gib=6.0,
+        ratio_batch=args.batch,
     )
     print(f"speed: load {_load()}", flush=True)
     return [dict(r, part="speed") for r in sgd_ratio(ns)]
@@ -121,6 +126,11 @@ def main(argv=None):
     p.add_argument("--d", type=int, default=50)
     p.add_argument("--chunk", type=int, default=250_000, help="rows per partition")
     p.add_argument("--seeds", type=int, default=3)
+    p.add_argument(
+        "--batch",
+        default=None,
+        help="speed part: lot size (default √n, issue #31's measurement) or 'auto' (the rule)",
+    )
     p.add_argument("--kill-n", type=float, default=1e6)
     p.add_argument("--kill-d", type=int, default=20)
     p.add_argument("--kill-chunk", type=int, default=125_000)

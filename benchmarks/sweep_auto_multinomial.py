@@ -2,6 +2,7 @@
 
     python benchmarks/sweep_auto_multinomial.py --data-home DATA_HOME \
         [--cells mnist:1,synthetic-multi:0.1,...] [--seeds 0,1] [--only rule,amp] [--grid]
+        [--output-grid]
 
 Every cell splits the loader's *training* rows once, with a public permutation (seed
 20 2026), into fit / validation parts (MNIST: 50 000 / 10 000; otherwise 80 % / 20 %)
@@ -18,7 +19,12 @@ Candidates, all through ``DPLogisticRegression(classes=...)`` (multinomial), rep
   η = 3/C, L = √2·R the softmax Lipschitz bound over the augmented row bound R);
 * with ``--grid``: clipped DP-SGD with C/L, η·C, batch and epochs from ``GRID``, plus
   any ``--points b:E:C/L:ηC;...``; ``--only`` keeps the labels containing one of its
-  comma-separated substrings.
+  comma-separated substrings;
+* ``output``: output perturbation named at its defaults (rows clipped to
+  :func:`dperm.estimators._auto.output_clip_fraction` of their bound, the Λ rule there);
+  with ``--output-grid`` also numeric Λ (multiples of the unclipped rule, no clipping)
+  and other clipping fractions, with and without the smaller intercept column
+  (``_scale``: ``OUTPUT_INTERCEPT_SCALE``; issue #30: ``--only output --output-grid``).
 
 The numbers of the run that fixed the rule are in ``docs/choosing_a_mechanism.md``.
 """
@@ -91,13 +97,40 @@ GRID = [  # (batch, epochs, C/L, η·C): the neighbourhood of the rule at MNIST 
 ]
 
 
-def _candidates(n, eps, L, grid, only):
+#: multiples of the output-perturbation Λ rule (unclipped rows) tried with ``--output-grid``
+OUTPUT_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+#: row-clipping fractions f (rows clipped to f·R, Λ the rule at f·R) of ``--output-grid``
+OUTPUT_CLIPS = (1.0, 0.7, 0.5, 0.4, 0.25)
+
+
+def _output_candidates(n, D, k, eps, R, grid):
+    """``output``: the named mechanism at its defaults (row clipping and the Λ rule); with
+    ``grid`` the unclipped rule's Λ times each of :data:`OUTPUT_FACTORS` (a numeric Λ:
+    no clipping; R the augmented row bound) and the default with each clipping fraction
+    of :data:`OUTPUT_CLIPS` (key ``_clip``: ``OUTPUT_CLIP_FRACTION`` for that run), and
+    two with the intercept column left at s (``_scale``: ``OUTPUT_INTERCEPT_SCALE``)."""
+    from dperm.estimators._mechanisms import output_alpha_rule
+
+    out = {"output": {"mechanism": "output"}}
+    if grid:
+        lam = output_alpha_rule(n, D, eps, R, n_classes=k)
+        for f in OUTPUT_FACTORS:
+            out[f"output Λ={f:g}×rule ({f * lam:.2e})"] = dict(mechanism="output", alpha=f * lam)
+        for f in OUTPUT_CLIPS:
+            out[f"output clip f={f:g}"] = dict(mechanism="output", _clip=f)
+        for f in (0.4, 0.2):  # the intercept column left at intercept_scaling (s′ = s)
+            out[f"output clip f={f:g} s′=s"] = dict(mechanism="output", _clip=f, _scale=1e9)
+    return out
+
+
+def _candidates(n, eps, L, grid, only, output=(), output_grid=False):
     from dperm.estimators._auto import multi_dp_sgd_schedule
 
     out = {
         "auto": {},
         "amp": {"mechanism": "amp"},
         "dp-sgd (library)": {"mechanism": "dp-sgd"},
+        **_output_candidates(*output, grid=output_grid),
     }
     r = multi_dp_sgd_schedule(n, eps)
     out["rule"] = _sgd(L, r["batch_size"], r["epochs"], r["clip_fraction"], r["step_clip"])
@@ -112,6 +145,7 @@ def _candidates(n, eps, L, grid, only):
 def main(argv=None) -> int:
     from dperm import DPLogisticRegression
     from dperm.backends.rows import augmented_bound
+    from dperm.estimators import _auto, _output_rows
     from dperm.losses import Softmax
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -120,6 +154,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--only", default="", help="comma-separated substrings of labels")
     ap.add_argument("--grid", action="store_true")
+    ap.add_argument("--output-grid", action="store_true", help="output perturbation's Λ grid")
     ap.add_argument("--points", default="", help="extra b:E:C/L:ηC points, ';'-separated")
     args = ap.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -127,6 +162,7 @@ def main(argv=None) -> int:
     for pt in filter(None, args.points.split(";")):
         b, epochs, frac, step = pt.split(":")
         GRID.append((int(b), int(epochs), float(frac), float(step)))
+    default_clip, default_scale = _auto.OUTPUT_CLIP_FRACTION, _auto.OUTPUT_INTERCEPT_SCALE
     print(f"load average at start: {os.getloadavg()[0]:.1f}", flush=True)
     for cell in args.cells.split(","):
         name, eps = cell.split(":")
@@ -136,10 +172,16 @@ def main(argv=None) -> int:
         k = len(classes)
         # L over the augmented row (the intercept column), as the estimator computes it
         scaling = DPLogisticRegression().intercept_scaling
-        L = Softmax(k).lipschitz(augmented_bound(bound, scaling))
+        R = augmented_bound(bound, scaling)
+        L = Softmax(k).lipschitz(R)
         s = n * eps / math.sqrt((d + 1) * k)
-        for label, kw in _candidates(n, eps, L, args.grid, only).items():
+        output = (n, d + 1, k, eps, R)
+        cands = _candidates(n, eps, L, args.grid, only, output, args.output_grid)
+        for label, kw in cands.items():
             accs, t0 = [], time.perf_counter()
+            kw = dict(kw)
+            _auto.OUTPUT_CLIP_FRACTION = kw.pop("_clip", default_clip)
+            _output_rows.OUTPUT_INTERCEPT_SCALE = kw.pop("_scale", default_scale)
             for seed in seeds:
                 est = DPLogisticRegression(
                     epsilon=eps, data_norm=bound, classes=classes,

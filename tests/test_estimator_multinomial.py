@@ -9,7 +9,9 @@ from sklearn.datasets import make_blobs
 from sklearn.linear_model import LogisticRegression
 
 from dperm.accounting import EpsilonDelta, Gaussian, PoissonSampled, SelfComposed, epsilon_spent
+from dperm.design import augmented_bound
 from dperm.estimators import DPLogisticRegression
+from dperm.estimators._auto import output_clip_fraction
 from dperm.estimators._mechanisms import objective_alpha_rule, output_alpha_rule
 from dperm.exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
 from dperm.losses import Softmax
@@ -60,8 +62,14 @@ def test_multinomial_perturbation_is_one_model_with_the_whole_budget(blobs, mech
         assert isinstance(clf.dp_event_, Gaussian)
         assert epsilon_spent(clf.dp_event_, 1e-6, accountant="pld") <= 1.0 * (1 + 1e-6)
     # alpha="auto": the rule evaluated for k = 4 classes, recorded
+    # (output: at the rows' clipped bound f(ε)·R, tests/test_output_default.py)
     rule = objective_alpha_rule if mechanism == "objective" else output_alpha_rule
-    assert clf.alpha_ == pytest.approx(rule(2400, 6, 1.0, clf.data_norm_, n_classes=4))
+    bound = clf.diagnostics_["data_norm"]  # objective: data_norm_; output: f(ε)·√(R² + s′²)
+    if mechanism == "objective":
+        assert bound == pytest.approx(clf.data_norm_)
+    else:
+        assert bound == pytest.approx(output_clip_fraction(1.0) * augmented_bound(1.0, 0.1))
+    assert clf.alpha_ == pytest.approx(rule(2400, 6, 1.0, bound, n_classes=4))
     reference = LogisticRegression().fit(X, y).score(Xt, yt)
     assert clf.score(Xt, yt) >= reference - (0.1 if mechanism == "objective" else 0.2)
     ovr = DPLogisticRegression(mechanism=mechanism, multi_class="ovr", random_state=0, **{

@@ -75,6 +75,8 @@ __all__ = [
     "MULTI_AMP_ABOVE",
     "MULTI_CLIP_FRACTION",
     "MULTI_STEP_CLIP",
+    "OUTPUT_CLIP_FRACTION",
+    "OUTPUT_INTERCEPT_SCALE",
     "QUANTILE_MAX_STEPS",
     "QUANTILE_SCALE",
     "TASKS",
@@ -83,6 +85,7 @@ __all__ = [
     "binary_dp_sgd_schedule",
     "dp_sgd_schedule",
     "multi_dp_sgd_schedule",
+    "output_clip_fraction",
     "prior_bound",
     "quantile_steps",
 ]
@@ -104,6 +107,12 @@ MULTI_AMP_ABOVE = 1e5
 MULTI_CLIP_FRACTION = 0.15
 #: multinomial DP-SGD: learning rate η = MULTI_STEP_CLIP / C
 MULTI_STEP_CLIP = 3.0
+#: multinomial output perturbation: the effective rows (intercept included) are clipped
+#: to this fraction of their public bound R (:func:`output_clip_fraction`)
+OUTPUT_CLIP_FRACTION = 0.4
+#: multinomial output perturbation with clipped rows: the implicit intercept column is
+#: min(intercept_scaling, OUTPUT_INTERCEPT_SCALE·data_norm) (:func:`output_clip_fraction`)
+OUTPUT_INTERCEPT_SCALE = 0.1
 #: classification: objective perturbation above this ε (the consistency regime, where
 #: the Λ rules fall like 1/(nε): :func:`dperm.losses.prior_margin`)
 CONSISTENT_ABOVE = PRIOR_RELAX_ABOVE
@@ -311,6 +320,38 @@ def multi_dp_sgd_schedule(n_samples: int, epsilon: float) -> dict[str, Any]:
         "clip_fraction": MULTI_CLIP_FRACTION,
         "step_clip": MULTI_STEP_CLIP,
     }
+
+
+def output_clip_fraction(epsilon: float) -> float:
+    """Multinomial output perturbation's row clipping: the fraction f of the public
+    (augmented) row bound R to which its default clips the effective rows.
+
+    f(ε) = min(1, f₀·max(1, ε/ε_c)),  f₀ = :data:`OUTPUT_CLIP_FRACTION`,
+    ε_c = :data:`CONSISTENT_ABOVE`: f₀ up to ε = 10, then rising to 1 (no clipping)
+    at ε = ε_c/f₀ = 25, so that the default tends to the non-private model as ε → ∞.
+
+    The output-perturbation analogue of DP-SGD's clipping below the Lipschitz bound
+    (:data:`MULTI_CLIP_FRACTION`): the release θ̂ + κ has ‖κ‖ ∝ L/(nΛ) with L = √2·r
+    the softmax Lipschitz bound over rows ‖x̃‖ ≤ r (Chaudhuri, Monteleoni & Sarwate
+    2011, Thm 6: Δ₂ = 2L/(nΛ)), so clipping the rows to r = f·R divides the noise by
+    1/f while the Λ rule, evaluated at r, keeps the ridge's bias in the same units
+    (Λ ∝ r²).  Rows already at the bound are only rescaled — a positive per-row
+    factor leaves every argmax prediction unchanged, and the rescaled problem with
+    Λ ∝ r² has the same minimizer up to the factor, so the fit is the same — while
+    rows well inside it (MNIST's digits: ‖x‖ ≈ 0.33 under the public bound 1, plus
+    the intercept column 0.5) stop paying for the worst case.  The default also makes
+    the implicit intercept column min(s, :data:`OUTPUT_INTERCEPT_SCALE`·R), so that the
+    clipped norm goes to the features (:mod:`dperm.estimators._output_rows`).  Chosen
+    on validation splits of the training rows (``benchmarks/sweep_auto_multinomial.py
+    --output-grid``; ``docs/choosing_a_mechanism.md``).  Public inputs only (ε).
+
+    Examples
+    --------
+    >>> output_clip_fraction(1.0), output_clip_fraction(20.0), output_clip_fraction(1e4)
+    (0.4, 0.8, 1.0)
+    """
+    eps = check_epsilon(epsilon)
+    return float(min(1.0, OUTPUT_CLIP_FRACTION * max(1.0, eps / CONSISTENT_ABOVE)))
 
 
 def quantile_steps(n_samples: int, n_coords: int, epsilon: float) -> int | None:

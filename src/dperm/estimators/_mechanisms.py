@@ -47,6 +47,7 @@ from ..losses import Squared
 from ..losses.base import MARGIN_BOUND, OUTPUT_MARGIN_BOUND, PRIOR_RELAX_ABOVE, prior_margin
 from ..losses.softmax import Softmax
 from ._auto import prior_bound
+from ._output_rows import output_rows, scale_intercept
 
 __all__ = [
     "MARGIN_BOUND",
@@ -276,10 +277,11 @@ _MARGINS = {objective_alpha_rule: MARGIN_BOUND, output_alpha_rule: OUTPUT_MARGIN
 
 
 # ----------------------------------------------------------------------------- built-ins
-def _multinomial_alpha(estimator, loss, X, epsilon, rule) -> float:
+def _multinomial_alpha(estimator, loss, X, epsilon, rule, data_norm) -> float:
     """Λ of a multinomial (softmax) fit: with ``alpha="auto"`` the rule evaluated for
     k classes (the estimator resolved it for one binary problem), recorded in
-    ``alpha_``/``l2_`` so that they describe the objective actually used."""
+    ``alpha_``/``l2_`` so that they describe the objective actually used; ``data_norm``
+    is the rows' public bound (``data_norm_``, or the output default's r)."""
 
     if not isinstance(loss, Softmax):  # e.g. sample weights around the softmax loss
         raise InvalidDataError(
@@ -287,25 +289,27 @@ def _multinomial_alpha(estimator, loss, X, epsilon, rule) -> float:
             "support sample_weight"
         )
     if isinstance(estimator.alpha, str) and estimator.penalty == "l2":
-        lam = rule(X.shape[0], X.shape[1], epsilon, estimator.data_norm_, n_classes=loss.n_classes)
+        lam = rule(X.shape[0], X.shape[1], epsilon, data_norm, n_classes=loss.n_classes)
         estimator.alpha_ = estimator.l2_ = float(lam)
     return estimator.l2_
 
 
-def _perturbation_fit(fit, estimator, loss, X, y, epsilon, delta, rng, rule=None):
+def _perturbation_fit(fit, estimator, loss, X, y, epsilon, delta, rng, rule=None, data_norm=None):
     """``fit`` of objective or output perturbation (they take the same settings)
     with the estimator's Λ, noise, constraint, regularizer and solver settings;
-    ``rule`` gives Λ for k classes when the loss is the softmax loss."""
+    ``rule`` gives Λ for k classes when the loss is the softmax loss; ``data_norm``
+    (default ``data_norm_``) the public bound of the rows X."""
+    data_norm = estimator.data_norm_ if data_norm is None else data_norm
     alpha = estimator.l2_
     if getattr(loss, "multiclass", False):
-        alpha = _multinomial_alpha(estimator, loss, X, epsilon, rule)
+        alpha = _multinomial_alpha(estimator, loss, X, epsilon, rule, data_norm)
     return fit(
         loss,
         X,
         y,
         epsilon=epsilon,
         delta=delta,
-        data_norm=estimator.data_norm_,
+        data_norm=data_norm,
         alpha=alpha,
         noise=estimator.noise,
         constraint=estimator.constraint_,
@@ -326,20 +330,20 @@ def _objective_adapter(estimator, loss, X, y, epsilon, delta, rng):
 
 
 def _output_adapter(estimator, loss, X, y, epsilon, delta, rng):
+    """Output perturbation (:func:`dperm.algorithms.output_perturbation.fit`); the
+    multinomial default clips its rows first (:func:`._output_rows.output_rows`)."""
     from ..algorithms import output_perturbation
 
-    return _perturbation_fit(
-        output_perturbation.fit, estimator, loss, X, y, epsilon, delta, rng, output_alpha_rule
+    X, r, g = output_rows(estimator, loss, X, epsilon)
+    fit = output_perturbation.fit
+    res = _perturbation_fit(
+        fit, estimator, loss, X, y, epsilon, delta, rng, output_alpha_rule, data_norm=r
     )
+    return scale_intercept(res, g)
 
 
 register_mechanism("objective", _objective_adapter, default_alpha=objective_alpha_rule)
 register_mechanism("output", _output_adapter, default_alpha=output_alpha_rule)
-
-# Other mechanisms ("dp-gd", "dp-sgd", "dp-sgd-single", "amp", "amp-nt", "bolt-on")
-# register here, one additive line each, e.g.
-#     register_mechanism("dp-sgd", _dp_sgd_adapter)
-# with the adapter importing its algorithm module lazily (keeps `import dperm` light).
 
 
 # ----------------------------------------------------------------------------- frank-wolfe
