@@ -172,7 +172,7 @@ _ESTIMATOR_DEFAULT_PATH = {
     "statistic": release_statistic,
 }
 #: the regression default path's pair (dperm.audit.objective_llr): 5 blocks of 11 rows
-_REG_N = 55
+_REG_N = 75
 _LLR_THREAT = (
     "final model (black box): the released θ only, scored by its exact log-likelihood "
     "ratio between D and D′ (the auditor knows both datasets and the noise law)"
