@@ -136,12 +136,13 @@ def default_hyperparameters(
     return {"batch_size": b, "epochs": epochs, "learning_rate": float(lr)}
 
 
-def _plan(
+def run_plan(
     sampling, n_rows, size, defaults, sampling_rate, batch_size, epochs, steps, neighbouring,
     dataset_size,
 ):  # fmt: skip
     """(sampler, steps) of a run: the batch size and epochs given, else ``defaults``'
-    (:func:`default_hyperparameters`, public numbers only)."""
+    (:func:`default_hyperparameters`, public numbers only; ``size`` the public dataset
+    size of ``neighbouring``).  Shared with :mod:`dperm.networks.dp_sgd`."""
     if sampling_rate is None and batch_size is None:
         batch_size = min(size, defaults["batch_size"])
     if batch_size is not None and batch_size > size:
@@ -198,7 +199,7 @@ def prefetch_noise(
     try:
         neighbouring = gl.check_neighbouring(neighbouring)
         size = gl.public_size(neighbouring, dataset_size, n_rows, "the dataset size")
-        sampler, steps = _plan(
+        sampler, steps = run_plan(
             sampling, n_rows, size, {}, sampling_rate, batch_size, epochs, steps, neighbouring,
             dataset_size,
         )  # fmt: skip
@@ -431,7 +432,7 @@ def fit(
     defaults = default_hyperparameters(
         size, d, epsilon, clipping_norm=clipping_norm, smoothness=smooth
     )
-    sampler, steps = _plan(
+    sampler, steps = run_plan(
         sampling, n_rows, size, defaults, sampling_rate, batch_size, epochs, steps,
         neighbouring, dataset_size,
     )  # fmt: skip

@@ -51,6 +51,7 @@ from .._validation import (
 from ..accounting.events import ADD_REMOVE, Composed, DpEvent, Gaussian
 from ..algorithms import _gradient_loop as gl
 from ..algorithms.base import Result, private_fit
+from ..algorithms.dp_sgd import run_plan
 from ..exceptions import DpermError, InvalidDataError, InvalidPrivacyParameter
 from ..schedules import get_schedule
 from ._torch import flat_parameters, load_flat_parameters, require_torch, resolve_device
@@ -157,22 +158,10 @@ def make_plan(
             )
     sampling_rate, batch_size, epochs, steps = (v[k] for k in given)
     defaults = default_hyperparameters(size, epsilon)
-    if sampling_rate is None and batch_size is None:
-        batch_size = defaults["batch_size"]
-    sampler = gl.make_sampler(
-        sampling,
-        n_rows,
-        sampling_rate=sampling_rate,
-        batch_size=batch_size,
-        neighbouring=neighbouring,
-        dataset_size=dataset_size,
-    )
-    if steps is None:
-        e = defaults["epochs"] if epochs is None else epochs
-        if isinstance(sampler, gl.ShuffleSampler):
-            steps = max(1, math.ceil(e * sampler.batches_per_epoch))
-        else:
-            steps = max(1, math.ceil(round(e / sampler.sampling_rate, 6)))
+    sampler, steps = run_plan(
+        sampling, n_rows, size, defaults, sampling_rate, batch_size, epochs, steps,
+        neighbouring, dataset_size,
+    )  # fmt: skip
     return sampler, steps, defaults
 
 
