@@ -322,7 +322,8 @@ def _xy(n=300):
 def test_estimator_fits_reserve_then_commit_or_cancel(tmp_path, monkeypatch):
     """Inside ``dperm.budget(LOCATION)`` an estimator reserves its (ε, δ) before it
     reads the data and commits the event it reports; a fit that raises after its
-    reservation cancels it."""
+    reservation for a public reason (a parameter) cancels it, for any other reason
+    (which may depend on the data, issue #37) commits it."""
     import dperm
     from dperm.estimators import _base
 
@@ -352,21 +353,28 @@ def test_estimator_fits_reserve_then_commit_or_cancel(tmp_path, monkeypatch):
     assert entry.status == "committed" and entry.reserved == EpsilonDelta(0.4, 1e-7)
     assert entry.actual == clf.dp_event_ and entry.label == "DPLogisticRegression"
 
-    def broken(name):
-        def adapter(*args):
-            raise RuntimeError("the solver blew up")
+    def broken(exc):
+        def mechanism(name):
+            def adapter(*args):
+                raise exc
 
-        return adapter
+            return adapter
 
-    monkeypatch.setattr(_base, "get_mechanism", broken)
-    with dperm.budget(path), pytest.raises(RuntimeError, match="blew up"):
+        return mechanism
+
+    monkeypatch.setattr(_base, "get_mechanism", broken(InvalidPrivacyParameter("bad setting")))
+    with dperm.budget(path), pytest.raises(InvalidPrivacyParameter, match="bad setting"):
         dperm.DPLogisticRegression(epsilon=0.4, delta=1e-7, classes=[-1, 1]).fit(X, y)
     assert [r.kind for r in ledger.records][-2:] == ["reserve", "cancel"]
     assert len(ledger.entries) == 1
+    monkeypatch.setattr(_base, "get_mechanism", broken(RuntimeError("the solver blew up")))
+    with dperm.budget(path), pytest.raises(RuntimeError, match="blew up"):
+        dperm.DPLogisticRegression(epsilon=0.4, delta=1e-7, classes=[-1, 1]).fit(X, y)
+    assert [r.kind for r in ledger.records][-2:] == ["reserve", "commit"]
+    assert len(ledger.entries) == 2
     monkeypatch.setattr(_base, "get_mechanism", real)
     with dperm.budget(str(path)), pytest.raises(BudgetExceededError, match="active budget"):
-        for _ in range(3):  # 0.4 + 0.4 fits; a third would not
-            dperm.DPLogisticRegression(epsilon=0.4, delta=1e-7, classes=[-1, 1]).fit(X, y)
+        dperm.DPLogisticRegression(epsilon=0.4, delta=1e-7, classes=[-1, 1]).fit(X, y)
     assert len(Ledger.open(path).entries) == 2
 
 

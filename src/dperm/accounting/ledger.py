@@ -50,7 +50,7 @@ from ..exceptions import (
 )
 from ..stores import MemoryStore, Record, Store, open_store
 from ..stores.jsonfile import atomic_write_text
-from .active import ACTIVE, ENV_MARK, active_ledgers, charge, default_delta, suspended
+from .active import activated, active_ledgers, charge, default_delta, suspended
 from .auto import AutoAccountant
 from .base import Accountant
 from .events import DpEvent, EpsilonDelta, check_neighbouring
@@ -600,21 +600,8 @@ class Ledger(LedgerSync):
         >>> [e.label for e in ledger.entries], ledger.spent()[0] <= 1.0
         (['DPLogisticRegression'], True)
         """
-        import joblib
-
-        stack = ACTIVE.get()
-        token = ACTIVE.set((*stack, self))
-        mark = os.environ.get(ENV_MARK)
-        os.environ[ENV_MARK] = str(os.getpid())
-        try:
-            with joblib.parallel_config(backend="sequential"):
-                yield self
-        finally:
-            ACTIVE.reset(token)
-            if mark is None:
-                os.environ.pop(ENV_MARK, None)
-            else:
-                os.environ[ENV_MARK] = mark
+        with activated(self):
+            yield self
 
     # ------------------------------------------------------------ persistence
     def to_dict(self) -> dict[str, Any]:

@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_data_norm, check_nonnegative, check_positive
+from ..accounting.active import user_hook
 from ..accounting.events import ADD_REMOVE, NEIGHBOURING_RELATIONS, REPLACE_ONE
 from ..design import Design, as_design, check_X_y, clip_factors, glm_clipped_sum_kernel
 from ..design import blas_controller as _blas_controller
@@ -296,7 +297,8 @@ class CallableOracle:
             raise InvalidPrivacyParameter(
                 f"per_example_grad must be callable, got {per_example_grad!r}"
             )
-        self.fn, self.X, self.y, self.C = per_example_grad, X, y, clipping_norm
+        # user code, called with the private iterates (released ⇒ charged: user_hook)
+        self.fn, self.X, self.y, self.C = user_hook(per_example_grad), X, y, clipping_norm
 
     def batches(self, sampler, rng, steps):
         return sampler.batches(rng, steps)
@@ -419,6 +421,7 @@ def run(
     -------
     LoopResult
     """
+    callback = user_hook(callback)  # the user's: each iterate it gets is released
     with contextlib.ExitStack() as stack:
         if progress is not None and callback is None:
             callback = stack.enter_context(rich_progress(progress, steps))

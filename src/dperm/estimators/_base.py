@@ -58,7 +58,7 @@ from .._validation import (
     check_nonnegative,
     check_positive,
 )
-from ..accounting.active import accounted_fit, charge, default_delta
+from ..accounting.active import accounted_fit, charge, default_delta, releasing
 from ..accounting.events import REPLACE_ONE, Composed, DpEvent, EpsilonDelta, SelfComposed
 from ..constraints import Constraint, get_constraint
 from ..design import (
@@ -604,32 +604,16 @@ class DPLinearModelBase(BaseEstimator):
             diagnostics.append(dict(res.diagnostics))
 
         W = np.vstack(thetas)  # (k, d_aug)
-        if self.fit_intercept:
-            self.coef_ = W[:, :-1].copy()
-            self.intercept_ = W[:, -1] * float(self.intercept_scaling)
-        else:
-            self.coef_ = W.copy()
-            self.intercept_ = np.zeros(k)
-        self._finish_shapes()
-        self.dp_event_ = self._compose_events(events)
+        dp_event = self._compose_events(events)
         if start is not None:  # the model depends on every fit of the chain: composition
-            self.dp_event_ = start.compose(self.dp_event_)
-        # the relation the guarantee is stated for: replace-one (D, D′ of the same public
-        # size n differ in one record; docs/neighbouring.md) for every estimator
-        # mechanism; read from the event so that it can never disagree with it
-        self.neighbouring_ = str(getattr(self.dp_event_, "neighbouring", REPLACE_ONE))
+            dp_event = start.compose(dp_event)
         # δ actually spent: pure-ε mechanisms spend none; a warm start adds the previous
-        # fits' (ε, δ) (basic composition, an upper bound of dp_event_'s guarantee)
-        self.delta_ = float(sum(dg.get("delta", delta_k) for dg in diagnostics))
-        self.epsilon_ = epsilon if start is None else epsilon + start.epsilon
-        self.delta_ = self.delta_ if start is None else self.delta_ + start.delta
-        self.n_fits_ = 1 if start is None else start.n_fits + 1
-        self.n_clipped_ = int(n_clipped)
+        # fits' (ε, δ) (basic composition, an upper bound of dp_event's guarantee)
+        delta_spent = float(sum(dg.get("delta", delta_k) for dg in diagnostics))
         if self.auto_ is not None:  # what the rule chose, and why (public inputs only)
             for dg in diagnostics:
                 dg["auto"] = self.auto_.describe()
-        self.diagnostics_ = diagnostics[0] if k == 1 else diagnostics
-        self.n_iter_ = np.array(
+        n_iter = np.array(
             [
                 max(1, int(dg.get("solver_iterations", dg.get("n_iter", dg.get("steps", 1)))))
                 for dg in diagnostics
@@ -645,6 +629,28 @@ class DPLinearModelBase(BaseEstimator):
                 PrivacyLeakWarning,
                 stacklevel=3,  # +1: fit runs inside accounted_fit
             )
+
+        # the release, after every check and warning: from here an exception keeps the
+        # fit charged (what is assigned below has reached the caller's object)
+        releasing()
+        if self.fit_intercept:
+            self.coef_ = W[:, :-1].copy()
+            self.intercept_ = W[:, -1] * float(self.intercept_scaling)
+        else:
+            self.coef_ = W.copy()
+            self.intercept_ = np.zeros(k)
+        self._finish_shapes()
+        self.dp_event_ = dp_event
+        # the relation the guarantee is stated for: replace-one (D, D′ of the same public
+        # size n differ in one record; docs/neighbouring.md) for every estimator
+        # mechanism; read from the event so that it can never disagree with it
+        self.neighbouring_ = str(getattr(dp_event, "neighbouring", REPLACE_ONE))
+        self.epsilon_ = epsilon if start is None else epsilon + start.epsilon
+        self.delta_ = delta_spent if start is None else delta_spent + start.delta
+        self.n_fits_ = 1 if start is None else start.n_fits + 1
+        self.n_clipped_ = int(n_clipped)
+        self.diagnostics_ = diagnostics[0] if k == 1 else diagnostics
+        self.n_iter_ = n_iter
         return self
 
     # ----- mechanism="auto" ----------------------------------------------------------

@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._rng import check_random_state
 from .._validation import check_data_norm, check_delta, check_epsilon, check_positive
-from ..accounting.active import accounted_fit, charge
+from ..accounting.active import accounted_fit, charge, releasing
 from ..accounting.events import Composed, DpEvent
 from ..algorithms._gradient_loop import resolve_accountant
 from ..design import encode_class_targets, validate_estimator_input
@@ -414,18 +414,18 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
                 mode="sphere",
                 random_state=rng,
             )
-            self.pca_components_ = comps
             if scale is None:  # whitening by the released eigenvalues (post-processing)
                 floor = 2.0 * ratio * z * covariance_sensitivity(R, nb) * math.sqrt(d)
                 size = sampler.normalizer / sampler.sampling_rate  # public N
-                self.input_scales_ = np.sqrt(size / np.maximum(eig, floor))
+                input_scales = np.sqrt(size / np.maximum(eig, floor))
             else:
-                self.input_scales_ = np.full(k_pca, scale)
-            inputs = self._project(X, comps)
+                input_scales = np.full(k_pca, scale)
+            # released with the network, at the end (kept off self until then)
+            inputs = self._project(X, comps, input_scales)
         else:
-            self.pca_components_, pca_event, n_clipped = None, None, 0
-            self.input_scales_ = np.full(d, math.sqrt(d) / R if scale is None else scale)
-            inputs = (np.asarray(X) * self.input_scales_).astype(np.float32)
+            comps, pca_event, n_clipped = None, None, 0
+            input_scales = np.full(d, math.sqrt(d) / R if scale is None else scale)
+            inputs = (np.asarray(X) * input_scales).astype(np.float32)
         self.quadratic_features_ = quadratic
         width = quadratic_width(inputs.shape[1], quadratic)
         coefs, intercepts = init_parameters([width, *sizes, k], rng)
@@ -458,6 +458,18 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
                 f"the fitted run's event {full!r} differs from the calibrated {event!r}; "
                 "nothing is released"
             )
+        if getattr(self, "_classes_from_data", False):
+            warnings.warn(
+                f"{type(self).__name__}: classes=None, so the label set classes_ was read off "
+                "the private y; which labels occur is NOT protected by the privacy guarantee. "
+                "Pass the public label set, e.g. classes=range(10).",
+                PrivacyLeakWarning,
+                stacklevel=3,  # +1: fit runs inside accounted_fit
+            )
+        # the release, after every check and warning: from here an exception keeps the
+        # fit charged (what is assigned below has reached the caller's object)
+        releasing()
+        self.pca_components_, self.input_scales_ = comps, input_scales
         self.coefs_, self.intercepts_ = module_parameters(module)
         self.n_components_ = k_pca
         self.dp_event_ = event
@@ -472,21 +484,13 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
             "epsilon_spent": spent,
             "pca_noise_multiplier": None if ratio is None else ratio * z,
         }
-        if getattr(self, "_classes_from_data", False):
-            warnings.warn(
-                f"{type(self).__name__}: classes=None, so the label set classes_ was read off "
-                "the private y; which labels occur is NOT protected by the privacy guarantee. "
-                "Pass the public label set, e.g. classes=range(10).",
-                PrivacyLeakWarning,
-                stacklevel=3,  # +1: fit runs inside accounted_fit
-            )
         return self
 
     # ----- prediction ---------------------------------------------------------------
-    def _project(self, X, comps) -> np.ndarray:
-        """Rows scaled onto the sphere of radius ``data_norm``, projected, × input_scales_."""
+    def _project(self, X, comps, input_scales) -> np.ndarray:
+        """Rows scaled onto the sphere of radius ``data_norm``, projected, × input_scales."""
         s, _ = row_scales(X, float(self.data_norm), "sphere")
-        out = (np.asarray(X) @ comps.T) * s[:, None] * self.input_scales_
+        out = (np.asarray(X) @ comps.T) * s[:, None] * input_scales
         return out.astype(np.float32)
 
     def _inputs(self, X) -> np.ndarray:
@@ -494,7 +498,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         X = validate_estimator_input(self, X, reset=False)
         if self.pca_components_ is None:
             return np.asarray(X, dtype=np.float64) * self.input_scales_
-        return self._project(X, self.pca_components_)
+        return self._project(X, self.pca_components_, self.input_scales_)
 
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Class probabilities, shape (n_samples, n_classes) (numpy, no torch)."""

@@ -48,7 +48,7 @@ from sklearn.utils import _safe_indexing
 from .._rng import check_random_state
 from .._validation import check_delta, check_epsilon, check_probability
 from ..accounting import events as _events
-from ..accounting.active import accounted_fit, charge, default_delta, suspended
+from ..accounting.active import accounted_fit, charge, default_delta, suspended, user_hook
 from ..accounting.events import DpEvent, EpsilonDelta, Gaussian, NonPrivate
 from ..accounting.gaussian import gaussian_epsilon
 from ..accounting.rdp import DEFAULT_ORDERS, compute_rdp
@@ -410,7 +410,8 @@ class PrivateRandomSearch(BaseEstimator):
             if self.scoring is None:
                 per_row = (np.asarray(pred) == y_val).astype(np.float64)
             else:
-                per_row = np.asarray(self.scoring(y_val, pred), dtype=np.float64)
+                # the user's scorer sees the run's predictions: user code (user_hook)
+                per_row = np.asarray(user_hook(self.scoring)(y_val, pred), dtype=np.float64)
             per_row = np.clip(per_row, 0.0, 1.0)  # public clip: sensitivity 1/n_val
             noisy = float(per_row.mean() + rng.laplace(scale=1.0 / (n_val * s_eps)))  # [PRS-5]
             configs.append(config)
