@@ -89,7 +89,8 @@ def _output(epsilon, X=X, y=Y):
     )
 
 
-SGD, GD, OUTPUT = "algorithms.dp_sgd.fit", "algorithms.dp_gd.fit", "algorithms.output_perturbation.fit"
+SGD, GD = "algorithms.dp_sgd.fit", "algorithms.dp_gd.fit"
+OUTPUT = "algorithms.output_perturbation.fit"
 
 
 # ================================================================ B1: a callback that raises
@@ -158,7 +159,8 @@ def test_b1_the_networks_callback_too():
         with ledger.active():
             try:
                 networks.fit(net, Xf, yc, epsilon=1.0, delta=1e-6, steps=5, batch_size=20,
-                             callback=_raising(StopTraining(), seen, at=2), random_state=0)  # fmt: skip
+                             callback=_raising(StopTraining(), seen, at=2),
+                             random_state=0)  # fmt: skip
             except BudgetExceededError:
                 assert not seen
             except StopTraining:
@@ -517,7 +519,9 @@ def test_b4_an_interrupt_while_the_release_is_assigned_keeps_it_charged(monkeypa
 
     monkeypatch.setattr(_base.DPLinearModelBase, "_finish_shapes", interrupted)
     ledger = Ledger(3.0, 1e-5)
-    clf = dperm.DPLogisticRegression(epsilon=0.5, delta=1e-6, classes=[-1, 1], mechanism="objective")
+    clf = dperm.DPLogisticRegression(
+        epsilon=0.5, delta=1e-6, classes=[-1, 1], mechanism="objective"
+    )
     with ledger.active(), pytest.raises(KeyboardInterrupt):
         clf.fit(X, Y)
     released = ["DPLogisticRegression"] if hasattr(clf, "coef_") else []

@@ -44,10 +44,10 @@ __all__ = [
     "Block",
     "ancestor_mark",
     "close_block",
-    "still_open",
     "kept_in_memory",
     "open_block",
     "open_blocks",
+    "still_open",
 ]
 
 #: the environment mark of an open block: ``PID`` or ``PID:memory``

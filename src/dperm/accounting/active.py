@@ -276,7 +276,7 @@ class FitScope:
         return self.shown or (self.hands_out and self.started)
 
 
-class fit_scope(contextlib.AbstractContextManager):  # noqa: N801 - used as a function
+class fit_scope(contextlib.AbstractContextManager):
     """Settle the reservations :func:`charge` makes inside the block.
 
     On a normal exit each is committed with ``scope.event`` (the ledger keeps whichever
