@@ -39,7 +39,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._rng import check_random_state
 from ._validation import check_delta, check_epsilon, check_positive, clip_rows, row_norms
-from .accounting.active import accounted_fit, charge
+from .accounting.active import accounted_fit, charge, releasing
 from .accounting.events import (
     REPLACE_ONE,
     Composed,
@@ -666,8 +666,9 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         else:  # Gaussian, multiplier s per block, ℓ2 sensitivity √d per normalized block
             noise_scale = sens * math.sqrt(d) * s
             noise = gaussian_noise((2, d), 1.0, rng) * noise_scale
-        self.dp_event_ = event
         mean_hat, second_hat = mean + noise[0], second + noise[1]
+        releasing()  # from here an exception keeps the fit charged (dperm.accounting.active)
+        self.dp_event_ = event
 
         # post-processing of the private release (Dwork & Roth, Prop. 2.1)
         self.mean_ = np.clip(mean_hat, lo, hi)

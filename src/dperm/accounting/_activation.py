@@ -36,6 +36,7 @@ import os
 import stat
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +72,8 @@ _LOCK = threading.Lock()
 _OPEN: list[Block] = []
 #: the environment mark before this process opened its first block (restored after its last)
 _OUTER: dict[int, str | None] = {}
+#: the processes (this one, or the one it was forked from) whose marker file was written
+_WRITTEN: set[int] = set()
 #: this process's ancestors: [(pid, start time or None)], computed once per process
 _ANCESTRY: dict[int, list[tuple[int, str | None]]] = {}
 
@@ -134,29 +137,69 @@ def _publish() -> None:
     inherited = (_OUTER[pid] or "").split(":")[1:]
     memory = any(b.in_memory for b in _OPEN) or _MEMORY in inherited
     written = _write_marker(pid, memory)
+    if written:
+        _WRITTEN.add(pid)
+    else:
+        _WRITTEN.discard(pid)
     os.environ[ENV_MARK] = ":".join(
         [str(pid), *([_MEMORY] if memory else []), *([_FILE] if written else [])]
     )
 
 
 # ------------------------------------------------------------------ the marker files
-def _marker_dir(create: bool) -> str | None:
-    """The folder of the marker files, private to this user (None: unavailable)."""
+def _marker_path() -> str | None:
     getuid = getattr(os, "getuid", None)
     if getuid is None:  # no POSIX users: the environment mark only
         return None
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    path = os.path.join(base, f"dperm-budgets-{getuid()}")
+    return os.path.join(base, f"dperm-budgets-{getuid()}")
+
+
+def _trusted(st: os.stat_result) -> bool:
+    # another user's folder, or one others can write, is not trusted
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def _marker_dir(create: bool) -> str | None:
+    """The folder of the marker files, private to this user (None: unavailable)."""
+    path = _marker_path()
+    if path is None:
+        return None
     try:
         if create:
             os.makedirs(path, mode=0o700, exist_ok=True)
         st = os.lstat(path)
     except OSError:
         return None
-    # another user's folder, or one others can write, is not trusted
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != getuid() or st.st_mode & 0o077:
-        return None
-    return path
+    return path if _trusted(st) else None
+
+
+#: (folder, its inode and modification time, the names it held then): one stat per check
+_LISTING: list = [None, None, frozenset()]
+
+
+def _marker_names() -> tuple[str | None, frozenset[str]]:
+    """The folder and the names of its marker files, listed again only when it changed."""
+    path = _marker_path()
+    if path is None:
+        return None, frozenset()
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None, frozenset()
+    if not _trusted(st):
+        return None, frozenset()
+    key = (st.st_ino, st.st_mtime_ns)
+    # file times are coarse (a clock tick): a listing made within the same tick as a later
+    # change would keep its old time, so a folder changed in the last second is listed anew
+    recent = time.time_ns() - st.st_mtime_ns < 1_000_000_000
+    if recent or _LISTING[0] != path or _LISTING[1] != key:
+        try:
+            names = frozenset(os.listdir(path))
+        except OSError:
+            return None, frozenset()
+        _LISTING[:] = [path, key, names]
+    return path, _LISTING[2]
 
 
 def _proc_stat(pid: int) -> tuple[int, str] | None:
@@ -253,10 +296,10 @@ def _marked(folder: str, pid: int, start: str | None) -> tuple[str, str] | None:
 
 def still_open(block: Block) -> bool:
     """Whether the process that opened ``block`` (another one: this process was forked
-    from it) still has a block open — by its marker file where those can be read, else
-    assumed (fail closed)."""
+    from it) still has a block open — by its marker file where that process wrote one and
+    it can be read, else assumed (fail closed)."""
     folder = _marker_dir(create=False)
-    if folder is None or not os.path.isdir("/proc"):
+    if block.pid not in _WRITTEN or folder is None or not os.path.isdir("/proc"):
         return True
     live = _proc_stat(block.pid)
     return live is not None and _marked(folder, block.pid, live[1]) is not None
@@ -269,25 +312,20 @@ def ancestor_mark() -> tuple[int, bool] | None:
     a reused process id never matches); the environment mark this process inherited
     decides alone when its owner wrote no file or is not found among the ancestors."""
     pid = os.getpid()
-    folder = _marker_dir(create=False)
-    chain = _ancestors()
+    folder, names = _marker_names()
     inherited = _inherited_mark()
     if inherited:
         owner, *flags = inherited.split(":")
         if owner != str(pid):
             number = int(owner) if owner.isdigit() else 0
             decided_by_file = (
-                _FILE in flags and folder is not None and any(a == number for a, _ in chain)
+                _FILE in flags and folder is not None and any(a == number for a, _ in _ancestors())
             )
             if not decided_by_file:
                 return number, _MEMORY in flags
-    if folder is None:
+    if not names:
         return None
-    try:
-        names = set(os.listdir(folder))
-    except OSError:
-        return None
-    for ancestor, start in chain:
+    for ancestor, start in _ancestors():
         if str(ancestor) in names:
             found = _marked(folder, ancestor, start)
             if found is not None:
