@@ -413,27 +413,56 @@ def test_b3_a_loky_pool_reused_across_blocks():
     assert {p for _, p in inside} <= pids and {p for _, p in after} <= pids  # reused
 
 
+def test_b3_a_process_pool_executor_forked_inside_an_in_memory_budget_is_refused():
+    context = mp.get_context("fork")
+    with dperm.budget(1.5, 1e-5) as ledger:
+        with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+            results = list(pool.map(_fit_in_worker, range(2)))
+    assert _outcomes(results) == {"refused": 2}
+    assert_released_charged(ledger, [])
+
+
+def _fit_in_store(path, seed):
+    with dperm.budget(path):
+        return _fit_in_worker(seed)[0], os.getpid()
+
+
+def test_b3_a_worker_that_opens_the_stored_budget_itself_is_charged(tmp_path):
+    """The way to fit in workers: each opens the store.  Refused only while the parent
+    holds an in-memory budget (which the worker could not charge)."""
+    path = _store(tmp_path, epsilon=3.0)
+    parallel = joblib.Parallel(n_jobs=2, backend="loky")
+    with dperm.budget(path):
+        results = parallel(joblib.delayed(_fit_in_store)(path, s) for s in range(2))
+    assert [k for k, _ in results] == ["released"] * 2
+    assert_released_charged(path, ["DPLogisticRegression"] * 2)
+    with dperm.budget(3.0, 1e-5) as ledger:
+        results = parallel(joblib.delayed(_fit_in_store)(path, s) for s in range(2))
+    assert [k for k, _ in results] == ["refused"] * 2
+    assert_released_charged(ledger, [])
+    assert len(Ledger.open(path).entries) == 2
+
+
 # ============================================ GridSearchCV(n_jobs=2) with each joblib backend
-def _grid():
-    return GridSearchCV(
-        dperm.DPLogisticRegression(epsilon=0.2, delta=1e-7, classes=[-1, 1], mechanism="objective"),
-        {"alpha": [0.01, 0.1]}, cv=2, n_jobs=2, error_score="raise",
-    )  # fmt: skip
-
-
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.FitFailedWarning")
 @pytest.mark.parametrize("backend", ["loky", "threading", "multiprocessing"])
 @pytest.mark.parametrize("kept", ["memory", "store"])
 def test_gridsearch_with_each_joblib_backend(backend, kept, tmp_path):
     """4 fold fits + the refit, each ε = 0.2: in a worker that cannot charge the budget the
-    fit is refused (the search raises); where the search completes, every fit is charged."""
+    fit is refused (a NaN score; all of them refused, the search raises); where the search
+    completes, every fit is charged."""
     location = _store(tmp_path, epsilon=3.0) if kept == "store" else None
     budget = dperm.budget(location) if location else dperm.budget(3.0, 1e-5)
-    grid = _grid()
+    grid = GridSearchCV(
+        dperm.DPLogisticRegression(epsilon=0.2, delta=1e-7, classes=[-1, 1], mechanism="objective"),
+        {"alpha": [0.01, 0.1]}, cv=2, n_jobs=2,
+    )  # fmt: skip
     with budget as ledger, joblib.parallel_config(backend=backend):
         try:
             grid.fit(X, Y)
             finished = True
-        except BudgetExceededError:
+        except ValueError as exc:  # scikit-learn: "All the 4 fits failed", with the reason
+            assert "is refused" in str(exc)
             finished = False
     if backend == "multiprocessing" and kept == "store":
         assert finished  # forked workers reach the store: counted

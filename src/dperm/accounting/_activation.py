@@ -83,7 +83,8 @@ def _after_fork_in_child() -> None:
     _LOCK = threading.Lock()  # the parent's lock may have been held by another thread
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def kept_in_memory(ledger: Any) -> bool:
