@@ -300,19 +300,25 @@ def test_b2_a_fit_inside_the_search_scorer_is_charged():
     assert_released_charged(ledger, ["PrivateRandomSearch"])
 
 
+class MyLogistic(Logistic):
+    """A loss class of the user's (it runs no fit)."""
+
+
 def test_the_library_s_own_nested_calls_are_charged_once():
-    """An estimator calling an algorithm, and ``fit_single_sample`` calling ``fit``, still
-    charge one entry each (the token the library sets around its own calls)."""
+    """An estimator calling an algorithm, and ``fit_single_sample`` calling ``fit`` — with
+    dperm's loss or one of the user's — still charge one entry each (the token the
+    library sets around its own calls)."""
     ledger = Ledger(3.0, 1e-5)
     with ledger.active():
         dperm.DPLogisticRegression(epsilon=0.3, delta=1e-6, classes=[-1, 1],
                                    mechanism="dp-sgd", random_state=0).fit(X, Y)  # fmt: skip
-        dp_sgd.fit_single_sample(Logistic(), X, Y, epsilon=0.5, delta=1e-6, data_norm=1.0,
-                                 steps=20, random_state=0)  # fmt: skip
+        for loss in (Logistic(), MyLogistic()):
+            dp_sgd.fit_single_sample(loss, X, Y, epsilon=0.5, delta=1e-6, data_norm=1.0,
+                                     steps=20, random_state=0)  # fmt: skip
     assert charged(ledger) == Counter(
-        {"DPLogisticRegression": 1, "algorithms.dp_sgd.fit_single_sample": 1}
+        {"DPLogisticRegression": 1, "algorithms.dp_sgd.fit_single_sample": 2}
     )
-    assert [r.kind for r in ledger.records].count("reserve") == 2
+    assert [r.kind for r in ledger.records].count("reserve") == 3
 
 
 # ======================================================= B3: processes that copy the budget

@@ -24,10 +24,12 @@ A ``charge`` outside any fit scope is committed at once (a plain spend).
 **Nested calls.**  Only the library's own calls skip a nested charge: an accounted
 function called by dperm code (its caller's frame is in ``dperm``) while the library's
 token is set — the token an enclosing fit sets around its own code (an estimator calling
-``dp_sgd.fit``, ``fit_single_sample`` calling ``fit``), cleared around every call into
-user code (:func:`user_hook`: a callback, a per-example gradient, a scorer) and for the
-whole run of a call that hands dperm objects of the user's (a loss class, a torch module,
-a callable).  A private fit called from user code inside a fit is charged like any other.
+``dp_sgd.fit``, ``fit_single_sample`` calling ``fit``) and clears around every call into
+user code it makes (:func:`user_hook`: a callback, a per-example gradient, a scorer).
+The methods of objects of the user's that a fit is handed (a loss class, a torch
+module, a schedule) are called by dperm's code without a hook: a fit they call is the
+user's by its caller's frame.  A private fit called from user code inside a fit is
+charged like any other.
 
 **Threads and processes.**  The active ledgers live in a :class:`contextvars.ContextVar`:
 they follow the code of this context (asyncio tasks copy it), not new threads or other
@@ -459,14 +461,9 @@ def _run_internal(scope: FitScope, fit: Callable, announces: bool, args, kwargs)
     """A call made by dperm inside a fit that charged the whole release."""
     if not announces:
         scope.started = True
-    if not _hands_out(args, kwargs, direct=False):
-        return fit(*args, **kwargs)
-    scope.hands_out = True
-    token = _INTERNAL.set(None)  # the user's objects run inside: no token for them
-    try:
-        return fit(*args, **kwargs)
-    finally:
-        _INTERNAL.reset(token)
+    if _hands_out(args, kwargs, direct=False):
+        scope.hands_out = True
+    return fit(*args, **kwargs)
 
 
 def accounted_call(
@@ -516,7 +513,7 @@ def accounted_call(
                 if event is not None:
                     charge(event, label)  # before the function reads anything
                 deferred = _DEFERRED.set(slot)
-                token = _INTERNAL.set(None if handed else scope)
+                token = _INTERNAL.set(scope)
                 try:
                     out = fit(*args, **kwargs)
                 finally:
