@@ -9,8 +9,10 @@ before its model is written.
 3. the fit runs; :func:`commit_fit` turns the reservation into the entry (the event
    the fit reports, its label, the model file and its SHA-256) — the model file is
    moved into place only after this commit;
-4. an exception before the commit cancels the reservation (:func:`settles_ledger`);
-   a killed process leaves it reserved: charged (fail closed).
+4. an exception before the commit cancels the reservation when its cause is public (a
+   parameter, the budget, Ctrl-C: :data:`~dperm.accounting.active.PUBLIC_FAILURES`) and
+   commits it otherwise — a refund that depends on the data would tell about it
+   (:func:`settles_ledger`, issue #37); a killed process leaves it reserved: charged.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..accounting.active import PUBLIC_FAILURES
 from ..exceptions import BudgetExceededError, InvalidPrivacyParameter
 
 __all__ = [
@@ -43,7 +46,9 @@ _OPEN: contextvars.ContextVar[list | None] = contextvars.ContextVar(
 
 
 def settles_ledger(run: F) -> F:
-    """Cancel, when ``run`` raises, every reservation it made and did not commit."""
+    """Settle, when ``run`` raises, every reservation it made and did not commit: cancel it
+    for a public cause (:data:`~dperm.accounting.active.PUBLIC_FAILURES`), else commit it
+    with its planned event (the cause may depend on the data)."""
 
     @functools.wraps(run)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -51,9 +56,13 @@ def settles_ledger(run: F) -> F:
         try:
             return run(*args, **kwargs)
         except BaseException as exc:
+            public = isinstance(exc, PUBLIC_FAILURES)
             for reservation in _OPEN.get():
                 with contextlib.suppress(Exception):  # unreachable store: stays charged
-                    reservation.cancel(f"dperm fit: {type(exc).__name__} before the release")
+                    if public:
+                        reservation.cancel(f"dperm fit: {type(exc).__name__} before the release")
+                    else:
+                        reservation.commit()
             raise
         finally:
             _OPEN.reset(token)
