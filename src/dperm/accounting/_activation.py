@@ -135,8 +135,9 @@ def _publish() -> None:
         return
     if pid not in _OUTER:
         _OUTER[pid] = os.environ.get(ENV_MARK)
-    inherited = (_OUTER[pid] or "").split(":")[1:]
-    memory = any(b.in_memory for b in _OPEN) or _MEMORY in inherited
+    live = [b for b in _OPEN if b.pid == pid or still_open(b)]  # a parent's, if still open
+    above = ancestor_mark()  # an in-memory budget above this process: no descendant charges it
+    memory = any(b.in_memory for b in live) or (above is not None and above[1])
     written = _write_marker(pid, memory)
     if written:
         _WRITTEN.add(pid)
