@@ -26,7 +26,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..accounting.active import PUBLIC_FAILURES
 from ..exceptions import BudgetExceededError, InvalidPrivacyParameter
 
 __all__ = [
@@ -56,10 +55,13 @@ def settles_ledger(run: F) -> F:
         try:
             return run(*args, **kwargs)
         except BaseException as exc:
-            public = isinstance(exc, PUBLIC_FAILURES)
             for reservation in _OPEN.get():
                 with contextlib.suppress(Exception):  # unreachable store: stays charged
-                    if public:
+                    # imported by a command when it runs (`dperm --help` stays light); a
+                    # reservation means the ledger, hence dperm.accounting, is loaded
+                    from ..accounting.active import PUBLIC_FAILURES
+
+                    if isinstance(exc, PUBLIC_FAILURES):
                         reservation.cancel(f"dperm fit: {type(exc).__name__} before the release")
                     else:
                         reservation.commit()
