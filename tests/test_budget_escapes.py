@@ -244,6 +244,7 @@ def test_b2_a_fit_inside_a_per_example_gradient_is_charged():
                    steps=4, batch_size=20, per_example_grad=per_example_grad,
                    theta0=np.zeros(D), random_state=0)  # fmt: skip
     assert inner == [None]  # nothing came back
+    assert_released_charged(ledger, [SGD])  # the gradient function had seen the iterate
 
 
 class FittingLoss(Logistic):
@@ -544,6 +545,8 @@ def test_b4_a_warning_raised_as_an_error_releases_nothing_uncharged():
     released = ["DPLogisticRegression"] if hasattr(clf, "coef_") else []
     assert not hasattr(clf, "coef_")  # nothing assigned before the warning
     assert_released_charged(ledger, released)
+    # a warning about a parameter (classes=None), before any release: the refund tells nothing
+    assert [r.kind for r in ledger.records][-2:] == ["reserve", "cancel"]
 
 
 def test_b4_an_interrupt_while_the_release_is_assigned_keeps_it_charged(monkeypatch):
