@@ -36,7 +36,8 @@ exists.  Note the sign pattern: one sign over the whole set (|s(A)|, not the
 
 **Oracles.**
 
-* ``dual_norm`` and ``lmo``: the linear program max ⟨s, θ⟩ s.t. μΣa + Σ w·t ≤ 1,
+* ``dual_norm`` and ``lmo``: for d ≤ 12 the formula itself over all 2^d − 1 sets
+  (vectorized); above, the linear program max ⟨s, θ⟩ s.t. μΣa + Σ w·t ≤ 1,
   |θ| ≤ a, |Dθ| ≤ t (HiGHS; D the (|E|, d) incidence matrix, (Dθ)_e = θ_i − θ_j)
   finds an optimal point; its layer-cake decomposition above writes it as a
   convex combination of generators that are then all optimal, so the best level
@@ -84,6 +85,9 @@ __all__ = ["GraphTVNorm", "path_edges"]
 #: by the sparse trust-region reflective method above (BVLS is dense, O(|E|³))
 _BVLS_MAX_EDGES = 300
 _BRUTE_MAX_D = 16
+#: the dual norm and LMO enumerate the 2^d − 1 sets up to this d (exact, ~0.1 ms), above
+#: it solve the linear program and read an optimal set off its level sets
+_ENUM_MAX_D = 12
 
 
 def path_edges(d: int) -> np.ndarray:
@@ -162,6 +166,7 @@ class GraphTVNorm(Norm):
         self.mu = float(check_positive(mu, "mu"))
         self.alpha = float(check_nonnegative(alpha, "alpha"))
         self.tol = float(check_positive(tol, "tol"))
+        self._enum = self._lp_rows = None  # caches: every set and G on it; the LP's rows
         rows = np.repeat(np.arange(m), 2)
         self._D = sparse.csr_matrix(
             (np.tile([1.0, -1.0], m), (rows, E.ravel())), shape=(m, self.d)
@@ -191,26 +196,25 @@ class GraphTVNorm(Norm):
         θ (d), a ≥ |θ| (d), t ≥ |Dθ| (m)."""
         from scipy.optimize import linprog
 
-        d, m, D = self.d, self.edges.shape[0], self._D
-        I = sparse.identity(d, format="csr")
-        Im = sparse.identity(m, format="csr")
-        Zdm = sparse.csr_matrix((d, m))
-        Zmd = sparse.csr_matrix((m, d))
-        budget = sparse.csr_matrix(
-            np.concatenate([np.zeros(d), np.full(d, self.mu), self.weights])[None, :]
-        )
-        A = sparse.vstack(
-            [
-                sparse.hstack([I, -I, Zdm]),
-                sparse.hstack([-I, -I, Zdm]),
-                sparse.hstack([D, Zmd, -Im]),
-                sparse.hstack([-D, Zmd, -Im]),
-                budget,
-            ],
-            format="csr",
-        )
-        b = np.zeros(A.shape[0])
-        b[-1] = 1.0
+        d, m = self.d, self.edges.shape[0]
+        if self._lp_rows is None:
+            D, I, Im = self._D, sparse.identity(d), sparse.identity(m)
+            Zdm, Zmd = sparse.csr_matrix((d, m)), sparse.csr_matrix((m, d))
+            budget = np.concatenate([np.zeros(d), np.full(d, self.mu), self.weights])[None, :]
+            A = sparse.vstack(
+                [
+                    sparse.hstack([I, -I, Zdm]),
+                    sparse.hstack([-I, -I, Zdm]),
+                    sparse.hstack([D, Zmd, -Im]),
+                    sparse.hstack([-D, Zmd, -Im]),
+                    sparse.csr_matrix(budget),
+                ],
+                format="csr",
+            )
+            b = np.zeros(A.shape[0])
+            b[-1] = 1.0
+            self._lp_rows = (A, b)
+        A, b = self._lp_rows
         c = np.concatenate([-s, np.zeros(d + m)])
         bounds = [(None, None)] * d + [(0, None)] * (d + m)
         res = linprog(c, A_ub=A, b_ub=b, bounds=bounds, method="highs")
@@ -238,6 +242,23 @@ class GraphTVNorm(Norm):
             out.append(m)
         return out
 
+    def _all_sets(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every non-empty set (boolean masks, (2^d − 1, d)) and G on it, cached."""
+        if self._enum is None:
+            codes = np.arange(1, 1 << self.d)
+            masks = ((codes[:, None] >> np.arange(self.d)) & 1).astype(bool)
+            self._enum = (masks, self.set_function(masks))
+        return self._enum
+
+    def _best_component(self, s: np.ndarray, mask: np.ndarray, sign: float) -> np.ndarray:
+        """The connected component A of ``mask`` with the largest σ·s(A)/G(A) (at least
+        the ratio of ``mask``: a mediant; module docstring)."""
+        comps = self._components(mask)
+        if len(comps) == 1:
+            return mask
+        ratios = [sign * float(s[c].sum()) / float(self.set_function(c)) for c in comps]
+        return comps[int(np.argmax(ratios))]
+
     def maximizing_set(self, s) -> tuple[np.ndarray, float]:
         """(A, σ): a connected set A and a sign σ ∈ {−1, +1} maximizing σ·s(A)/G(A)
         (= Ω*(s); module docstring, "Oracles").
@@ -253,6 +274,12 @@ class GraphTVNorm(Norm):
             mask = np.zeros(self.d, dtype=bool)
             mask[int(np.argmin(singles))] = True
             return mask, 1.0
+        if self.d <= _ENUM_MAX_D:  # every set at once: exact, and fast at this size
+            masks, G = self._all_sets()
+            r = (masks @ s) / G
+            k = int(np.argmax(np.abs(r)))
+            sign = 1.0 if r[k] >= 0 else -1.0
+            return self._best_component(s, masks[k], sign), sign
         theta, value = self._lp(s)
         scale = max(float(np.max(np.abs(theta))), 1e-300)
         cands = []
@@ -270,10 +297,8 @@ class GraphTVNorm(Norm):
             ]
         )
         k = int(np.argmax(signs * ratios))
-        best, sign = masks[k], float(signs[k])
-        comps = self._components(best)
-        comp_ratios = [sign * float(s[c].sum()) / float(self.set_function(c)) for c in comps]
-        best = comps[int(np.argmax(comp_ratios))]
+        sign = float(signs[k])
+        best = self._best_component(s, masks[k], sign)
         got = sign * float(s[best].sum()) / float(self.set_function(best))
         if got < value * (1.0 - 1e-7) - 1e-12 * float(np.abs(s).max()):
             raise ConvergenceError(
