@@ -59,9 +59,12 @@ def exponential_sampling_bound(
 
     so with the default Δ = 2LR it is (8LR/(nε))(d ln max(1, nε/2) + ln(1/β)).
     Derivation (the standard level-set argument for the exponential mechanism
-    on a convex set, as used by Bassily–Smith–Thakurta, FOCS 2014, §3; written
-    out here with our own constants — neither the paper's theorem nor the
-    lecture's could be retrieved to compare): with a = ε/(2Δ) and
+    on a convex set, as used by Bassily–Smith–Thakurta, FOCS 2014, §3, written
+    out with our own constants; Smith & Ullman, Lecture 11, proof of Theorem 2.5
+    bounds the same probability by a Lipschitz-ball argument without convexity,
+    P(BAD) ≤ (2R/r)^d·e^{−εnt/(2Δ)} for the mean loss, excess ≤ rG + t, and
+    states it at Δ = GR, half the range 2GR of a G-Lipschitz loss on the ball
+    — :func:`expmech_erm_bound` integrates it): with a = ε/(2Δ) and
     S_t = {F ≤ F* + t}, convexity gives S_t ⊇ θ* + (t/G)(C − θ*), so vol(C)/vol(S_t) ≤ (G/t)^d and
     P(F(θ̂) ≥ F* + 2t) ≤ (G/t)^d e^{−at}; t₀ = (d ln max(1, aG) + ln(1/β))/a
     makes the right side ≤ β (t₀ ≥ 1/a because ln(1/β) ≥ 1), and the gap is 2t₀.
