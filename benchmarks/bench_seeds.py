@@ -19,6 +19,8 @@ import warnings
 
 import numpy as np
 
+from dperm.accounting.textbook import lecture15_single_sample_sigma as lemma155
+from dperm.accounting.textbook import single_sample_sigma
 from dperm.algorithms import (
     dp_sgd,
     dual_frank_wolfe,
@@ -118,6 +120,27 @@ def main(seeds: int, scale: float = 1.0) -> list[tuple[str, float, float]]:
         sampling_rate=dg["sampling_rate"], batch_size=dg["normalizer"],
     ).value  # fmt: skip
     rows.append((f"Lecture 15 Lemma 15.6, DP-SGD n={n} d=10 T={dg['steps']}", ex, b))
+    # Lemma 15.6 at its own step η_t = D/(G√t) over the ℓ2 ball R = 1: last iterate against
+    # Shamir & Zhang 2013, Theorem 2
+    ball = minimize(Logistic(), X, y, constraint=L2Ball(1.0), tol=1e-12).theta
+    runs = [
+        dp_sgd.fit(Logistic(), X, y, random_state=s, schedule="inverse_sqrt",
+                   constraint=L2Ball(1.0), **kw)
+        for s in range(seeds)
+    ]  # fmt: skip
+    dg = runs[0].diagnostics
+    ex = np.mean([mean_loss(X, y, r.theta) - mean_loss(X, y, ball) for r in runs])
+    b = theoretical_bound(
+        "dp-sgd", n=n, d=d, epsilon=1.0, delta=1e-5, lipschitz=1.0, radius=1.0,
+        steps=dg["steps"], learning_rate=dg["learning_rate"], noise_std=dg["noise_std"],
+        clipping_norm=1.0, sampling_rate=dg["sampling_rate"], batch_size=dg["normalizer"],
+        schedule="inverse_sqrt",
+    ).value  # fmt: skip
+    rows.append((f"Lecture 15 Lemma 15.6 at η_t = D/(G√t), ℓ2 ball R=1, n={n} d=10", ex, b))
+    # Lemma 15.5's closed-form σ next to the exact accountant's (public numbers: not scaled)
+    args = (1000, 100_000, 1.0, 1e-5)
+    rows.append(("σ of Lecture 15 Lemma 15.5, n=1000 T=1e5 ε=1 δ=1e-5", lemma155(*args), math.nan))
+    rows.append(("σ of the exact PLD accountant, same event", single_sample_sigma(*args), math.nan))
     # K–D Thm 1 (Lemma 1), structured output perturbation, ℓ1, Λ = 0.1, λ = 0.01
     lam, Lam = 0.01, 0.1
     norm = L1Norm(d)

@@ -34,7 +34,7 @@ def _row(rows, prefix):
 
 
 def test_every_row_runs_and_is_finite(rows):
-    assert len(rows) == 13
+    assert len(rows) == 16
     assert all(math.isfinite(m) for m, _ in rows.values())
 
 
@@ -43,7 +43,8 @@ def test_every_row_runs_and_is_finite(rows):
     [
         "Smith–Ullman Thm 2.5",
         "Lecture 14 Thm 14.6",
-        "Lecture 15 Lemma 15.6",
+        "Lecture 15 Lemma 15.6, DP-SGD",
+        "Lecture 15 Lemma 15.6 at η_t",
         "K–D Thm 1",
         "ℓ1 ball R=2 n=1000 d=100: mirror descent",
     ],
@@ -51,6 +52,12 @@ def test_every_row_runs_and_is_finite(rows):
 def test_bounds_with_known_constants_cover_the_measured_excess(rows, prefix):
     measured, bound = _row(rows, prefix)
     assert math.isfinite(bound) and measured <= bound
+
+
+def test_lemma_15_5_is_sound_and_loose(rows):
+    lemma = _row(rows, "σ of Lecture 15 Lemma 15.5")[0]
+    exact = _row(rows, "σ of the exact PLD accountant")[0]
+    assert exact < lemma / 5
 
 
 def test_noise_multipliers(rows):
