@@ -44,6 +44,17 @@ from .events import Gaussian, SampledWithoutReplacement, SelfComposed
 __all__ = ["lecture15_single_sample_sigma", "single_sample_sigma"]
 
 
+def _checked(n, steps, epsilon, delta, lipschitz) -> tuple[int, int, float, float, float]:
+    """(n, T, ε, δ, L) checked: counts ≥ 1, ε > 0, δ in (0, 1), L > 0."""
+    return (
+        check_count(n, "n"),
+        check_count(steps, "steps"),
+        check_epsilon(epsilon),
+        check_delta(delta, allow_zero=False),
+        check_positive(lipschitz, "lipschitz"),
+    )
+
+
 def _lemma155_terms(n: int, steps: int, epsilon: float, delta: float) -> dict[str, float]:
     """The quantities of the lemma's proof (module docstring)."""
     log2d = math.log(2.0 / delta)
@@ -103,11 +114,7 @@ def lecture15_single_sample_sigma(
     >>> round(lecture15_single_sample_sigma(1000, 1_000_000, 1.0, 1e-5), 3)
     122.906
     """
-    n = check_count(n, "n")
-    steps = check_count(steps, "steps")
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta, allow_zero=False)
-    lip = check_positive(lipschitz, "lipschitz")
+    n, steps, epsilon, delta, lip = _checked(n, steps, epsilon, delta, lipschitz)
     t = _lemma155_terms(n, steps, epsilon, delta)
     where = f"(n={n}, T={steps}, epsilon={epsilon:g}, delta={delta:g})"
     if t["delta_inner"] >= 1.0:
@@ -163,11 +170,7 @@ def single_sample_sigma(
     ------
     InvalidPrivacyParameter
     """
-    n = check_count(n, "n")
-    steps = check_count(steps, "steps")
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta, allow_zero=False)
-    lip = check_positive(lipschitz, "lipschitz")
+    n, steps, epsilon, delta, lip = _checked(n, steps, epsilon, delta, lipschitz)
 
     def event(z: float):
         return SelfComposed(SampledWithoutReplacement(1, n, Gaussian(z)), steps)

@@ -181,6 +181,17 @@ _LLR_THREAT = (
     "final model (black box): the released θ only, scored by its exact log-likelihood "
     "ratio between D and D′ (the auditor knows both datasets and the noise law)"
 )
+#: the multinomial output-perturbation default's row: a final model whose scores are
+#: exactly Gaussian (fits.mirrored_class_pair: 24 canaries per run)
+_OUTPUT_MULTINOMIAL = {
+    **_ESTIMATOR_DEFAULT_PATH,
+    "n": OUTPUT_MULTI_N,
+    "d": OUTPUT_MULTI_CANARIES + 1,
+    "statistic": llr_statistic,
+    "method": "gdp-fit",
+    "pair": mirrored_class_pair,
+    "threat_model": _LLR_THREAT,
+}
 #: the white-box rows (dperm.audit.whitebox): every step's noisy sum, Dirac canaries
 _WHITEBOX_THREAT = (
     "white box: every step's noisy clipped sum (the releases the DP-SGD guarantee covers), "
@@ -381,9 +392,7 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
     ),
     dict(
         name="estimator-output-multinomial", fn=_run_estimator_output_multinomial,
-        **{**_ESTIMATOR_DEFAULT_PATH, "n": OUTPUT_MULTI_N, "d": OUTPUT_MULTI_CANARIES + 1,
-           "statistic": llr_statistic},
-        method="gdp-fit", pair=mirrored_class_pair, threat_model=_LLR_THREAT,
+        **_OUTPUT_MULTINOMIAL,
         description="DPLogisticRegression(mechanism='output', classes=[0, 1, 2]) with every "
         "other default (issue #30: rows and the implicit intercept column min(s, 0.1·R) "
         "clipped to f(ε)·R, Λ by the output rule at that bound, analytic Gaussian noise); "
