@@ -3,7 +3,11 @@
 problem, the two selections of K–D Algorithm 2, and fixed-size vs Poisson vs full-batch
 noise multipliers.  Prints a Markdown table (the numbers in docs/coverage.md).
 
-    PYTHONPATH=src python benchmarks/bench_seeds.py [--seeds 3]
+    PYTHONPATH=src python benchmarks/bench_seeds.py [--seeds 3] [--scale 1]
+
+``--scale`` multiplies every dataset size (CI runs ``main(seeds=1, scale=0.05)`` in
+``tests/test_bench_seeds.py`` so that the script cannot silently break); the table in
+docs/coverage.md is ``--seeds 3 --scale 1``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import warnings
 
 import numpy as np
 
+from dperm.accounting.textbook import lecture15_single_sample_sigma as lemma155
+from dperm.accounting.textbook import single_sample_sigma
 from dperm.algorithms import (
     dp_sgd,
     dual_frank_wolfe,
@@ -66,10 +72,15 @@ def _kd_theorem4(dg, norm, n) -> float:
     ).value  # fmt: skip
 
 
-def main(seeds: int) -> list[tuple[str, float, float]]:
+def main(seeds: int, scale: float = 1.0) -> list[tuple[str, float, float]]:
     rows = []
+
+    def size(n: int) -> int:
+        return max(200, round(n * scale))
+
     # Smith & Ullman Thm 2.5 (in expectation), d = 2 exact sampler
-    X, y = data(500, 2)
+    n = size(500)
+    X, y = data(n, 2)
     best = minimize(Logistic(), X, y, constraint=L2Ball(1.0), tol=1e-10).theta
     runs = [
         exponential_sampling.fit(Logistic(), X, y, epsilon=1.0, radius=1.0, random_state=s)
@@ -77,12 +88,12 @@ def main(seeds: int) -> list[tuple[str, float, float]]:
     ]
     ex = np.mean([mean_loss(X, y, r.theta) - mean_loss(X, y, best) for r in runs])
     b = expmech_erm_bound(
-        n=500, d=2, epsilon=1.0, lipschitz=1.0, radius=1.0,
+        n=n, d=2, epsilon=1.0, lipschitz=1.0, radius=1.0,
         sensitivity=runs[0].diagnostics["sensitivity"],
     )  # fmt: skip
-    rows.append(("Smith–Ullman Thm 2.5, exp. sampling n=500 d=2 ε=1", ex, b))
+    rows.append((f"Smith–Ullman Thm 2.5, exp. sampling n={n} d=2 ε=1", ex, b))
     # Lecture 14 Thm 14.6 via (14.7), objective perturbation ε-DP, Λ = 0.01
-    n, d = 5000, 10
+    n, d = size(5000), 10
     X, y = data(n, d, 1)
     star = minimize(Logistic(), X, y, l2=1e-10, tol=1e-12).theta
     ex, m2 = [], 0.0
@@ -96,7 +107,7 @@ def main(seeds: int) -> list[tuple[str, float, float]]:
         n=n, d=d, epsilon=1.0, delta=0.0, regularization=r.diagnostics["l2_total"],
         noise_second_moment=m2, theta_norm=float(np.linalg.norm(star)),
     ).value  # fmt: skip
-    rows.append(("Lecture 14 Thm 14.6/(14.7), objective ε-DP n=5000 d=10", np.mean(ex), b))
+    rows.append((f"Lecture 14 Thm 14.6/(14.7), objective ε-DP n={n} d=10", np.mean(ex), b))
     # Lecture 15 Lemma 15.6: DP-SGD default run
     kw = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, neighbouring="replace-one")
     runs = [dp_sgd.fit(Logistic(), X, y, random_state=s, **kw) for s in range(seeds)]
@@ -108,7 +119,28 @@ def main(seeds: int) -> list[tuple[str, float, float]]:
         learning_rate=dg["learning_rate"], noise_std=dg["noise_std"], clipping_norm=1.0,
         sampling_rate=dg["sampling_rate"], batch_size=dg["normalizer"],
     ).value  # fmt: skip
-    rows.append((f"Lecture 15 Lemma 15.6, DP-SGD n=5000 d=10 T={dg['steps']}", ex, b))
+    rows.append((f"Lecture 15 Lemma 15.6, DP-SGD n={n} d=10 T={dg['steps']}", ex, b))
+    # Lemma 15.6 at its own step η_t = D/(G√t) over the ℓ2 ball R = 1: last iterate against
+    # Shamir & Zhang 2013, Theorem 2
+    ball = minimize(Logistic(), X, y, constraint=L2Ball(1.0), tol=1e-12).theta
+    runs = [
+        dp_sgd.fit(Logistic(), X, y, random_state=s, schedule="inverse_sqrt",
+                   constraint=L2Ball(1.0), **kw)
+        for s in range(seeds)
+    ]  # fmt: skip
+    dg = runs[0].diagnostics
+    ex = np.mean([mean_loss(X, y, r.theta) - mean_loss(X, y, ball) for r in runs])
+    b = theoretical_bound(
+        "dp-sgd", n=n, d=d, epsilon=1.0, delta=1e-5, lipschitz=1.0, radius=1.0,
+        steps=dg["steps"], learning_rate=dg["learning_rate"], noise_std=dg["noise_std"],
+        clipping_norm=1.0, sampling_rate=dg["sampling_rate"], batch_size=dg["normalizer"],
+        schedule="inverse_sqrt",
+    ).value  # fmt: skip
+    rows.append((f"Lecture 15 Lemma 15.6 at η_t = D/(G√t), ℓ2 ball R=1, n={n} d=10", ex, b))
+    # Lemma 15.5's closed-form σ next to the exact accountant's (public numbers: not scaled)
+    args = (1000, 100_000, 1.0, 1e-5)
+    rows.append(("σ of Lecture 15 Lemma 15.5, n=1000 T=1e5 ε=1 δ=1e-5", lemma155(*args), math.nan))
+    rows.append(("σ of the exact PLD accountant, same event", single_sample_sigma(*args), math.nan))
     # K–D Thm 1 (Lemma 1), structured output perturbation, ℓ1, Λ = 0.1, λ = 0.01
     lam, Lam = 0.01, 0.1
     norm = L1Norm(d)
@@ -117,7 +149,8 @@ def main(seeds: int) -> list[tuple[str, float, float]]:
     def J(t):
         return mean_loss(X, y, t) + lam * norm.norm(t) + 0.5 * Lam * t @ t
 
-    exact = sop.fit(Logistic(), X, y, epsilon=1e12, delta=0.5, random_state=0, **kwo).theta
+    # the exact minimizer: the same solve with negligible noise (δ ≥ 1/n is refused)
+    exact = sop.fit(Logistic(), X, y, epsilon=1e12, delta=1e-10, random_state=0, **kwo).theta
     ex = []
     for s in range(10 * seeds):
         r = sop.fit(Logistic(), X, y, epsilon=1.0, delta=1e-5, random_state=s, **kwo)
@@ -129,9 +162,10 @@ def main(seeds: int) -> list[tuple[str, float, float]]:
         noise_first_moment=sig * e_g, noise_second_moment=d * sig**2,
         gaussian_width=gaussian_width(norm, ball="dual").value,
     ).value  # fmt: skip
-    rows.append(("K–D Thm 1 (Lemma 1), structured output n=5000 d=10", np.mean(ex), b))
+    rows.append((f"K–D Thm 1 (Lemma 1), structured output n={n} d=10", np.mean(ex), b))
     # K–D Algorithm 2: both selections, Theorem 4's T, group ℓ∞ (overlapping), derived bound
-    Xg, yg = data(20000, 12, 2, signal=3)
+    ng = size(20000)
+    Xg, yg = data(ng, 12, 2, signal=3)
     gnorm = GroupLinfNorm([[0, 1, 2], [2, 3, 4, 5], [6, 7, 8], [8, 9, 10, 11]], 12)
     P = solve(Logistic(), Xg, yg, norm=gnorm, lam=0.002, alpha=0.05)
 
@@ -152,9 +186,10 @@ def main(seeds: int) -> list[tuple[str, float, float]]:
         secs = (time.perf_counter() - t0) / seeds
         # bound: Theorem 4's rate with constant 1 (it bounds the dual gap D* − D(s_T))
         b4 = _kd_theorem4(res[0].diagnostics, gnorm, Xg.shape[0])
-        rows.append((f"K–D Alg. 2 ({sel}, T={T} by Thm 4) n=20000 d=12, {secs:.1f}s", ex, b4))
+        rows.append((f"K–D Alg. 2 ({sel}, T={T} by Thm 4) n={ng} d=12, {secs:.1f}s", ex, b4))
     # mirror descent vs Frank-Wolfe, ℓ1 ball R = 2, n = 20000, d = 100
-    Xl, yl = data(20000, 100, 3, signal=2)
+    nl = size(20000)
+    Xl, yl = data(nl, 100, 3, signal=2)
     bestl = minimize(Logistic(), Xl, yl, constraint=L1Ball(2.0), tol=1e-10).theta
     for name, mod in (
         ("mirror descent (TTZ14)", mirror_descent),
@@ -166,7 +201,7 @@ def main(seeds: int) -> list[tuple[str, float, float]]:
         ]
         ex = np.mean([mean_loss(Xl, yl, r.theta) - mean_loss(Xl, yl, bestl) for r in res])
         bound = res[0].diagnostics.get("utility_bound", math.nan)
-        rows.append((f"ℓ1 ball R=2 n=20000 d=100: {name}", ex, bound))
+        rows.append((f"ℓ1 ball R=2 n={nl} d=100: {name}", ex, bound))
     rows.append(
         (
             "  (θ = 0 for reference)",
@@ -175,7 +210,10 @@ def main(seeds: int) -> list[tuple[str, float, float]]:
         )
     )
     # fixed-size vs Poisson vs full batch: b = 100 of 2000, 60 steps, ε = 1, δ = 1e-5
+    # (public numbers only: not scaled); fixed-size batches by their default accountant
+    # (the tight replace-one PLD) and by RDP (WBK19 Thm 27)
     for s_name, kwargs, acc in (
+        ("without_replacement", dict(batch_size=100), "pld"),
         ("without_replacement", dict(batch_size=100), "rdp"),
         ("poisson", dict(batch_size=100), "pld"),
         ("full", {}, "pld"),
@@ -189,8 +227,9 @@ def main(seeds: int) -> list[tuple[str, float, float]]:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--scale", type=float, default=1.0, help="multiplies every dataset size")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     print("| run | measured | bound |\n| --- | --- | --- |")
-    for name, meas, bound in main(args.seeds):
+    for name, meas, bound in main(args.seeds, args.scale):
         print(f"| {name} | {meas:.4g} | {'' if math.isnan(bound) else f'{bound:.4g}'} |")

@@ -25,12 +25,16 @@ mkdocs site (CONTRIBUTING.md, "Documentation examples")::
     <!-- docs-test: skip REASON -->     never run here (e.g. it installs dperm into a new
                                         virtual environment: .ci/run does that); the reason
                                         is mandatory
+    <!-- docs-test: exact -->           a ``console`` transcript whose output lines must
+                                        appear verbatim, numbers included (a seeded,
+                                        deterministic command)
 
 A block skipped because its data or cluster is absent skips the rest of its page (later
 blocks may use what it made). A shell line whose comment says ``exit N`` (e.g.
 ``# refused: exit 2``) must end with status N; every other command must succeed.
 A ``console`` transcript's output lines must appear in the real output up to their
-numbers (the first column, e.g. ``VERDICT``, is compared).
+numbers (the first column, e.g. ``VERDICT``, is compared) — verbatim, numbers included,
+under the ``exact`` marker.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 PYTHON = {"python", "py", "python3"}
 SHELL = {"bash", "sh", "shell", "console"}
 NOT_CODE = {"text", "pycon", "output", "json", "toml", "yaml", "csv", "mermaid", "md", "markdown"}
-_MARKER = re.compile(r"<!--\s*docs-test:\s*(needs-data|needs-cluster|skip)\b(.*?)-->", re.S)
+_MARKER = re.compile(r"<!--\s*docs-test:\s*(needs-data|needs-cluster|skip|exact)\b(.*?)-->", re.S)
 _EXIT = re.compile(r"#.*\bexit (\d+)\b[^\n]*$")
 
 
@@ -234,7 +238,11 @@ def test_page_code_blocks_run(page, tmp_path):
             elif b["lang"] == "console":
                 commands, shown = _console(b["code"])
                 out = _run_shell(commands, work, where)
-                missing = [ln for ln in shown if _key(ln) and _key(ln) not in out]
+                if b["marker"] and b["marker"][0] == "exact":  # the whole line, numbers too
+                    flat = " ".join(out.split())
+                    missing = [ln for ln in shown if " ".join(ln.split()) not in flat]
+                else:
+                    missing = [ln for ln in shown if _key(ln) and _key(ln) not in out]
                 assert not missing, f"{where}: shown output not produced: {missing}\n{out}"
             else:
                 _run_shell(b["code"], work, where)

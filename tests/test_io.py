@@ -543,7 +543,7 @@ def test_a_pipeline_with_a_leaking_step_is_refused(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("which", ["l1", "linf", "group", "chain-tv"])
+@pytest.mark.parametrize("which", ["l1", "linf", "group", "chain-tv", "graph-tv"])
 def test_a_norm_penalty_round_trips_as_plain_data(which, tmp_path):
     from dperm import norms
 
@@ -555,6 +555,9 @@ def test_a_norm_penalty_round_trips_as_plain_data(which, tmp_path):
         "linf": norms.LinfNorm(d, alpha=0.02),
         "group": norms.GroupLinfNorm([[0, 1], [1, 2], [3]], d, alpha=0.02),
         "chain-tv": norms.ChainTVNorm(d, mu=0.5, alpha=0.02),
+        "graph-tv": norms.GraphTVNorm(
+            [[0, 1], [1, 2], [2, 0], [0, 3]], d, mu=0.5, weights=[1.0, 2.0, 0.5, 1.5], alpha=0.02
+        ),
     }[which]
     est = DPLogisticRegression(
         epsilon=2.0, mechanism="structured-output", penalty=norm, classes=[0, 1], random_state=0
@@ -568,6 +571,10 @@ def test_a_norm_penalty_round_trips_as_plain_data(which, tmp_path):
     assert loaded.penalty.alpha == norm.alpha
     if which == "group":
         np.testing.assert_array_equal(loaded.penalty.membership, norm.membership)
+    if which == "graph-tv":
+        np.testing.assert_array_equal(loaded.penalty.edges, norm.edges)
+        np.testing.assert_array_equal(loaded.penalty.weights, norm.weights)
+        assert loaded.penalty.mu == norm.mu
     np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
     assert loaded.privacy_statement() == est.privacy_statement()
 

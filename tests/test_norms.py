@@ -237,8 +237,13 @@ def test_chain_tv_norm():
         assert float(-q @ s) == pytest.approx(norm.dual_norm(s), rel=1e-7)
         th = rng.normal(size=d)  # Hölder
         assert float(s @ th) <= norm.dual_norm(s) * norm.norm(th) + 1e-9
-    w = gaussian_width(norm, ball="dual", n_samples=300, random_state=0)
-    assert not w.exact and w.ci_low < w.value < w.ci_high
+    # the dual ball's width is exact: E Ω(g) = √(2/π)(μd + √2(d − 1)), checked by Monte Carlo
+    w = gaussian_width(norm, ball="dual")
+    assert w.exact
+    assert w.value == pytest.approx(math.sqrt(2 / math.pi) * (0.5 * d + math.sqrt(2) * (d - 1)))
+    g = rng.normal(size=(20000, d))
+    vals = 0.5 * np.abs(g).sum(axis=1) + np.abs(np.diff(g, axis=1)).sum(axis=1)
+    assert abs(vals.mean() - w.value) < 4 * vals.std() / math.sqrt(g.shape[0])
     with pytest.raises(InvalidPrivacyParameter):
         ChainTVNorm(d, mu=0.0)
     with pytest.raises(InvalidPrivacyParameter):

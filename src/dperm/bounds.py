@@ -11,10 +11,57 @@ from __future__ import annotations
 
 import math
 
-from ._validation import check_count, check_epsilon, check_positive
+from ._validation import check_count, check_epsilon, check_nonnegative, check_positive
 from .exceptions import InvalidPrivacyParameter
 
-__all__ = ["expmech_erm_bound", "exponential_sampling_bound"]
+__all__ = ["expmech_erm_bound", "exponential_sampling_bound", "sgd_gradient_second_moment"]
+
+
+def sgd_gradient_second_moment(
+    *,
+    clipping_norm: float,
+    noise_std: float,
+    dim: int,
+    sampling_rate: float | None = None,
+    batch_size: float | None = None,
+) -> float:
+    """G² ≥ E‖g̃‖² of a noisy clipped mini-batch gradient (Di Wang, Lecture 15, (15.5)
+    for mini-batches): C²(1 + (1 − q)/b) + p·s².
+
+    g̃ = (1/b)Σ_{i∈B} clip_C(∇ℓᵢ) + N(0, s²I_p), B drawn with inclusion rate q and
+    expected size b = qn (Poisson: the sum's variance is ≤ n·q(1 − q)C², divided by
+    b²; a fixed-size batch drawn without replacement has less), mean ‖·‖ ≤ C.  With
+    q, b omitted (full batch) it is C² + p·s².  The SGD bounds
+    (:func:`dperm.theory.lecture15_sgd_bound`) and DP-SGD's default step for
+    η_t = η/√t (:func:`dperm.schedules.inverse_sqrt_learning_rate`) use it.
+
+    Parameters
+    ----------
+    clipping_norm : float > 0
+        C.
+    noise_std : float ≥ 0
+        s, the noise standard deviation per coordinate of the *averaged* gradient.
+    dim : int ≥ 1
+        p, the number of parameters.
+    sampling_rate, batch_size : float, optional
+        q and b.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+
+    Examples
+    --------
+    >>> sgd_gradient_second_moment(clipping_norm=1.0, noise_std=0.1, dim=100)
+    2.0
+    """
+    C = check_positive(clipping_norm, "clipping_norm")
+    s = check_nonnegative(noise_std, "noise_std")
+    p = check_count(dim, "dim")
+    rate = 0.0
+    if sampling_rate is not None and batch_size is not None:
+        rate = (1.0 - float(sampling_rate)) / check_positive(batch_size, "batch_size")
+    return C * C * (1.0 + rate) + p * s * s
 
 
 def _check_problem(n, d, epsilon) -> tuple[int, int, float]:
@@ -59,9 +106,12 @@ def exponential_sampling_bound(
 
     so with the default Δ = 2LR it is (8LR/(nε))(d ln max(1, nε/2) + ln(1/β)).
     Derivation (the standard level-set argument for the exponential mechanism
-    on a convex set, as used by Bassily–Smith–Thakurta, FOCS 2014, §3; written
-    out here with our own constants — neither the paper's theorem nor the
-    lecture's could be retrieved to compare): with a = ε/(2Δ) and
+    on a convex set, as used by Bassily–Smith–Thakurta, FOCS 2014, §3, written
+    out with our own constants; Smith & Ullman, Lecture 11, proof of Theorem 2.5
+    bounds the same probability by a Lipschitz-ball argument without convexity,
+    P(BAD) ≤ (2R/r)^d·e^{−εnt/(2Δ)} for the mean loss, excess ≤ rG + t, and
+    states it at Δ = GR, half the range 2GR of a G-Lipschitz loss on the ball
+    — :func:`expmech_erm_bound` integrates it): with a = ε/(2Δ) and
     S_t = {F ≤ F* + t}, convexity gives S_t ⊇ θ* + (t/G)(C − θ*), so vol(C)/vol(S_t) ≤ (G/t)^d and
     P(F(θ̂) ≥ F* + 2t) ≤ (G/t)^d e^{−at}; t₀ = (d ln max(1, aG) + ln(1/β))/a
     makes the right side ≤ β (t₀ ≥ 1/a because ln(1/β) ≥ 1), and the gap is 2t₀.

@@ -7,7 +7,8 @@ free post-processing as far as privacy is concerned.
 * :class:`Constant` — η_t = η (the common choice for DP-SGD; Abadi et al. 2016).
 * :class:`InverseSqrt` — η_t = η / √t, the classical rate for convex Lipschitz
   losses (projected stochastic subgradient method; last-iterate rate
-  O(log T/√T), Shamir & Zhang, ICML 2013, Theorem 2).
+  O(log T/√T), Shamir & Zhang, ICML 2013, Theorem 2); the step of Di Wang's
+  Lecture 15, Lemma 15.6, η_t = ‖C‖/(L√t), is η = :func:`inverse_sqrt_learning_rate`.
 * :class:`InverseTime` — η_t = 1/(α t) for α-strongly convex objectives
   (the strongly convex step of Bassily, Smith, Thakurta, FOCS 2014,
   Algorithm 1; last-iterate rate O(log T / T), Shamir & Zhang 2013,
@@ -24,7 +25,15 @@ from collections.abc import Callable
 from ._validation import check_positive
 from .exceptions import InvalidPrivacyParameter, UnknownNameError
 
-__all__ = ["Callback", "Constant", "InverseSqrt", "InverseTime", "Schedule", "get_schedule"]
+__all__ = [
+    "Callback",
+    "Constant",
+    "InverseSqrt",
+    "InverseTime",
+    "Schedule",
+    "get_schedule",
+    "inverse_sqrt_learning_rate",
+]
 
 
 class Schedule:
@@ -83,6 +92,31 @@ class InverseSqrt(_Scaled):
 
     def __call__(self, t: int) -> float:
         return self.learning_rate / math.sqrt(t)
+
+
+def inverse_sqrt_learning_rate(diameter: float, gradient_bound: float) -> float:
+    """η = D/G of the step η_t = η/√t for projected SGD over a set of diameter D with
+    stochastic (sub)gradients of second moment E‖ĝ_t‖² ≤ G².
+
+    It minimizes the last-iterate bound of Shamir & Zhang (ICML 2013, Theorem 2),
+    (D²/η + ηG²)(2 + ln T)/√T, to 2DG(2 + ln T)/√T
+    (:func:`dperm.theory.lecture15_sgd_bound`).  This is Di Wang's Lecture 15,
+    Lemma 15.6's η_{t−1} = ‖C‖₂/(L√t) with the bound G of the *noisy* gradient
+    ((15.5): G² ≤ σ²d + L²) in place of L — the G its bound (15.4) is stated with.
+    Public: D is the constraint's, G is computed from the clipping norm, the batch
+    and the calibrated noise.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        If either number is ≤ 0, NaN or infinite.
+
+    Examples
+    --------
+    >>> inverse_sqrt_learning_rate(4.0, 2.0)
+    2.0
+    """
+    return check_positive(diameter, "diameter") / check_positive(gradient_bound, "gradient_bound")
 
 
 class InverseTime(Schedule):

@@ -78,6 +78,8 @@ _LAZY = {
     "delta_spent": "registry",
     "epsilon_spent": "registry",
     "get_accountant": "registry",
+    "lecture15_single_sample_sigma": "textbook",
+    "single_sample_sigma": "textbook",
 }
 
 __all__ = [

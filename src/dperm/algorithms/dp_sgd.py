@@ -62,8 +62,9 @@ import numpy as np
 
 from .._rng import check_random_state
 from .._validation import check_count, check_epsilon, check_positive, check_probability
+from ..bounds import sgd_gradient_second_moment
 from ..exceptions import InvalidPrivacyParameter
-from ..schedules import get_schedule
+from ..schedules import get_schedule, inverse_sqrt_learning_rate
 from . import _gradient_loop as gl
 from .base import Result, private_fit
 
@@ -298,7 +299,13 @@ def fit(
     steps : int, optional
         T ≥ 1.
     learning_rate : float, optional
-        η > 0 (the constant, or the scale of other schedules).
+        η > 0 (the constant, or the scale of other schedules).  Default: the rule of
+        :func:`default_hyperparameters`, except ``schedule="inverse_sqrt"`` with a
+        ``constraint``: Lecture 15, Lemma 15.6's own step η_t = D/(G√t), D the
+        constraint's diameter and G the run's gradient bound
+        (:func:`dperm.schedules.inverse_sqrt_learning_rate`), for which the last
+        iterate has Shamir & Zhang's (ICML 2013, Thm 2) bound
+        (:func:`dperm.theory.lecture15_sgd_bound`).
     schedule : {"constant", "inverse_sqrt", "inverse_time"} or Schedule or callable
     alpha : float, default 0
         Coefficient of the data-independent term (α/2)‖θ‖².
@@ -460,6 +467,14 @@ def fit(
         # normaliser is public (q·dataset_size under add/remove)
         s_rel = noise_std_sum / sampler.normalizer / clipping_norm
         learning_rate = defaults["learning_rate"] / math.sqrt(1.0 + theta0.size * s_rel**2)
+        if schedule == "inverse_sqrt" and opts.constraint is not None:
+            # Lecture 15, Lemma 15.6's own step η_t = D/(G√t) over the constraint set
+            g2 = sgd_gradient_second_moment(
+                clipping_norm=clipping_norm, noise_std=s_rel * clipping_norm, dim=theta0.size,
+                sampling_rate=sampler.sampling_rate, batch_size=sampler.normalizer,
+            )  # fmt: skip
+            g = math.sqrt(g2) + opts.alpha * opts.constraint.l2_radius  # + the ridge's αθ
+            learning_rate = inverse_sqrt_learning_rate(opts.constraint.diameter, g)
         sched = get_schedule(schedule, learning_rate, strong_convexity=opts.alpha or None)
 
     # ---- the loop -----------------------------------------------------------------

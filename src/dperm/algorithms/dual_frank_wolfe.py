@@ -45,16 +45,20 @@ Privacy (replace-one, n public) — derived here, not taken from the paper.
   SubmodularNorm with d ≤ 6 (enumerated vertices) there is one block.
   *Structured vertex sets* (:func:`dual_vertex_blocks`) are **Minkowski sums**
   v = Σ_b v_b of block vertices whose coordinates may overlap: overlapping
-  group ℓ∞ (|P|(F) = Σ_g {ℓ1 ball on g}, Bach 2013 §6.2) and the chain total
-  variation norm μ‖θ‖₁ + Σ|θ_{i+1} − θ_i| (dual ball μ[−1, 1]^d + Dᵀ[−1, 1]^{d−1},
-  one block per coordinate and per edge).  The selection is then over the
+  group ℓ∞ (|P|(F) = Σ_g {ℓ1 ball on g}, Bach 2013 §6.2) and graph total
+  variation μ‖θ‖₁ + Σ_{(i,j)∈E} w_ij|θ_i − θ_j| (:class:`~dperm.norms.GraphTVNorm`;
+  the chain is the path graph): Ω(θ) = max{⟨μa + DᵀWb, θ⟩ : ‖a‖∞, ‖b‖∞ ≤ 1}, so
+  the dual ball is the zonotope μ[−1, 1]^d + DᵀW[−1, 1]^{|E|}, one block per
+  coordinate and per edge.  The selection is then over the
   index set of tuples (one vertex per block): any finite index set with a
   Δ-sensitive score is a valid domain for the exponential mechanism, the
   score Σ_b⟨v_b, θ⟩ is still separable, and max over the tuples equals the
   exact LMO over K (the maximum of a sum over a Minkowski sum is the sum of
   the maxima).  Δ uses ρ ≥ max‖Σ_b v_b‖₂ (:func:`vertex_radius`: exact for
   disjoint blocks, otherwise min(Σ_b max‖v_b‖, ‖c‖₂) with c_i the largest
-  |coordinate i| any choice can reach — exact for the chain).  Many blocks
+  |coordinate i| any choice can reach — exact for graph TV on a bipartite graph
+  (chains, stars, grids: signs ±1 by the two colours reach every c_i at once),
+  an upper bound otherwise, which only adds noise).  Many blocks
   are drawn at once (Gumbel-max over a padded score matrix, no Python loop).
 * *Report-noisy-max with Laplace noise* (``selection="laplace"``: Kumar &
   Deisenroth's Algorithm 2 as published, the selection of Talwar, Thakurta,
@@ -133,7 +137,7 @@ from ..exceptions import InvalidDataError, InvalidPrivacyParameter
 from ..losses.base import GLMLoss
 from ..mechanisms.gamma_norm import gamma_norm_noise
 from ..mechanisms.gaussian import gaussian_noise
-from ..norms import ChainTVNorm, GroupLinfNorm, L1Norm, LinfNorm, Norm, SubmodularNorm
+from ..norms import GraphTVNorm, GroupLinfNorm, L1Norm, LinfNorm, Norm, SubmodularNorm
 from .base import Result, private_fit
 from .frank_wolfe import step_epsilon
 from .objective_perturbation import _prepare
@@ -175,9 +179,15 @@ def dual_vertex_blocks(norm: Norm) -> list[tuple[np.ndarray, np.ndarray]]:
     docstring, "Structured vertex sets").
 
     ℓ1: d blocks {−1, +1}; group ℓ∞ (disjoint or **overlapping**): one block
-    ±e_j per group; ℓ∞: one block ±e_j; chain TV (:class:`~dperm.norms.ChainTVNorm`):
-    d blocks ±μ and d − 1 edge blocks ±(−1, +1) on (i, i+1); any other
-    SubmodularNorm: one block of enumerated vertices (d ≤ 6).
+    ±e_j per group; ℓ∞: one block ±e_j; graph total variation
+    (:class:`~dperm.norms.GraphTVNorm`, :class:`~dperm.norms.ChainTVNorm`): d blocks
+    ±μ and one block ±w_e(+1, −1) on (i, j) per edge e — the dual ball is the zonotope
+    μ[−1, 1]^d + DᵀW[−1, 1]^{|E|}, D the incidence matrix (dual of
+    Ω = μ‖·‖₁ + ‖WD·‖₁); a norm that leaves the last (intercept) coordinate
+    unpenalized and is a graph TV on the others (the estimators' feature norm,
+    attribute ``inner``): the inner norm's blocks, none on that coordinate (its
+    dual constraint s_d = 0); any other SubmodularNorm: one block of enumerated
+    vertices (d ≤ 6).
 
     Raises
     ------
@@ -199,12 +209,15 @@ def dual_vertex_blocks(norm: Norm) -> list[tuple[np.ndarray, np.ndarray]]:
             eye = np.eye(idx.size)
             out.append((idx, np.vstack([eye, -eye])))
         return out
-    if isinstance(norm, ChainTVNorm):
-        edge = np.array([[-1.0, 1.0], [1.0, -1.0]])
+    if isinstance(norm, GraphTVNorm):
+        edge = np.array([[1.0, -1.0], [-1.0, 1.0]])
         coords = [(np.array([j]), norm.mu * pm) for j in range(d)]
-        return coords + [(np.array([j, j + 1]), edge) for j in range(d - 1)]
+        return coords + [(e, w * edge) for e, w in zip(norm.edges, norm.weights, strict=True)]
     if isinstance(norm, SubmodularNorm) and d <= 6:
         return [(np.arange(d), norm.dual_ball_vertices())]
+    inner = getattr(norm, "inner", None)  # a norm on the first d − 1 coordinates only
+    if isinstance(inner, GraphTVNorm) and inner.d == d - 1:
+        return dual_vertex_blocks(inner)  # no block on the unpenalized last coordinate
     raise InvalidDataError(
         f"private dual Frank-Wolfe needs an enumerable vertex set of the dual ball; {norm!r} "
         "(a generic F with d > 6, or a dual ball that is not a polytope) has none here"
@@ -213,7 +226,7 @@ def dual_vertex_blocks(norm: Norm) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def vertex_radius(blocks, d: int) -> float:
     """ρ ≥ max ‖Σ_b v_b‖₂ over the tuples of ``blocks`` (exact for disjoint blocks and
-    for the chain; module docstring)."""
+    for graph TV on a bipartite graph; module docstring)."""
     row_max = [float(np.sqrt(np.max(np.sum(V * V, axis=1)))) for _, V in blocks]
     cover = np.concatenate([idx for idx, _ in blocks])
     if np.unique(cover).size == cover.size:  # disjoint: the maxima add in quadrature
@@ -393,7 +406,7 @@ def fit(
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     norm : Norm
-        A SubmodularNorm or ChainTVNorm with a tractable vertex set
+        A SubmodularNorm or GraphTVNorm (ChainTVNorm) with a tractable vertex set
         (:func:`dual_vertex_blocks`; overlapping groups included).
     epsilon : float > 0
     delta : float in [0, 1), default 0

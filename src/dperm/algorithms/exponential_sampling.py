@@ -6,10 +6,12 @@ Release one draw of θ from the density on C = {θ ∈ R^d : ‖θ‖₂ ≤ R}
 
 the exponential mechanism of McSherry & Talwar (FOCS 2007) with the base
 measure Lebesgue on C, used for convex ERM by Bassily, Smith, Thakurta
-(FOCS 2014, §3, "exponential sampling").  Only the abstract and introduction
-of BST14 (arXiv 1405.7085) could be retrieved here, and not the Smith–Ullman
-lecture notes, so no theorem number is cited: the privacy and utility
-statements below are derived here in full.
+(FOCS 2014, §3, "exponential sampling"): Smith & Ullman, Lecture 11,
+Algorithm 1 (ExpMech-ERM), its privacy Lemma 2.4 and its utility Theorem 2.5
+(the seed text; Theorem 2.5 sets Δ = GR, but a G-Lipschitz loss on the radius-R
+ball ranges over 2GR, so dperm uses the sampler's actual Δ below).  Of BST14
+only the abstract and introduction were available, so no theorem of it is
+cited: the privacy and utility statements below are derived here in full.
 
 Privacy (replace-one, pure ε-DP).  Let D, D′ differ in one record (d ↦ d′).
 Then F_D − F_D′ = g with g(θ) = ℓ(θ; d) − ℓ(θ; d′).  Adding a constant to F

@@ -242,8 +242,9 @@ def fit(
     X : ndarray or csr_matrix of shape (n, d)
     y : ndarray of shape (n,)
     norm : Norm
-        Ω, a :class:`~dperm.norms.SubmodularNorm` or :class:`~dperm.norms.ChainTVNorm`
-        (its own ``alpha`` is ignored; the weight is λ/n).
+        Ω, a :class:`~dperm.norms.SubmodularNorm`, :class:`~dperm.norms.GraphTVNorm`
+        (:class:`~dperm.norms.ChainTVNorm`) or any :class:`~dperm.norms.Norm` with a
+        prox (its own ``alpha`` is ignored; the weight is λ/n).
     epsilon, delta, data_norm, noise, tol, max_iter, random_state
         As in :func:`dperm.algorithms.output_perturbation.fit`.
     alpha : float > 0

@@ -247,6 +247,72 @@ def _run_estimator_auto_multinomial(X, y, epsilon, delta, rng):
     return coef[1] - coef[0]
 
 
+#: the estimator-output-multinomial pair: k mirrored canaries audited in parallel over
+#: n rows, each canary's unit row split as a on its own feature, b on the shared one
+OUTPUT_MULTI_N, OUTPUT_MULTI_CANARIES, _OUTPUT_MULTI_B = 600, 24, 0.5
+#: a canary's shift in its class coefficients (classes 0, 1, 2; the noiseless fits of
+#: the pair at ε = 1 give (−0.75, 0.10, 0.65)); the score direction
+_OUTPUT_MULTI_U = np.array([-0.75, 0.10, 0.65]) / math.hypot(0.75, 0.10, 0.65)
+
+
+def mirrored_class_pair(n: int, k: int = OUTPUT_MULTI_CANARIES, *, random_state=0):
+    """The replace-one pair of ``estimator-output-multinomial``: k canaries audited in
+    parallel, d = k + 1 features, labels = the classes 0, 1, 2.
+
+    Canary j is the unit row a·e_j + b·e_v (a = √(1 − b²), b = 0.5, e_v the last
+    feature) with class 0 in D, and its mirror −a·e_j + b·e_v with class 0 in D′.  A
+    softmax row's gradient is x(p − e_c)ᵀ; the mirror moves it by
+    2a·e_j(p − e₀)ᵀ (p(x) = p(mirror): the logits differ only through e_j, whose
+    coefficient flips with it), of norm 2a‖p − e₀‖, against the calibration's bound
+    2√2 (L = √2·R per row).  The n − k base rows are e_v with class 2: they make
+    p ≈ e₂ along e_v, so ‖p − e₀‖ approaches √2 — no other row has an e_j component, so
+    the shift is not damped by their curvature.  Noiseless fits of this pair at ε = 1
+    (``docs/auditing.md``) realize 69 % of the sensitivity, against 45 % for a label
+    flip of one row and 56 % for a mirror without the shared feature.  D′'s canary
+    coefficients are minus D's and the intercept and e_v gradients do not change, so
+    the k scores of one run are k independent draws of one replace-one pair.
+    ``random_state`` is unused (the pair is fixed).
+    """
+    from .canary import CanaryPair
+
+    m, a = n - k, math.sqrt(1.0 - _OUTPUT_MULTI_B**2)
+    Xb = np.zeros((m, k + 1))
+    Xb[:, k] = 1.0
+    Xc = np.zeros((k, k + 1))
+    Xc[:, k] = _OUTPUT_MULTI_B
+    Xc[np.arange(k), np.arange(k)] = a
+    mirror = Xc.copy()
+    mirror[np.arange(k), np.arange(k)] = -a
+    y = np.concatenate([np.full(m, 2.0), np.zeros(k)])
+    return CanaryPair(
+        X=np.vstack([Xb, Xc]),
+        y=y,
+        X_prime=np.vstack([Xb, mirror]),
+        y_prime=y.copy(),
+        direction=np.append(np.ones(k) / math.sqrt(k), 0.0),
+        neighbouring="replace-one",
+        canary_norm=1.0,
+    )
+
+
+def _run_estimator_output_multinomial(X, y, epsilon, delta, rng):
+    """The k canary scores ⟨Θ_j, u⟩ (u ∝ (−0.75, 0.10, 0.65) over the classes, Θ_j canary
+    j's coefficients; larger on D′) of DPLogisticRegression(mechanism="output",
+    classes=[0, 1, 2]) with every other default — the estimator's multinomial output
+    perturbation: rows (the implicit intercept column min(s, 0.1·R) included) clipped to
+    f(ε)·R, Λ by the output rule at that bound (:mod:`dperm.estimators._output_rows`,
+    issue #30) — on :func:`mirrored_class_pair`.  The release is Θ̂ + N(0, σ²I), so the
+    scores are exactly Gaussian (the LLR of each canary up to an affine map)."""
+    from ..estimators import DPLogisticRegression
+
+    est = DPLogisticRegression(
+        mechanism="output", epsilon=epsilon, delta=delta, data_norm=1.0, classes=[0, 1, 2],
+        random_state=rng,
+    )  # fmt: skip
+    coef = est.fit(X, np.asarray(y).astype(int)).coef_  # (3, k + 1)
+    return _OUTPUT_MULTI_U @ coef[:, :-1]
+
+
 # ============================================================ networks (dperm.networks)
 #: gain K of the canary loss ℓ(w; x, y) = −K·y·⟨w, x⟩ of the network runner: its
 #: per-example gradient −K·y·x has norm K·‖x‖ ≫ C = 1, so clipping always binds and

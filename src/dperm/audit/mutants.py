@@ -27,6 +27,10 @@ patch                              the bug
 ``huber-label-bound-ignored``      the Huber surrogate's Lipschitz constant hR taken with
                                    h = 0.4 (the default label bound B = 1) while the loss
                                    uses h = 0.4·B of the user's B (``Huber.lipschitz``)
+``output-row-clipping-dropped``    multinomial output perturbation's default claims its
+                                   rows are clipped to f(ε)·R (and calibrates L, Λ and the
+                                   noise there) but leaves them at R
+                                   (``estimators._output_rows.as_design``)
 =================================  =========================================================
 
 :data:`MUTANT_TABLE` registers one runner (``kind="mutant"``) per row; ``dperm audit
@@ -37,6 +41,7 @@ in CI.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import functools
 from collections.abc import Callable, Iterator
@@ -48,6 +53,7 @@ import numpy as np
 from ..accounting.events import NonPrivate, PoissonSampled, SelfComposed
 from ..algorithms import _gradient_loop as gl
 from ..algorithms import dp_gd
+from ..design import Design
 from ..losses.huber import Huber
 from ..sampling import PoissonSampler, Sampler
 from .canary import CanaryPair
@@ -124,6 +130,24 @@ def _huber_label_bound_ignored() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _output_row_clipping_dropped() -> Iterator[None]:
+    from ..estimators import _output_rows
+
+    honest = _output_rows.as_design
+
+    def as_design(X, data_norm=None, *, intercept_scaling=None, warn=True):
+        if intercept_scaling is None and isinstance(X, Design) and data_norm is not None:
+            if X.bound > data_norm:  # the clip to f(ε)·R: claim the bound, scale nothing
+                out = copy.copy(X)
+                out.bound = float(data_norm)
+                return out
+        return honest(X, data_norm, intercept_scaling=intercept_scaling, warn=warn)
+
+    with mock.patch.object(_output_rows, "as_design", as_design):
+        yield
+
+
 #: the injected bugs: name → context manager factory (module docstring)
 PATCHES: dict[str, Callable[[], contextlib.AbstractContextManager]] = {
     "clip-above-calibration": _clip_above_calibration,
@@ -132,6 +156,7 @@ PATCHES: dict[str, Callable[[], contextlib.AbstractContextManager]] = {
     "add-remove-sensitivity": _add_remove_sensitivity,
     "pca-noise-dropped": _pca_noise_dropped,
     "huber-label-bound-ignored": _huber_label_bound_ignored,
+    "output-row-clipping-dropped": _output_row_clipping_dropped,
 }
 
 
@@ -270,6 +295,10 @@ MUTANT_TABLE: tuple[dict[str, Any], ...] = (
             "perturbation; the regression pair with targets ×4 and its pushers at 0, which pin "
             "each canary between its two thresholds) whose calibration takes the "
             "Lipschitz constant hR of h = 0.4 (B = 1) while the loss uses h = 0.4·4"),
+    _mutant("estimator-output-multinomial", "output-row-clipping-dropped", default_runs=100,
+            description="DPLogisticRegression(mechanism='output', classes=[0, 1, 2]) default "
+            "path whose rows are left at R while L, Λ and the noise are calibrated to the "
+            "clipped bound f(ε)·R (issue #30's row clipping dropped)"),
 )
 # fmt: on
 

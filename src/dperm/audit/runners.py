@@ -61,6 +61,8 @@ from .fits import (
     _LABELS,
     _SOFTMAX_K,
     _TUKEY_PUBLIC_ROWS,
+    OUTPUT_MULTI_CANARIES,
+    OUTPUT_MULTI_N,
     AlgorithmRun,
     _fit_default,
     _fit_epsilon,
@@ -73,12 +75,14 @@ from .fits import (
     _run_estimator_auto,
     _run_estimator_auto_multinomial,
     _run_estimator_dp_sgd,
+    _run_estimator_output_multinomial,
     _run_gaussian,
     _run_laplace,
     _run_network_dp_sgd,
     _run_snapping,
     _run_tukey,
     _run_tukey_unsafe,
+    mirrored_class_pair,
     ssp_release_statistic,
 )
 from .mutants import register_mutants
@@ -177,6 +181,17 @@ _LLR_THREAT = (
     "final model (black box): the released θ only, scored by its exact log-likelihood "
     "ratio between D and D′ (the auditor knows both datasets and the noise law)"
 )
+#: the multinomial output-perturbation default's row: a final model whose scores are
+#: exactly Gaussian (fits.mirrored_class_pair: 24 canaries per run)
+_OUTPUT_MULTINOMIAL = {
+    **_ESTIMATOR_DEFAULT_PATH,
+    "n": OUTPUT_MULTI_N,
+    "d": OUTPUT_MULTI_CANARIES + 1,
+    "statistic": llr_statistic,
+    "method": "gdp-fit",
+    "pair": mirrored_class_pair,
+    "threat_model": _LLR_THREAT,
+}
 #: the white-box rows (dperm.audit.whitebox): every step's noisy sum, Dirac canaries
 _WHITEBOX_THREAT = (
     "white box: every step's noisy clipped sum (the releases the DP-SGD guarantee covers), "
@@ -374,6 +389,17 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         **_ESTIMATOR_DEFAULT_PATH,
         description="estimator-auto-multinomial's default path audited on its final "
         f"Θ[1] − Θ[0] only (black box; n = {_AR_SIZE}), for comparison",
+    ),
+    dict(
+        name="estimator-output-multinomial", fn=_run_estimator_output_multinomial,
+        **_OUTPUT_MULTINOMIAL,
+        description="DPLogisticRegression(mechanism='output', classes=[0, 1, 2]) with every "
+        "other default (issue #30: rows and the implicit intercept column min(s, 0.1·R) "
+        "clipped to f(ε)·R, Λ by the output rule at that bound, analytic Gaussian noise); "
+        f"n = {OUTPUT_MULTI_N}: {OUTPUT_MULTI_CANARIES} mirrored canaries (class 0, own "
+        "feature flipped between D and D′, a shared feature whose base rows (class 2) make "
+        "p ≈ e₂: fits.mirrored_class_pair); scores each canary's coefficients along its "
+        "shift (its exact LLR up to an affine map)",
     ),
     dict(
         name="estimator-auto-regression", fn=_run_estimator_auto_regression_llr,

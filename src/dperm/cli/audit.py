@@ -261,7 +261,8 @@ _OPTIONS = {
     "list_runners": Opt(
         bool,
         False,
-        "Print the installed runners (apart from the audit-only targets and mutants) and exit.",
+        "Print the installed runners in three groups — the default paths, the audit-only "
+        "targets and the mutants — and exit.",
         "--list",
     ),
     "delta": Opt(float | None, None, "Claimed δ (default: the mechanism's)."),

@@ -20,7 +20,7 @@ A **Pipeline** (``kind: "pipeline"``) of :mod:`dperm.preprocessing` steps ending
 dperm estimator stores one record per step (class, parameters, allow-listed fitted
 arrays as ``step<i>__<name>.npy``, the step's event) and the composed privacy event of
 the whole pipeline.  A ``penalty=`` norm of :mod:`dperm.norms` (``L1Norm``,
-``LinfNorm``, ``GroupLinfNorm``, ``ChainTVNorm``) is written as plain data
+``LinfNorm``, ``GroupLinfNorm``, ``ChainTVNorm``, ``GraphTVNorm``) is written as plain data
 (``{"__dperm_norm__": class, "d": …, "alpha": …, "groups"/"mu": …}``) and rebuilt from
 the same allow-list.
 

@@ -176,9 +176,9 @@ def _encode_param(value: Any, name: str) -> Any:
 
 
 def _norm_classes() -> dict[str, type]:
-    from ..norms import ChainTVNorm, GroupLinfNorm, L1Norm, LinfNorm
+    from ..norms import ChainTVNorm, GraphTVNorm, GroupLinfNorm, L1Norm, LinfNorm
 
-    return {c.__name__: c for c in (L1Norm, LinfNorm, GroupLinfNorm, ChainTVNorm)}
+    return {c.__name__: c for c in (L1Norm, LinfNorm, GroupLinfNorm, ChainTVNorm, GraphTVNorm)}
 
 
 def _encode_norm(norm, name: str) -> dict[str, Any]:
@@ -192,8 +192,11 @@ def _encode_norm(norm, name: str) -> dict[str, Any]:
     out: dict[str, Any] = {_NORM_KEY: cls, "d": int(norm.d), "alpha": float(norm.alpha)}
     if cls == "GroupLinfNorm":
         out["groups"] = [np.flatnonzero(row).tolist() for row in norm.membership]
-    if cls == "ChainTVNorm":
+    if cls in ("ChainTVNorm", "GraphTVNorm"):
         out["mu"] = float(norm.mu)
+    if cls == "GraphTVNorm":
+        out["edges"] = norm.edges.tolist()
+        out["weights"] = norm.weights.tolist()
     return out
 
 
@@ -204,7 +207,7 @@ def _decode_param(value: Any, name: str) -> Any:
     if not isinstance(value, dict) or _NORM_KEY not in value:
         return value
     cls = _norm_classes().get(value.get(_NORM_KEY))
-    extra = set(value) - {_NORM_KEY, "d", "alpha", "groups", "mu"}
+    extra = set(value) - {_NORM_KEY, "d", "alpha", "groups", "mu", "edges", "weights"}
     if cls is None or extra:
         raise ModelFileError(f"parameter {name!r} is not plain data or an allowed norm: {value!r}")
     kw = {k: v for k, v in value.items() if k != _NORM_KEY}

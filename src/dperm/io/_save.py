@@ -128,7 +128,7 @@ def save(model, path: str | os.PathLike) -> Path:
         step a dperm estimator; its privacy event is the composition of the steps' events
         (:func:`~dperm.preprocessing.pipeline_dp_event`).  A ``penalty=`` norm of
         :mod:`dperm.norms` (``L1Norm``, ``LinfNorm``, ``GroupLinfNorm``,
-        ``ChainTVNorm``) is saved as plain data.
+        ``ChainTVNorm``, ``GraphTVNorm``) is saved as plain data.
     path : str or PathLike
         Destination file (any name: ``.dperm`` by convention, ``.skops`` accepted —
         the format is dperm's own zip of JSON + .npy either way); overwritten

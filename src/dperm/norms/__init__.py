@@ -12,9 +12,12 @@ sources:
   Wolfe's minimum-norm-point algorithm, :class:`SubmodularNorm`;
 * :mod:`dperm.norms.lp` — its named cases with closed forms: :class:`L1Norm`,
   :class:`LinfNorm`, :class:`GroupLinfNorm` (overlapping groups allowed);
+* :mod:`dperm.norms.graph` — graph total variation plus ℓ1,
+  μ‖θ‖₁ + Σ_{(i,j)∈E} w_ij|θ_i − θ_j| (:class:`GraphTVNorm`), not Ω∞ of a
+  submodular F but the Lovász extension of μ|A| + Cut(A) on θ⁺ and θ⁻;
 * :mod:`dperm.norms.structured` — beyond Ω∞ of a submodular F: chain total
-  variation (:class:`ChainTVNorm`) and the latent group ℓ1/ℓ2 norm
-  (:class:`LatentGroupL2Norm`);
+  variation (:class:`ChainTVNorm`, the path-graph case of :class:`GraphTVNorm`)
+  and the latent group ℓ1/ℓ2 norm (:class:`LatentGroupL2Norm`);
 * :mod:`dperm.norms.ball` — :class:`NormBall`, :func:`gaussian_width` and
   :func:`norm_from_regularizer`.
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 from .ball import GaussianWidth, NormBall, gaussian_width, norm_from_regularizer
 from .base import Norm
+from .graph import GraphTVNorm
 from .lp import GroupLinfNorm, L1Norm, LinfNorm
 from .structured import ChainTVNorm, LatentGroupL2Norm
 from .submodular import SubmodularNorm, is_submodular, lovasz_extension, min_norm_point
@@ -32,6 +36,7 @@ from .submodular import SubmodularNorm, is_submodular, lovasz_extension, min_nor
 __all__ = [
     "ChainTVNorm",
     "GaussianWidth",
+    "GraphTVNorm",
     "GroupLinfNorm",
     "L1Norm",
     "LatentGroupL2Norm",

@@ -20,6 +20,7 @@ from ..constraints import Constraint
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter
 from ..regularizers import L1
 from .base import Norm
+from .graph import GraphTVNorm
 from .lp import L1Norm, LinfNorm
 
 __all__ = ["GaussianWidth", "NormBall", "gaussian_width", "norm_from_regularizer"]
@@ -103,9 +104,10 @@ def gaussian_width(
     """Gaussian width of the unit ball of Ω (``ball="unit"``: E Ω*(g)) or of the
     dual ball |P|(F) (``ball="dual"``: E Ω(g)).
 
-    Exact for ℓ1 (unit ball: E‖g‖∞ by quadrature; dual ball: E‖g‖₁ = d√(2/π))
-    and ℓ∞ (unit ball: d√(2/π); dual: E‖g‖∞); otherwise Monte Carlo with a
-    normal-approximation confidence interval of level ``confidence``.
+    Exact for ℓ1 (unit ball: E‖g‖∞ by quadrature; dual ball: E‖g‖₁ = d√(2/π)),
+    ℓ∞ (unit ball: d√(2/π); dual: E‖g‖∞) and the dual ball of graph total
+    variation (:meth:`GraphTVNorm.dual_gaussian_width`); otherwise Monte Carlo
+    with a normal-approximation confidence interval of level ``confidence``.
 
     Raises
     ------
@@ -122,6 +124,9 @@ def gaussian_width(
     if l1_like or linf_like:
         sup_linf = (ball == "unit") == l1_like  # sup over ℓ1 ball = ‖g‖∞
         w = _expected_max_abs_gaussian(d) if sup_linf else d * math.sqrt(2.0 / math.pi)
+        return GaussianWidth(w, w, w, True)
+    if ball == "dual" and isinstance(norm, GraphTVNorm):
+        w = norm.dual_gaussian_width()
         return GaussianWidth(w, w, w, True)
     n_samples = check_count(n_samples, "n_samples")
     confidence = check_probability(confidence, "confidence")

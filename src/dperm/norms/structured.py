@@ -12,8 +12,9 @@
   not a norm (it is not even convex: f(|·|) at (1, 1), (1, −1) is 0 and at
   their midpoint (1, 0) it is 1).  The Lovász extension of the cut applied to
   θ itself is the total variation Σ|θ_i − θ_{i+1}| (a semi-norm);
-  :class:`ChainTVNorm` is TV + μ‖θ‖₁, a norm of that other form (prox by
-  Friedman et al. 2007, dual norm and LMO by a linear program).
+  :class:`ChainTVNorm` is TV + μ‖θ‖₁, a norm of that other form — the chain
+  case of :class:`~dperm.norms.GraphTVNorm` (:mod:`dperm.norms.graph`: any
+  graph, weighted edges, certified prox, exact dual norm and LMO).
 """
 
 from __future__ import annotations
@@ -25,26 +26,25 @@ import numpy as np
 from .._validation import check_count, check_nonnegative, check_positive
 from ..exceptions import ConvergenceError, InvalidDataError
 from .base import Norm, _membership
+from .graph import GraphTVNorm, path_edges
 
 __all__ = ["ChainTVNorm", "LatentGroupL2Norm"]
 
 
-class ChainTVNorm(Norm):
+class ChainTVNorm(GraphTVNorm):
     """Ω(θ) = μ‖θ‖₁ + Σ_{i<d} |θ_{i+1} − θ_i| on a chain (the "fused lasso" norm;
-    equal-value sparsity, K–D §2).
+    equal-value sparsity, K–D §2): :class:`~dperm.norms.GraphTVNorm` on the path
+    graph (:func:`~dperm.norms.graph.path_edges`) with unit weights.
 
     Exactly what it is: Σ|θ_{i+1} − θ_i| is the Lovász extension of the chain's
     cut function F_cut(A) = #{i : exactly one of i, i+1 in A} evaluated at θ
     itself (Bach 2013, §6.2) — a semi-norm, zero on constants, because the cut is
     symmetric and F_cut(V) = 0.  It is *not* f(|θ|) for a non-decreasing
     submodular F (module docstring), so it is not a :class:`SubmodularNorm`;
-    adding μ‖θ‖₁ (μ > 0) makes it a norm.
-
-    * prox: prox_{τΩ} = soft-threshold_{τμ} ∘ prox_{τ TV} (Friedman, Hastie,
-      Höfling, Tibshirani 2007, Prop. 1); prox_{τ TV}(v) = v − Dᵀz* with
-      z* = argmin_{‖z‖∞ ≤ τ} ½‖v − Dᵀz‖² solved by bounded-variable least squares
-      (scipy ``lsq_linear``, method "bvls": an exact active-set method).
-    * dual norm and LMO: the linear program max ⟨s, θ⟩ s.t. Ω(θ) ≤ 1 (HiGHS).
+    adding μ‖θ‖₁ (μ > 0) makes it a norm.  prox, dual norm, LMO and the exact
+    Gaussian width of the dual ball are the graph's (:mod:`dperm.norms.graph`):
+    on a chain the prox is soft-threshold ∘ prox_TV of Friedman, Hastie, Höfling,
+    Tibshirani (2007), Prop. 1.
 
     Parameters
     ----------
@@ -56,66 +56,11 @@ class ChainTVNorm(Norm):
     name = "chain-tv"
 
     def __init__(self, d: int, mu: float = 1.0, alpha: float = 1.0):
-        self.d = check_count(d, "d", minimum=2)
-        self.mu = float(check_positive(mu, "mu"))
-        self.alpha = float(check_nonnegative(alpha, "alpha"))
+        d = check_count(d, "d", minimum=2)
+        super().__init__(path_edges(d), d, mu=mu, alpha=alpha)
 
     def __repr__(self) -> str:
         return f"ChainTVNorm(d={self.d}, mu={self.mu!r}, alpha={self.alpha!r})"
-
-    def norm(self, theta) -> float:
-        t = self._vec(theta)
-        return float(self.mu * np.abs(t).sum() + np.abs(np.diff(t)).sum())
-
-    def _lp(self, s) -> np.ndarray:
-        """argmax_{Ω(θ) ≤ 1} ⟨s, θ⟩ (variables θ, a ≥ |θ|, t ≥ |Dθ|)."""
-        from scipy.optimize import linprog
-
-        d = self.d
-        Dm = np.diff(np.eye(d), axis=0)  # (d−1, d): (Dθ)_i = θ_{i+1} − θ_i
-        I, Id1 = np.eye(d), np.eye(d - 1)
-        Z1, Z2 = np.zeros((d, d - 1)), np.zeros((d - 1, d))
-        A = np.block(
-            [
-                [I, -I, Z1],
-                [-I, -I, Z1],
-                [Dm, Z2, -Id1],
-                [-Dm, Z2, -Id1],
-                [np.zeros((1, d)), np.full((1, d), self.mu), np.ones((1, d - 1))],
-            ]
-        )
-        b = np.zeros(A.shape[0])
-        b[-1] = 1.0
-        c = np.concatenate([-s, np.zeros(2 * d - 1)])
-        bounds = [(None, None)] * d + [(0, None)] * (2 * d - 1)
-        res = linprog(c, A_ub=A, b_ub=b, bounds=bounds, method="highs")
-        if res.status != 0:
-            raise ConvergenceError(f"ChainTVNorm LP failed: {res.message}")
-        return res.x[:d]
-
-    def dual_norm(self, s) -> float:
-        s = self._vec(s)
-        return float(s @ self._lp(s))
-
-    def lmo(self, g, radius: float = 1.0) -> np.ndarray:
-        """argmin_{Ω(θ) ≤ radius} ⟨g, θ⟩ (LP)."""
-        return -radius * self._lp(self._vec(g))
-
-    def prox(self, v, step: float) -> np.ndarray:
-        from scipy.optimize import lsq_linear
-
-        v = self._vec(v)
-        tau = float(step) * self.alpha
-        if tau == 0:
-            return v.copy()
-        Dt = np.diff(np.eye(self.d), axis=0).T  # Dᵀ, shape (d, d − 1)
-        z = lsq_linear(Dt, v, bounds=(-tau, tau), method="bvls", tol=1e-14).x
-        w = v - Dt @ z
-        return np.sign(w) * np.maximum(np.abs(w) - tau * self.mu, 0.0)
-
-    def unit_ball_l2_radius(self) -> float:
-        """A bound: ‖θ‖₂ ≤ ‖θ‖₁ ≤ Ω(θ)/μ."""
-        return 1.0 / self.mu
 
 
 # ----------------------------------------------------------------------------- latent group ℓ1/ℓ2

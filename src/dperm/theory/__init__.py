@@ -48,6 +48,7 @@ algorithm live one floor lower, in :mod:`dperm.bounds`, and are re-exported here
 
 from __future__ import annotations
 
+from ..bounds import sgd_gradient_second_moment
 from .base import TheoryBound
 from .dispatch import ALGORITHMS, bound_for_estimator, seed_bounds_for_estimator, theoretical_bound
 from .exponential import exponential_sampling_bound
@@ -75,6 +76,7 @@ __all__ = [
     "lecture14_objective_bound",
     "lecture15_sgd_bound",
     "seed_bounds_for_estimator",
+    "sgd_gradient_second_moment",
     "structured_output_bound",
     "theoretical_bound",
 ]

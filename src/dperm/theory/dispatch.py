@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from .._validation import check_delta, check_nonnegative, check_positive
-from ..bounds import _check_problem, expmech_erm_bound
+from ..bounds import _check_problem, expmech_erm_bound, sgd_gradient_second_moment
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import MARGIN_BOUND
 from . import seeds
@@ -191,8 +191,13 @@ def _lecture15(d, lip, lam, radius, theta_norm, steps, lr, noise_std, clip, q, b
             f"Lecture 15's bound needs unbiased gradients: clipping_norm={clip!r} must be ≥ the "
             f"Lipschitz constant {lip!r}"
         )
-    rate = 0.0 if q is None or batch is None else (1.0 - q) / batch
-    g2 = clip * clip * (1.0 + rate) + d * s * s  # (15.5) for the clipped mini-batch
+    g2 = sgd_gradient_second_moment(  # (15.5) for the clipped mini-batch
+        clipping_norm=clip, noise_std=s, dim=d, sampling_rate=q, batch_size=batch
+    )
+    diameter = None
+    if sched == "inverse_sqrt" and radius is not None:
+        diameter = 2.0 * check_positive(radius, "radius")
+        g2 = (math.sqrt(g2) + lam * radius) ** 2  # the ridge's gradient αθ, ‖θ‖ ≤ radius
     out = lecture15_sgd_bound(
         steps=steps,
         learning_rate=lr,
@@ -201,11 +206,14 @@ def _lecture15(d, lip, lam, radius, theta_norm, steps, lr, noise_std, clip, q, b
         schedule=sched,
         averaging=avg,
         strong_convexity=lam,
+        diameter=diameter,
     )
     if out is None:
         raise InvalidPrivacyParameter(
-            f"Lecture 15's bound is evaluated for constant steps (last or uniform average) or "
-            f"η_t = 1/(αt); got schedule={sched!r}, averaging={avg!r}"
+            f"Lecture 15's bound is evaluated for constant steps (last or uniform average), "
+            f"η_t = η/√t over a bounded constraint set (give radius; last or uniform "
+            f"average) or η_t = 1/(αt); got schedule={sched!r}, averaging={avg!r}, "
+            f"radius={radius!r}"
         )
     return out
 
@@ -340,11 +348,12 @@ def seed_bounds_for_estimator(estimator, n_samples: int) -> list[TheoryBound]:
             )
         elif mechanism in ("dp-sgd", "dp-gd", "dp-sgd-single"):
             sched = str(dg.get("schedule", "constant"))
-            sched = (
-                "constant"
-                if sched.startswith("Constant")
-                else ("inverse_time" if sched.startswith("InverseTime") else sched)
-            )
+            names = {
+                "Constant": "constant",
+                "InverseSqrt": "inverse_sqrt",
+                "InverseTime": "inverse_time",
+            }
+            sched = names.get(sched.split("(")[0], sched)
             out.append(
                 theoretical_bound(
                     mechanism,

@@ -126,22 +126,34 @@ def lecture15_sgd_bound(
     schedule: str = "constant",
     averaging: str = "last",
     strong_convexity: float = 0.0,
+    diameter: float | None = None,
 ) -> TheoryBound | None:
     """Di Wang, Lecture 15, Lemma 15.6 (convex) / 15.7 (strongly convex) for the run:
     SGD with unbiased gradients of second moment G² (15.5), here
     G² = E‖g̃‖² ≤ C²(1 + (1 − q)/b) + p·s² for clipped per-example gradients
     (C ≥ L, so clipping is inactive and g̃ is unbiased), expected batch b and
-    noise std s per coordinate of the averaged gradient.
+    noise std s per coordinate of the averaged gradient
+    (:func:`dperm.bounds.sgd_gradient_second_moment`).
 
     * constant η, uniform average: D²/(2ηT) + ηG²/2 (the online-gradient
       argument of Lemma 15.6's proof; Nemirovski et al. 2009, eq. 2.18);
     * constant η, last iterate: D²/(2ηT) + (ηG²/2)(1 + H_{T−1}), H the harmonic
       number (Shamir & Zhang 2013's tail averaging, for an unbounded domain as in
       Orabona 2020, "Last iterate of SGD converges", constant step);
+    * η_t = η/√t — Lemma 15.6's own step η_{t−1} = ‖C‖/(L√t) — over a constraint
+      set of diameter D_C = ``diameter`` (required: the telescoping needs every
+      iterate within D_C of θ*).  Last iterate: Shamir & Zhang (ICML 2013),
+      Theorem 2, E F(w_T) − F* ≤ (D_C²/η + ηG²)(2 + ln T)/√T for w₁ the start and
+      w_{t+1} = Π(w_t − η_t ĝ_t); dperm's θ_T is their w_{T+1}, so the value is
+      (D_C²/η + ηG²)(2 + ln(T+1))/√(T+1) — Lemma 15.6's O(‖C‖G log T/√T), which
+      η = D_C/G (:func:`dperm.schedules.inverse_sqrt_learning_rate`) makes
+      2D_C G(2 + ln(T+1))/√(T+1).  Uniform average of θ_1..θ_T (w_2..w_{T+1}):
+      Zinkevich (2003), Theorem 1, without its first round,
+      (D_C²√(T+1)/(2η) + ηG²(√(T+1) − 1))/T;
     * η_t = 1/(αt), last iterate (Lemma 15.7): 17G²(1 + ln T)/(αT)
       (Shamir & Zhang 2013, Theorem 1);
 
-    D ≥ ‖θ₀ − θ*‖ = ‖θ*‖ (θ₀ = 0).  Other schedules: None.
+    D ≥ ‖θ₀ − θ*‖ = ‖θ*‖ (θ₀ = 0).  Other schedules (or η/√t without a diameter): None.
 
     Raises
     ------
@@ -160,6 +172,22 @@ def lecture15_sgd_bound(
             True,
             src.replace("15.6 (15.4)–(15.6)", "15.7") + "Shamir & Zhang 2013, Theorem 1",
             _REG,
+        )
+    if schedule == "inverse_sqrt" and diameter is not None and averaging in ("last", "uniform"):
+        dc = check_positive(diameter, "diameter")
+        root = math.sqrt(T + 1.0)
+        if averaging == "last":
+            value = (dc * dc / eta + eta * g2) * (2.0 + math.log(T + 1.0)) / root
+            how = "Shamir & Zhang 2013, Theorem 2 (last iterate)"
+        else:
+            value = (dc * dc * root / (2.0 * eta) + eta * g2 * (root - 1.0)) / T
+            how = "Zinkevich 2003, Theorem 1 (uniform average)"
+        return TheoryBound(
+            value,
+            "Lemma 15.6: O(‖C‖G log T/√T), G² = σ²d + L² (15.5)",
+            True,
+            src + f"η_t = {eta:.4g}/√t over a set of diameter {dc:.4g}, T = {T}; " + how,
+            _REG if strong_convexity > 0 else _UNREG,
         )
     if schedule != "constant" or averaging not in ("last", "uniform"):
         return None

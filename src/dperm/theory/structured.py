@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .._validation import check_count, check_delta, check_epsilon, check_nonnegative, check_positive
 from ..bounds import _check_problem
 from ..exceptions import InvalidPrivacyParameter
@@ -263,7 +261,7 @@ def _dual_fw_for_estimator(estimator, n_samples: int) -> TheoryBound | None:
     """:func:`dual_frank_wolfe_bound` of an estimator fitted with
     ``mechanism="dual-frank-wolfe"`` (see :func:`_for_estimator`; also the
     norm's vertex blocks)."""
-    from ..algorithms.dual_frank_wolfe import dual_vertex_blocks
+    from ..algorithms.dual_frank_wolfe import dual_vertex_blocks, vertex_radius
 
     def bound(dg, norm, common):
         blocks = dual_vertex_blocks(norm)
@@ -271,7 +269,9 @@ def _dual_fw_for_estimator(estimator, n_samples: int) -> TheoryBound | None:
             epsilon_step=float(dg["epsilon_step"]),
             n_steps=int(dg["n_steps"]),
             log_n_vertices=sum(math.log(V.shape[0]) for _, V in blocks),
-            vertex_radius=math.sqrt(sum(float(np.max(np.sum(V * V, axis=1))) for _, V in blocks)),
+            # ρ ≥ max‖Σ_b v_b‖ (the quadrature sum of the blocks' radii is exact only
+            # for disjoint blocks; overlapping ones — groups, graph TV — need more)
+            vertex_radius=vertex_radius(blocks, norm.d),
             epsilon_release=float(dg["release_fraction"]) * float(dg["epsilon"]),
             delta_release=float(dg["delta"]) / 2.0 if "noise_multiplier" in dg else 0.0,
             **common,
