@@ -206,15 +206,15 @@ class LedgerAdmission(LedgerSync):
     def _refusal(
         self, plan: _Plan, label: str | None, active: bool, fits_alone: bool, wait: float | None
     ) -> BudgetExceededError:
-        why = self._exhausted(plan.event, plan.eps)
         held = self._held_now()
+        why = self._exhausted(plan.event, plan.eps, held)
         if held.reservations:
-            share = f"epsilon {held.epsilon:.3g}" if math.isfinite(held.epsilon) else "all of it"
+            share = f"{held.epsilon:.3g}" if math.isfinite(held.epsilon) else "all"
             if held.delta:
                 share += f" (and delta {held.delta:.3g})"
             why += (
                 f"; {share} of it is held by {held.reservations} running fit(s) (open "
-                "reservations, from any process; one whose process died stays charged)"
+                "reservations of any process; one whose process died stays charged)"
             )
             if fits_alone and wait is None:
                 why += (
@@ -224,11 +224,14 @@ class LedgerAdmission(LedgerSync):
             elif fits_alone:
                 why += f" — still held after waiting {wait:g} s (dperm budget show lists them)"
         if active:
-            return BudgetExceededError(
+            err = BudgetExceededError(
                 f"{label or 'a private fit'} spending {plan.event!r} in the active budget "
                 f"{self!r} {why}; nothing was fitted or recorded"
             )
-        return BudgetExceededError(f"spending {plan.event!r} {why}; nothing was recorded")
+        else:
+            err = BudgetExceededError(f"spending {plan.event!r} {why}; nothing was recorded")
+        err.reason = why  # "would exhaust …": for messages that name the charge their own way
+        return err
 
     # ------------------------------------------------------------ spent so far
     def delta_spent(self) -> float:
@@ -244,7 +247,7 @@ class LedgerAdmission(LedgerSync):
         self._refresh()
         return self._remaining_delta_now()
 
-    def _exhausted(self, event: DpEvent, eps: float) -> str:
+    def _exhausted(self, event: DpEvent, eps: float, held: Held | None = None) -> str:
         """Which of the budget's δ and ε the event would exhaust, in words."""
         need = event.delta if isinstance(event, EpsilonDelta) else 0.0
         n = len(self._state.live())
@@ -261,10 +264,15 @@ class LedgerAdmission(LedgerSync):
                     else ""
                 )
             )
+        spent = (
+            f"charged so far {self._spent_now():.6g}"
+            if held is None
+            else f"committed fits spent {held.committed_epsilon:.6g}"
+        )
         return (
             f"would exhaust the budget's EPSILON: the total would be epsilon={eps:.6g} at "
             f"delta={self.delta:g} ({self.neighbouring}), above the budget "
-            f"epsilon={self.epsilon:g} (charged so far {self._spent_now():.6g})"
+            f"epsilon={self.epsilon:g} ({spent})"
         )
 
     def spent(self, *, reserved: bool = True) -> tuple[float, float]:

@@ -60,7 +60,7 @@ def _names(location: str, name: str | None) -> tuple[Any, list[str]]:
     from ..stores import check_budget_name, open_store
 
     if name is not None:  # one name rule for every command
-        check_budget_name(name)
+        check_budget_name(name, "--name")
     store = open_store(location)
     names = store.budgets() if name is None else [name]
     return store, names
@@ -112,7 +112,7 @@ def create_budget(
     from ..accounting import Ledger
     from ..stores import LedgerKey, check_budget_name
 
-    name = "default" if name is None else check_budget_name(name)
+    name = "default" if name is None else check_budget_name(name, "--name")
     check_epsilon(epsilon, "--epsilon")  # before a key or a store file is written
     check_delta(delta, "--delta")
     new_key = key is not None and not Path(key).exists()
@@ -300,7 +300,7 @@ def import_budgets(source: str | Path, location: str, name: str | None = None) -
     except (ValueError, UnicodeDecodeError) as exc:
         raise LedgerStoreError(f"{str(path)!r} is not JSON: {exc}") from None
     if name is not None:
-        check_budget_name(name)
+        check_budget_name(name, "--name")
     if isinstance(data, dict) and data.get("format") == "dperm.Ledger":  # a snapshot
         budget, acc, entries = read_snapshot(data)
         name = "default" if name is None else name

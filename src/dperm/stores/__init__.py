@@ -105,7 +105,7 @@ def open_store(location: str | os.PathLike | Store, *, create: bool = False) -> 
     if scheme is not None:
         if scheme.group(1).lower() != "file":
             raise LedgerStoreError(
-                f"unsupported ledger location scheme {scheme.group(1)!r}:// in "
+                f"unsupported ledger location scheme '{scheme.group(1)}://' in "
                 f"{redact_url(text)!r}: dperm keeps budgets in a SQLite file (a path), a JSON "
                 "file (*.json) or PostgreSQL (postgresql://user@host/db)"
             )

@@ -73,8 +73,9 @@ def record_hash(budget: str, seq: int, kind: str, body: dict[str, Any], prev_has
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def check_budget_name(name: Any) -> str:
-    """A budget name: 1–100 printable characters, no leading or trailing space."""
+def check_budget_name(name: Any, what: str = "a budget name") -> str:
+    """A budget name: 1–100 printable characters, no leading or trailing space
+    (``what`` names it in the error: ``"--ledger-budget"``, ``"--name"``)."""
     if (
         not isinstance(name, str)
         or not 1 <= len(name) <= 100
@@ -82,7 +83,7 @@ def check_budget_name(name: Any) -> str:
         or not name.isprintable()
     ):
         raise LedgerStoreError(
-            f"a budget name must be 1 to 100 printable characters without leading or "
+            f"{what} must be 1 to 100 printable characters without leading or "
             f"trailing spaces, got {name!r}"
         )
     return name
