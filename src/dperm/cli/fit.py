@@ -188,8 +188,8 @@ def run_fit(
     the fit (refused with ``BudgetExceededError`` when the budget cannot afford
     it; with ``wait`` seconds, retried while other fits' open reservations settle)
     and committed, with the model file's SHA-256, before the model file is moved into
-    place; ``ledger_key`` is the key file of a signed budget.  ``reference=False`` skips the non-private
-    reference fit (its keys are then None); otherwise it minimizes the private
+    place; ``ledger_key`` is the key file of a signed budget.  ``reference=False``
+    skips the non-private reference fit (its keys are then None); otherwise it minimizes the private
     fit's own regularized objective with the estimator's ``tol``/``max_iter``.
 
     Returns
