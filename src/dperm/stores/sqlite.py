@@ -160,6 +160,7 @@ class SqliteStore(ConnectionStore):
         """WAL and FULL sync; the tables in a new or empty file (one transaction:
         processes opening a new file together create it once); the triggers."""
         conn = self._conn
+        self._check_tables(self._tables(conn))  # another application's file: untouched
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("BEGIN IMMEDIATE")
