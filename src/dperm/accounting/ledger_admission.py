@@ -174,12 +174,16 @@ class LedgerAdmission(LedgerSync):
             plan = self._try_charge(kind, event, label)
             if isinstance(plan, tuple):
                 return plan
-            waited = time.monotonic() - started
             fits_alone = self._fits_without_reservations(plan.event)
-            if wait is None or not fits_alone or waited >= wait:
-                raise self._refusal(plan, label, active, fits_alone, wait)
-            time.sleep(min(delay, max(0.0, wait - waited)))
-            delay = min(_POLL_MAX, delay * 1.5)
+            while True:  # poll the store's head (cheap) until something settles
+                waited = time.monotonic() - started
+                if wait is None or not fits_alone or waited >= wait:
+                    raise self._refusal(plan, label, active, fits_alone, wait)
+                time.sleep(min(delay, max(0.0, wait - waited)))
+                delay = min(_POLL_MAX, delay * 1.5)
+                self._refresh()
+                if self._chain.last != plan.head:
+                    break  # another record: check again (the accountant only now)
 
     def _try_charge(self, kind: str, event: EventPlan, label: str | None):
         """One attempt: the record (eps, seq, event) or the refused plan."""
