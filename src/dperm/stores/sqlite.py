@@ -121,6 +121,9 @@ class SqliteStore(ConnectionStore):
             if not (_readonly(exc) and not self.created):
                 raise self._refusal(exc) from None
             self._open_readonly(timeout)
+        except BaseException:  # another application's file, a damaged store
+            self._conn.close()
+            raise
 
     def _refusal(self, exc: sqlite3.Error) -> Exception:
         if "malformed" in str(exc):  # a store that was truncated or overwritten
