@@ -9,7 +9,10 @@ the store; the composition (a PLD can take a tenth of a second) is computed *bef
 the store's write lock is taken, from the history as last read, and verified inside
 the lock: the head unchanged, the record is appended at once; others appended
 meanwhile, the check runs again (outside the lock up to :data:`OPTIMISTIC_ROUNDS`
-times, then inside it, so that a writer always makes progress).
+times, then inside it, so that a writer always makes progress).  On PostgreSQL the write
+transaction is READ COMMITTED under the budget's advisory lock, so the head it reads is
+the last one committed by anyone: the verification needs no SERIALIZABLE isolation, and
+never fails with a serialisation error to retry.
 
 A refusal says what the budget holds: the committed spend, the share the open
 reservations hold, and whether the charge would fit without them — then waiting for
