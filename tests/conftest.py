@@ -175,3 +175,26 @@ def dask_local_cluster(n_workers: int = 2):
         warnings.simplefilter("ignore")
         client.close()
         cluster.close()
+
+
+def run_cli_child(argv, out_path, barrier=None):
+    """In a forked child: run ``dperm <argv>`` with stdout/stderr in ``out_path`` and
+    ``out_path.err`` (after ``barrier``, when given) and exit with its status — what a
+    separate ``dperm`` invocation does, started in milliseconds (tests/test_ledger_*.py)."""
+    import sys
+
+    with open(out_path, "w") as out, open(str(out_path) + ".err", "w") as err:
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        sys.stdout, sys.stderr = out, err
+        if barrier is not None:
+            barrier.wait(timeout=60)
+        from dperm.cli import main
+
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        out.flush()
+        err.flush()
+    os._exit(code)

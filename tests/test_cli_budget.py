@@ -89,7 +89,9 @@ def test_a_tampered_store_is_one_line_naming_the_entry(tmp_path):
 def test_errors_are_one_line(tmp_path):
     _one_line_error(_run("show", tmp_path / "none.db"), "no ledger store")
     assert not (tmp_path / "none.db").exists()
-    _one_line_error(_run("create", tmp_path / "b.db", "--epsilon", "-1"), "epsilon")
+    _one_line_error(_run("create", tmp_path / "b.db", "--epsilon", "-1"), "--epsilon")
+    assert not (tmp_path / "b.db").exists()  # a refused create writes no file
+    _json(_run("create", tmp_path / "b.db", "--epsilon", "1", "--json"))
     _one_line_error(_run("show", tmp_path / "b.db", "--name", "nope"), "no budget named")
     _one_line_error(_run("import", tmp_path / "none.json", tmp_path / "b.db"), "no file")
     _one_line_error(

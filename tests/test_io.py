@@ -266,6 +266,50 @@ def test_load_bad_paths(tmp_path):
         dperm.load(junk)
 
 
+@pytest.mark.parametrize("bad", [None, 3, b"m.dperm", ["m.dperm"]])
+def test_load_of_a_non_path_is_a_model_file_error(bad):
+    for read in (dperm.load, read_metadata):
+        with pytest.raises(ModelFileError, match="path must be a model file's name"):
+            read(bad)
+
+
+def _flipped_coef(path) -> bytes:
+    with zipfile.ZipFile(path) as zf:
+        coef = np.lib.format.read_array(_io.BytesIO(zf.read("coef_.npy")), allow_pickle=False)
+    buf = _io.BytesIO()
+    np.lib.format.write_array(buf, -coef, allow_pickle=False)
+    return buf.getvalue()
+
+
+def test_a_current_file_without_its_digest_is_refused_not_read_as_legacy(binary, saved, tmp_path):
+    """Issue #37: a sign-flipped coef_ with content_sha256 removed used to load through
+    the no-digest path of older files and predict the flipped labels silently."""
+    assert read_metadata(saved)["format_version"] == 3 and "content_sha256" in read_metadata(saved)
+    flipped = {"coef_.npy": _flipped_coef(saved)}
+    with pytest.raises(ModelFileError, match="modified after it was written"):
+        dperm.load(_rewrite(saved, tmp_path, extra=flipped))
+    stripped = _rewrite(
+        saved, tmp_path, meta_update=lambda m: m.pop("content_sha256"), extra=flipped
+    )
+    with pytest.raises(ModelFileError, match=r"no content_sha256 .* format_version 3"):
+        dperm.load(stripped)
+
+
+def test_a_version_2_file_without_a_digest_loads_with_a_warning(binary, saved, tmp_path):
+    """Files written before the digest (format_version 1–2) still load — and say that their
+    content cannot be checked; the same file stated as version 3 is refused."""
+    X, _ = binary
+
+    def legacy(m):
+        del m["content_sha256"]
+        m["format_version"] = 2
+
+    old = _rewrite(saved, tmp_path, meta_update=legacy)
+    with pytest.warns(UserWarning, match="before dperm model files carried a content digest"):
+        model = dperm.load(old)
+    np.testing.assert_array_equal(model.predict(X), dperm.load(saved).predict(X))
+
+
 def test_save_refuses_what_it_cannot_write_safely(binary, tmp_path):
     X, y = binary
     with pytest.raises(ModelFileError, match="only dperm estimators"):
@@ -506,7 +550,7 @@ def test_a_pipeline_of_dperm_steps_round_trips_with_its_composed_statement(tmp_p
     event = pipeline_dp_event(pipe)
     assert isinstance(event, Composed) and pipeline_dp_event(loaded) == event
     meta = read_metadata(path)
-    assert meta["kind"] == "pipeline" and meta["format_version"] == 2
+    assert meta["kind"] == "pipeline" and meta["format_version"] == 3
     assert meta["privacy"]["event"] == event.to_dict()
     assert meta["privacy"]["delta"] == pytest.approx(pipe[-1].delta_)
     # the composed ε: at least the two private steps' ε (0.5 + the model's), certified

@@ -14,7 +14,6 @@ import json
 import multiprocessing as mp
 import os
 import signal
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import run_cli_child
 from dperm.accounting import Ledger
 
 pytestmark = pytest.mark.skipif(
@@ -48,25 +48,6 @@ def _warm(tmp_path_factory):
     )
 
 
-def _run_cli(argv, out_path, barrier=None):
-    """Child: run ``dperm <argv>`` with stdout/stderr in files; exit with its status."""
-    with open(out_path, "w") as out, open(str(out_path) + ".err", "w") as err:
-        os.dup2(out.fileno(), 1)
-        os.dup2(err.fileno(), 2)
-        sys.stdout, sys.stderr = out, err
-        if barrier is not None:
-            barrier.wait(timeout=60)
-        from dperm.cli import main
-
-        try:
-            code = main(argv)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        out.flush()
-        err.flush()
-    os._exit(code)
-
-
 def _ledger_argv(where, name):
     return ["--ledger", where, "--ledger-budget", name]
 
@@ -76,14 +57,14 @@ def _race(tmp_path, where, name, n=8, eps=0.3):
     holds a 0.1 fit; returns (exit codes, JSON outputs of those that released)."""
     first = tmp_path / "first.json"
     argv = [*_FIT, *_ledger_argv(where, name), "--epsilon", "0.1"]
-    proc = _FORK.Process(target=_run_cli, args=([*argv, "--ledger-epsilon", "1"], first))
+    proc = _FORK.Process(target=run_cli_child, args=([*argv, "--ledger-epsilon", "1"], first))
     proc.start()
     proc.join(120)
     assert proc.exitcode == 0, (tmp_path / "first.json.err").read_text()
     barrier = _FORK.Barrier(n)
     outs = [tmp_path / f"racer{i}.json" for i in range(n)]
     argv = [*_FIT, *_ledger_argv(where, name), "--epsilon", str(eps)]
-    procs = [_FORK.Process(target=_run_cli, args=(argv, o, barrier)) for o in outs]
+    procs = [_FORK.Process(target=run_cli_child, args=(argv, o, barrier)) for o in outs]
     for p in procs:
         p.start()
     for p in procs:
@@ -93,7 +74,7 @@ def _race(tmp_path, where, name, n=8, eps=0.3):
     for o, c in zip(outs, codes, strict=True):
         if c != 0:  # refused: one line naming the budget, exit 2
             lines = [ln for ln in Path(f"{o}.err").read_text().splitlines() if ln.strip()]
-            assert c == 2 and len(lines) == 1 and "would exceed the budget" in lines[0]
+            assert c == 2 and len(lines) == 1 and "would exhaust the budget" in lines[0]
     return codes, released
 
 
@@ -143,7 +124,7 @@ def test_fits_killed_at_random_moments_leave_every_model_charged(tmp_path, kind,
     # one unkilled fit: creates the budget and measures how long a fit takes
     t0 = time.perf_counter()
     proc = _FORK.Process(
-        target=_run_cli,
+        target=run_cli_child,
         args=([*base, "--ledger-epsilon", "100", "--save", str(tmp_path / "m.dperm")],
               tmp_path / "m.json"),
     )  # fmt: skip
@@ -157,7 +138,7 @@ def test_fits_killed_at_random_moments_leave_every_model_charged(tmp_path, kind,
     for wave in range(3):
         procs = []
         for m in models[4 * wave : 4 * wave + 4]:
-            p = _FORK.Process(target=_run_cli, args=([*base, "--save", str(m)], f"{m}.json"))
+            p = _FORK.Process(target=run_cli_child, args=([*base, "--save", str(m)], f"{m}.json"))
             p.start()
             procs.append((p, time.perf_counter() + rng.uniform(0.0, 2.5 * duration)))
         for p, when in sorted(procs, key=lambda x: x[1]):

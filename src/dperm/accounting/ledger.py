@@ -32,35 +32,32 @@ the block charge the ledger before it touches the data (:mod:`dperm.accounting.a
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
-import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from .._validation import check_delta, check_epsilon
 from ..exceptions import (
-    BudgetExceededError,
-    DataFileNotFoundError,
     InvalidPrivacyParameter,
     LedgerStoreError,
     UnsupportedEventError,
 )
-from ..stores import MemoryStore, Record, Store, open_store
-from ..stores.jsonfile import atomic_write_text
+from ..stores import LedgerKey, MemoryStore, Record, Store, as_key, check_budget_name, open_store
+from ..stores.registry import has_genesis, register_budget
 from .active import activated, active_ledgers, charge, default_delta, suspended
 from .auto import AutoAccountant
 from .base import Accountant
-from .events import DpEvent, EpsilonDelta, check_neighbouring
-from .ledger_persist import ledger_from_dict, ledger_to_dict
+from .events import DpEvent, check_neighbouring
+from .ledger_admission import Held, LedgerAdmission
+from .ledger_persist import LedgerSnapshots
 from .ledger_state import RESERVED, LedgerEntry, Slot, now
-from .ledger_sync import ROUNDING_SLACK, LedgerSync
 from .registry import accountant_factory
 
 __all__ = [
     "DEFAULT_BUDGET",
+    "Held",
     "Ledger",
     "LedgerEntry",
     "Reservation",
@@ -105,7 +102,7 @@ class Reservation:
         self.ledger.cancel(self, reason)
 
 
-class Ledger(LedgerSync):
+class Ledger(LedgerAdmission, LedgerSnapshots):
     """A total (ε, δ) budget and the events spent against it.
 
     Every :meth:`spend` (and :meth:`reserve`) composes the event into the ledger's
@@ -159,9 +156,10 @@ class Ledger(LedgerSync):
         *,
         neighbouring: str | None = None,
     ) -> None:
+        acc, body = self._new_budget(epsilon, delta, accountant, neighbouring)
         self._attach(MemoryStore(), DEFAULT_BUDGET, location=None)
         with self._write() as tx:
-            self._create(tx, epsilon, delta, accountant, neighbouring)
+            self._create(tx, acc, body)
 
     # ------------------------------------------------------------- the store
     @classmethod
@@ -174,6 +172,7 @@ class Ledger(LedgerSync):
         delta: float | None = None,
         accountant: str | None = None,
         neighbouring: str | None = None,
+        key: LedgerKey | str | os.PathLike | None = None,
     ) -> Ledger:
         """The budget ``name`` of the store at ``location``; created when missing and
         ``epsilon`` is given.
@@ -185,14 +184,24 @@ class Ledger(LedgerSync):
             (``*.json``) or a ``postgresql://user@host/db`` URL (needs
             ``pip install 'dperm[postgres]'``).  See :func:`dperm.stores.open_store`.
         name : str, default "default"
-            The budget's name (one store holds several, e.g. one per dataset).
+            The budget's name (one store holds several, e.g. one per dataset): 1 to
+            100 printable characters, no leading or trailing space.
         epsilon, delta : float, optional
             The budget of a new one (δ default 1e-5).  For an existing budget they
-            must equal what it was created with (a budget is fixed at creation).
+            must equal what it was created with (a budget is fixed at creation).  A
+            budget is created this way only in a new store or in one that records
+            the budgets it has held (:mod:`dperm.stores.registry`) — never in a store
+            that was emptied, never under the name of a budget that was deleted; use
+            :meth:`create` to create one explicitly.
         accountant : str, optional
             An accountant *name* for a new budget (default "auto").
         neighbouring : {"replace-one", "add-remove"}, optional
             The relation of a new budget (default replace-one).
+        key : LedgerKey or path, optional
+            The key of a signed budget (:mod:`dperm.stores.signing`): every record is
+            checked against it and every record written is signed.  A new budget
+            created with a key is signed; a signed budget opened without its key can
+            be read, not written.
 
         Returns
         -------
@@ -202,11 +211,12 @@ class Ledger(LedgerSync):
         ------
         LedgerStoreError
             No such budget and no ``epsilon``; the location is not a store, or
-            cannot be reached.
+            cannot be reached; a key that is not the budget's.
         DataFileNotFoundError
             No file at ``location`` and no ``epsilon``.
         LedgerIntegrityError
-            The budget's records fail their hash-chain check (the entry is named).
+            The budget's records fail their hash-chain check (the entry is named), or
+            their key's; the budget was deleted from the store.
         InvalidPrivacyParameter
             ``epsilon``/``delta``/``neighbouring``/``accountant`` differ from the
             existing budget's, or are invalid.
@@ -222,21 +232,72 @@ class Ledger(LedgerSync):
         >>> len(again.entries), round(again.spent()[0], 2)
         (1, 0.3)
         """
-        name = DEFAULT_BUDGET if name is None else name
+        return cls._open(location, name, epsilon, delta, accountant, neighbouring, key, False)
+
+    @classmethod
+    def create(
+        cls,
+        location: str | os.PathLike | Store,
+        name: str | None = None,
+        *,
+        epsilon: float,
+        delta: float = 1e-5,
+        accountant: str | None = None,
+        neighbouring: str | None = None,
+        key: LedgerKey | str | os.PathLike | None = None,
+    ) -> Ledger:
+        """Create the budget ``name`` in the store at ``location`` (the file is created
+        if needed) — refused when the store holds one of that name, or held one whose
+        records were deleted.  Parameters as :meth:`open`; with ``key`` the budget is
+        signed.
+
+        Raises
+        ------
+        LedgerStoreError
+            The budget exists.
+        LedgerIntegrityError
+            The store registered a budget of that name whose records are gone.
+        """
+        if epsilon is None:
+            raise InvalidPrivacyParameter("Ledger.create needs the budget's epsilon")
+        return cls._open(location, name, epsilon, delta, accountant, neighbouring, key, True)
+
+    @classmethod
+    def _open(cls, location, name, epsilon, delta, accountant, neighbouring, key, explicit):
+        name = DEFAULT_BUDGET if name is None else check_budget_name(name)
+        key = as_key(key)
+        if epsilon is not None:  # every parameter checked before a file is created
+            acc, body = cls._new_budget(
+                epsilon, 1e-5 if delta is None else delta, accountant or "auto", neighbouring
+            )
         store = open_store(location, create=epsilon is not None)
         ledger = cls.__new__(cls)
-        ledger._attach(store, name, location)
+        ledger._attach(store, name, location, key)
         with ledger._write() if epsilon is not None else ledger._read() as tx:
-            if tx.head() is None:
-                if epsilon is None:
+            if tx.head() is not None:
+                if explicit:
+                    raise LedgerStoreError(
+                        f"{store.location} already holds a budget named {name!r}; a budget "
+                        "is fixed when it is created (choose another name)"
+                    )
+                ledger._sync(tx)
+            elif epsilon is None:
+                try:
+                    ledger._sync(tx)  # raises; a budget its key has seen: "emptied"
+                except LedgerStoreError:
                     raise LedgerStoreError(
                         f"no budget named {name!r} in {store.location}; create it with "
                         "`dperm budget create` or give epsilon (and delta)"
-                    )
-                acc = "auto" if accountant is None else accountant
-                ledger._create(tx, epsilon, 1e-5 if delta is None else delta, acc, neighbouring)
+                    ) from None
             else:
-                ledger._sync(tx)
+                if not (explicit or store.created or has_genesis(tx)):
+                    raise LedgerStoreError(
+                        f"{store.location} holds no budget named {name!r} and no record of the "
+                        "budgets it held (a store emptied, or written by an earlier dperm): "
+                        "no budget is created in it implicitly — create it explicitly "
+                        "(`dperm budget create`; Ledger.create)"
+                    )
+                ledger._create(tx, acc, body)
         ledger._check_same(epsilon, delta, accountant, neighbouring)
         return ledger
 
@@ -259,7 +320,9 @@ class Ledger(LedgerSync):
                     f"{key}={given!r} differs from the budget's {key}={kept!r} ({self!r})"
                 )
 
-    def _create(self, tx, epsilon, delta, accountant, neighbouring) -> None:
+    @staticmethod
+    def _new_budget(epsilon, delta, accountant, neighbouring) -> tuple[Accountant, dict]:
+        """(empty accountant, record-0 body) of a new budget, every parameter checked."""
         epsilon = check_epsilon(epsilon)
         delta = check_delta(delta, allow_zero=True)
         if neighbouring is not None:
@@ -274,10 +337,19 @@ class Ledger(LedgerSync):
             "delta": delta,
             "neighbouring": acc.neighbouring,
             "accountant": {"name": acc.name, "config": acc.get_config()},
-            "time": now(),
         }
+        return acc, body
+
+    def _create(self, tx, acc: Accountant, body: dict) -> None:
+        """Append record 0 (signed with the ledger's key, if any) and register the
+        budget in the store's chain, in the transaction ``tx``."""
+        body = {**body, "time": now()}
+        if self._chain.key is not None:
+            body["signed"] = self._chain.key.spec()
         self._empty = acc
-        self._apply(self._chain.append(tx, "create", body))
+        rec = self._chain.append(tx, "create", body)
+        register_budget(self._store, tx, rec)
+        self._apply(rec)
 
     @property
     def accountant(self) -> Accountant:
@@ -333,50 +405,6 @@ class Ledger(LedgerSync):
             return acc.epsilons(self.delta)
         return {acc.name: acc.get_epsilon(self.delta)}
 
-    def _would_spend(self, event: DpEvent) -> tuple[Accountant, float, DpEvent | None]:
-        """(accountant with ``event`` composed, its ε, the conversion of ``event``)."""
-        if not isinstance(event, DpEvent):
-            raise UnsupportedEventError(f"a Ledger spends DpEvents, got {event!r}")
-        trial = self._accountant().copy()
-        before = len(trial.conversions)
-        trial.compose(event)  # UnsupportedEventError propagates, nothing changed
-        conv = trial.conversions[-1].converted if len(trial.conversions) > before else None
-        return trial, trial.get_epsilon(self.delta), conv
-
-    def can_spend(self, event: DpEvent) -> bool:
-        """Whether :meth:`spend` would accept ``event`` now.
-
-        Raises
-        ------
-        UnsupportedEventError
-            If the ledger's accountant cannot account ``event``.
-        """
-        self._refresh()
-        return self._within_budget(self._would_spend(event)[1])
-
-    def _charge(self, kind: str, event: DpEvent, label: str | None, active: bool):
-        if label is not None and not isinstance(label, str):
-            raise InvalidPrivacyParameter(f"label must be a string or None, got {label!r}")
-        with self._write() as tx:
-            self._sync(tx)
-            trial, eps, conv = self._would_spend(event)
-            if not self._within_budget(eps):
-                if active:
-                    raise BudgetExceededError(
-                        f"{label or 'a private fit'} spending {event!r} in the active budget "
-                        f"{self!r} {self._exhausted(event, eps)}; nothing was fitted or recorded"
-                    )
-                raise BudgetExceededError(
-                    f"spending {event!r} {self._exhausted(event, eps)}; nothing was recorded"
-                )
-            body = {"event": event.to_dict(), "label": label, "time": now(), "pid": os.getpid(),
-                    "host": socket.gethostname()}  # fmt: skip
-            rec = self._chain.append(tx, kind, body)
-            self._state.apply(rec.seq, kind, body)
-            self._acc, self._conv[rec.seq] = trial, conv
-            self._total = (rec.seq, eps)  # the total after this record (commit reuses it)
-        return eps, rec.seq
-
     def _append_history(self, event: DpEvent, label: str | None, **extra: Any) -> None:
         """Record an event already spent elsewhere, without a budget check (the replay
         of a saved ledger or an imported one: history, not a new spend)."""
@@ -420,11 +448,18 @@ class Ledger(LedgerSync):
         """
         return self._charge("spend", event, label, active=False)[0]
 
-    def reserve(self, event: DpEvent, label: str | None = None) -> Reservation:
+    def reserve(
+        self,
+        event: DpEvent | Callable[[float], DpEvent],
+        label: str | None = None,
+        *,
+        wait: float | None = None,
+    ) -> Reservation:
         """Charge ``event`` *before* a fit reads its data; settle it after.
 
         One transaction checks the budget (with every charge so far, other
-        processes' reservations included) and records the reservation.  Then either
+        processes' reservations included, composed by the budget's accountant exactly
+        as committed entries) and records the reservation.  Then either
         :meth:`Reservation.commit` (the fit succeeded: with the event it reports, a
         label, the model file and its hash) or :meth:`Reservation.cancel` (it failed
         before releasing anything).  A reservation never settled — the process was
@@ -432,11 +467,20 @@ class Ledger(LedgerSync):
 
         Parameters
         ----------
-        event : DpEvent
+        event : DpEvent or callable
             A valid bound of the fit, computed from public values only (its
-            calibrated (ε, δ), or its event when that is a function of public
-            constants, as for DP-SGD).
+            calibrated (ε, δ), or its exact event when that is a function of public
+            constants, as for DP-SGD: exact events compose tighter).  Or a function of
+            the budget's remaining δ returning one, called inside the reservation's
+            transaction — e.g. a default δ that takes a share of what remains, which
+            two processes reserving at once then never both take.
         label : str, optional
+        wait : float, optional
+            Seconds to wait when the budget refuses ``event`` only because of other
+            fits' open reservations (it would fit without them): the reservation is
+            tried again as they settle — committed with the events their fits report,
+            often tighter than the reserved ones, or cancelled — until it fits or the
+            time is up.  None (default): refuse at once.
 
         Returns
         -------
@@ -444,13 +488,21 @@ class Ledger(LedgerSync):
 
         Raises
         ------
-        BudgetExceededError, UnsupportedEventError, LedgerIntegrityError
+        BudgetExceededError
+            As :meth:`spend`; the message says how much the open reservations hold and
+            whether the event would fit without them.  Nothing is recorded.
+        UnsupportedEventError, LedgerIntegrityError
             As :meth:`spend`; nothing is recorded.
+        InvalidPrivacyParameter
+            ``wait`` is not a number of seconds ≥ 0.
         """
-        return self._reserve(event, label, active=False)
+        return self._reserve(event, label, active=False, wait=wait)
 
-    def _reserve(self, event: DpEvent, label: str | None, active: bool) -> Reservation:
-        return Reservation(self, self._charge("reserve", event, label, active)[1], event, label)
+    def _reserve(
+        self, event: DpEvent, label: str | None, active: bool, wait: float | None = None
+    ) -> Reservation:
+        _, seq, resolved = self._charge("reserve", event, label, active, wait)
+        return Reservation(self, seq, resolved, label)
 
     def commit(
         self,
@@ -518,59 +570,6 @@ class Ledger(LedgerSync):
             body = {"reservation": slot.id, "reason": str(reason), "time": now()}
             self._apply(self._chain.append(tx, "cancel", body))
 
-    def delta_spent(self) -> float:
-        """Σδ of the (ε, δ) entries (:class:`~dperm.accounting.events.EpsilonDelta`,
-        what every estimator charges): the part of the budget's δ they use up —
-        basic composition adds their δ, and the ledger's ε at its δ is infinite once
-        that sum exceeds it.  Other events have no separate δ (0 here)."""
-        self._refresh()
-        return self._delta_spent_now()
-
-    def remaining_delta(self) -> float:
-        """Budget δ minus :meth:`delta_spent` (≥ 0)."""
-        self._refresh()
-        return self._remaining_delta_now()
-
-    def _exhausted(self, event: DpEvent, eps: float) -> str:
-        """Which of the budget's δ and ε the event would exhaust, in words."""
-        need = event.delta if isinstance(event, EpsilonDelta) else 0.0
-        n = len(self._state.live())
-        if eps == float("inf") or need > self._remaining_delta_now() * (1.0 + ROUNDING_SLACK):
-            return (
-                f"would exhaust the budget's DELTA: it needs delta={need:.3g} but only "
-                f"{self._remaining_delta_now():.3g} of delta={self.delta:g} remains "
-                f"({self._delta_spent_now():.3g} already spent by {n} fit(s)); "
-                "give the fit a smaller delta, or leave delta=None (the default then takes "
-                "a share of the remaining delta)"
-                + (
-                    " — a budget with delta=0 holds only pure-epsilon fits"
-                    if not self.delta
-                    else ""
-                )
-            )
-        return (
-            f"would exhaust the budget's EPSILON: the total would be epsilon={eps:.6g} at "
-            f"delta={self.delta:g} ({self.neighbouring}), above the budget "
-            f"epsilon={self.epsilon:g} (already spent {self._spent_now():.6g})"
-        )
-
-    def spent(self) -> tuple[float, float]:
-        """(ε, δ) spent so far (reservations included): the accountant's ε at the
-        ledger's δ, and that δ."""
-        self._refresh()
-        if not self._state.live():
-            return 0.0, 0.0
-        return self._spent_now(), self.delta
-
-    def remaining_epsilon(self) -> float:
-        """Budget ε minus the ε spent (≥ 0).
-
-        Note that ε does not compose additively under every accountant, so the
-        remaining ε is a summary, not what a next event may cost; use
-        :meth:`can_spend`, or calibrate against :attr:`accountant`.
-        """
-        return max(0.0, self.epsilon - self.spent()[0])
-
     # ------------------------------------------------------------ active budget
     @contextlib.contextmanager
     def active(self) -> Iterator[Ledger]:
@@ -603,56 +602,6 @@ class Ledger(LedgerSync):
         with activated(self):
             yield self
 
-    # ------------------------------------------------------------ persistence
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-compatible snapshot (budget, relation, accountant, entries);
-        reservations still open are saved as entries (they are charged)."""
-        return ledger_to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Ledger:
-        """An in-memory ledger from :meth:`to_dict` output, replaying its events.
-
-        Version-1 files (written before relations were recorded) load with
-        their events as replace-one events.
-
-        Raises
-        ------
-        InvalidPrivacyParameter
-            If ``data`` is not a serialized ledger, or its events cannot be
-            replayed.
-        """
-        return ledger_from_dict(cls, data)
-
-    def save(self, path: str | os.PathLike) -> None:
-        """Write :meth:`to_dict` as JSON to ``path``, atomically (temporary file,
-        fsync, rename).  A snapshot: for a ledger shared across processes use
-        :meth:`open` (``dperm budget export`` writes a store's hash-chained records)."""
-        text = json.dumps(self.to_dict(), indent=2, sort_keys=True)
-        atomic_write_text(path, text + "\n")
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> Ledger:
-        """Read a ledger written by :meth:`save` (into memory).
-
-        Raises
-        ------
-        DataFileNotFoundError
-            If ``path`` does not exist.
-        InvalidPrivacyParameter
-            If the file is not a saved ledger.
-        """
-        if not os.path.isfile(path):
-            raise DataFileNotFoundError(f"no ledger file at {os.fspath(path)!r}")
-        with open(path, encoding="utf-8") as fh:
-            try:
-                data = json.load(fh)
-            except json.JSONDecodeError as exc:
-                raise InvalidPrivacyParameter(
-                    f"{os.fspath(path)} is not valid JSON: {exc}"
-                ) from None
-        return cls.from_dict(data)
-
     def __repr__(self) -> str:
         live = self._state.live()
         eps = self._spent_now()
@@ -673,6 +622,7 @@ def budget(
     *,
     location: str | os.PathLike | None = None,
     name: str | None = None,
+    key: LedgerKey | str | os.PathLike | None = None,
 ) -> Iterator[Ledger]:
     """``with dperm.budget(epsilon, delta) as ledger:`` — a new in-memory
     :class:`Ledger` made active for the block (:meth:`Ledger.active`);
@@ -694,6 +644,8 @@ def budget(
         The store (instead of giving it as the first argument).
     name : str, optional
         The budget's name in the store (default "default").
+    key : LedgerKey or path, optional
+        The key of a signed budget in the store (:meth:`Ledger.open`).
 
     Yields
     ------
@@ -728,9 +680,16 @@ def budget(
     if location is not None:
         acc = accountant if isinstance(accountant, str) else None
         ledger = Ledger.open(
-            location, name, epsilon=epsilon, delta=delta, accountant=None if acc == "auto" else acc
+            location,
+            name,
+            epsilon=epsilon,
+            delta=delta,
+            accountant=None if acc == "auto" else acc,
+            key=key,
         )
     else:
+        if key is not None:
+            raise InvalidPrivacyParameter("a key signs a budget kept in a store: give location")
         if epsilon is None or delta is None:
             raise InvalidPrivacyParameter(
                 "dperm.budget needs epsilon and delta (an in-memory budget) or a location "

@@ -9,13 +9,22 @@ snapshots, into a new budget).
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any
 
-from ..exceptions import InvalidPrivacyParameter
+from ..exceptions import DataFileNotFoundError, InvalidPrivacyParameter
+from ..stores.jsonfile import atomic_write_text
 from .events import check_neighbouring, event_from_dict
 from .registry import get_accountant
 
-__all__ = ["FORMAT_VERSION", "ledger_from_dict", "ledger_to_dict", "read_snapshot"]
+__all__ = [
+    "FORMAT_VERSION",
+    "LedgerSnapshots",
+    "ledger_from_dict",
+    "ledger_to_dict",
+    "read_snapshot",
+]
 
 FORMAT_VERSION = 2  # 2: neighbouring relations; version-1 files still load
 
@@ -78,3 +87,56 @@ def ledger_from_dict(cls: type, data: Any) -> Any:
     for event, label in entries:
         ledger._append_history(event, label)
     return ledger
+
+
+class LedgerSnapshots:
+    """The snapshot methods of :class:`~dperm.accounting.Ledger` (a base class)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-compatible snapshot (budget, relation, accountant, entries);
+        reservations still open are saved as entries (they are charged)."""
+        return ledger_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        """An in-memory ledger from :meth:`to_dict` output, replaying its events.
+
+        Version-1 files (written before relations were recorded) load with
+        their events as replace-one events.
+
+        Raises
+        ------
+        InvalidPrivacyParameter
+            If ``data`` is not a serialized ledger, or its events cannot be
+            replayed.
+        """
+        return ledger_from_dict(cls, data)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write :meth:`to_dict` as JSON to ``path``, atomically (temporary file,
+        fsync, rename).  A snapshot: for a ledger shared across processes use
+        :meth:`open` (``dperm budget export`` writes a store's hash-chained records)."""
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=True)
+        atomic_write_text(path, text + "\n")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Any:
+        """Read a ledger written by :meth:`save` (into memory).
+
+        Raises
+        ------
+        DataFileNotFoundError
+            If ``path`` does not exist.
+        InvalidPrivacyParameter
+            If the file is not a saved ledger.
+        """
+        if not os.path.isfile(path):
+            raise DataFileNotFoundError(f"no ledger file at {os.fspath(path)!r}")
+        with open(path, encoding="utf-8") as fh:
+            try:
+                data = json.load(fh)
+            except json.JSONDecodeError as exc:
+                raise InvalidPrivacyParameter(
+                    f"{os.fspath(path)} is not valid JSON: {exc}"
+                ) from None
+        return cls.from_dict(data)

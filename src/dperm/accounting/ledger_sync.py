@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
 from ..exceptions import InvalidPrivacyParameter, UnsupportedEventError
-from ..stores import BudgetChain, Record, Store, open_store
+from ..stores import BudgetChain, LedgerKey, Record, Store, check_budget_name, open_store
 from .auto import AutoAccountant
 from .base import Accountant
 from .events import DpEvent, EpsilonDelta
-from .ledger_state import RESERVED, LedgerState, Slot
+from .ledger_state import RESERVED, LedgerState, Slot, now
 from .registry import get_accountant
 
 __all__ = ["ROUNDING_SLACK", "LedgerSync"]
@@ -37,13 +38,15 @@ class LedgerSync:
     _chain: BudgetChain
     _state: LedgerState
 
-    def _attach(self, store: Store, name: str, location: Any) -> None:
+    def _attach(self, store: Store, name: str, location: Any, key: LedgerKey | None = None):
         self._store, self._location, self._pid = store, location, os.getpid()
-        self._chain = BudgetChain(store, name)
+        self._chain = BudgetChain(store, check_budget_name(name), key)
         self._state = LedgerState(name)
         self._empty: Accountant | None = None  # a pristine accountant of the budget
         self._acc: Accountant | None = None  # the live slots composed (None: rebuild)
         self._conv: dict[int, DpEvent | None] = {}
+        #: seconds the last write transaction held the store's lock (benchmarks)
+        self._lock_seconds = 0.0
 
     @contextlib.contextmanager
     def _transaction(self, write: bool) -> Iterator[Any]:
@@ -51,18 +54,28 @@ class LedgerSync:
             self._store, self._pid = open_store(self._location), os.getpid()
             self._chain.store = self._store
         appended = self._chain.appended
+        started = time.perf_counter()
         try:
             with self._store.transaction(self._chain.budget, write=write) as tx:
+                started = time.perf_counter()
                 yield tx
         except BaseException:
             if self._chain.appended > appended:  # our record was rolled back: replay anew
-                empty = self._empty
-                self._attach(self._store, self._chain.budget, self._location)
+                empty, key = self._empty, self._chain.key
+                self._attach(self._store, self._chain.budget, self._location, key)
                 self._empty = empty
                 if self._location is not None:
                     with contextlib.suppress(Exception):
                         self._refresh()
             raise
+        if write:
+            self._lock_seconds = time.perf_counter() - started
+        if self._chain.appended > appended and self._chain.key is not None:
+            self._witness()
+
+    def _witness(self) -> bool:
+        """Record the head in the key's witness (a signed budget written or verified)."""
+        return self._chain.key.witness(self._store.identity, self.name, self._chain.last, now())
 
     def _write(self) -> contextlib.AbstractContextManager:
         return self._transaction(write=True)
@@ -156,6 +169,10 @@ class LedgerSync:
     def verify(self) -> tuple[int, str]:
         """Read the whole history again and check every hash and the head.
 
+        With the budget's key (a signed budget opened with ``key=``) every record's
+        MAC is checked too, the head must extend the key's witness, and the witness
+        then records this head.
+
         Returns
         -------
         (int, str)
@@ -165,13 +182,16 @@ class LedgerSync:
         Raises
         ------
         LedgerIntegrityError
-            Naming the first record that does not chain.
+            Naming the first record that does not chain (or is not signed by the key,
+            or a head behind the key's witness).
         """
         fresh = type(self).__new__(type(self))
-        fresh._attach(self._store, self.name, self._location)
+        fresh._attach(self._store, self.name, self._location, self._chain.key)
         with fresh._read() as tx:
             fresh._sync(tx)
         fresh._accountant()
+        if fresh._chain.key is not None:
+            fresh._witness()
         return fresh._chain.last
 
     def close(self) -> None:

@@ -167,6 +167,8 @@ def print_fit_table(result: dict[str, Any]) -> None:
         return "—" if v is None else format(v, spec)
 
     delta_note = " (default 1/n²)" if result["delta_default"] else ""
+    if result.get("delta_source"):  # --ledger: a share of the ledger's remaining δ
+        delta_note = f" ({result['delta_source']})"
     np_note = " (not private)"  # rows computed from the training data without noise
     table = Table(title="dperm fit", show_header=True, header_style="bold")
     # labels up to 40 characters stay whole (a longer one, a seed theorem's name,

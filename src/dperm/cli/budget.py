@@ -57,17 +57,19 @@ Json = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 
 def _names(location: str, name: str | None) -> tuple[Any, list[str]]:
-    from ..stores import open_store
+    from ..stores import check_budget_name, open_store
 
+    if name is not None:  # one name rule for every command
+        check_budget_name(name, "--name")
     store = open_store(location)
     names = store.budgets() if name is None else [name]
     return store, names
 
 
-def _open(store, name: str):
+def _open(store, name: str, key=None):
     from ..accounting import Ledger
 
-    return Ledger.open(store, name)
+    return Ledger.open(store, name, key=key)
 
 
 def _reservation_state(entry) -> str:
@@ -79,7 +81,7 @@ def _reservation_state(entry) -> str:
         except ProcessLookupError:
             pass
         except OSError:  # exists, owned by someone else
-            return f"running? (pid {entry.pid})"
+            return f"running? (pid {entry.pid}, another user's)"
         else:
             return f"running? (pid {entry.pid})"
     return "reserved, outcome unknown"
@@ -101,31 +103,38 @@ def create_budget(
     name: str | None = None,
     neighbouring: str | None = None,
     accountant: str | None = None,
+    key: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Create a budget (refused when one of that name exists)."""
+    """Create a budget (refused when one of that name exists, or existed and was
+    deleted).  With ``key`` (a key file; written, mode 0600, when it does not exist)
+    the budget is signed (:mod:`dperm.stores.signing`)."""
+    from .._validation import check_delta, check_epsilon
     from ..accounting import Ledger
-    from ..exceptions import DataFileNotFoundError, LedgerStoreError
+    from ..stores import LedgerKey, check_budget_name
 
-    name = name or "default"
+    name = "default" if name is None else check_budget_name(name, "--name")
+    check_epsilon(epsilon, "--epsilon")  # before a key or a store file is written
+    check_delta(delta, "--delta")
+    new_key = key is not None and not Path(key).exists()
+    signer = None if key is None else LedgerKey.create(key) if new_key else LedgerKey.load(key)
     try:
-        Ledger.open(location, name).close()
-    except (DataFileNotFoundError, LedgerStoreError) as exc:
-        if not (isinstance(exc, DataFileNotFoundError) or str(exc).startswith("no budget")):
-            raise
-    else:
-        raise LedgerStoreError(
-            f"{location} already holds a budget named {name!r}; a budget is fixed when it is "
-            "created (choose another --name)"
+        book = Ledger.create(
+            location,
+            name,
+            epsilon=epsilon,
+            delta=delta,
+            accountant=accountant,
+            neighbouring=neighbouring,
+            key=signer,
         )
-    book = Ledger.open(
-        location,
-        name,
-        epsilon=epsilon,
-        delta=delta,
-        accountant=accountant,
-        neighbouring=neighbouring,
-    )
-    return {"created": name, **_summary(book)}
+    except BaseException:
+        if new_key:  # nothing was signed with it
+            Path(key).unlink(missing_ok=True)
+        raise
+    out = {"created": name, **_summary(book)}
+    if signer is not None:
+        out["key"] = {"path": str(key), "key_id": signer.key_id, "written": new_key}
+    return out
 
 
 def _summary(book) -> dict[str, Any]:
@@ -144,6 +153,8 @@ def _summary(book) -> dict[str, Any]:
         "certified_by": book.certified_by if entries else None,
         "remaining_epsilon": max(0.0, book.epsilon - eps),
         "delta_spent": book.delta_spent(),
+        "committed_epsilon": book.spent(reserved=False)[0],
+        "signed": (book.records[0].body.get("signed") or {}).get("key_id"),
         "fits": sum(e.status == "committed" for e in entries),
         "reserved": [
             {
@@ -178,36 +189,79 @@ def budget_history(location: str, name: str | None = None) -> dict[str, Any]:
     return {"location": store.location, "history": out}
 
 
+def _head_prefix(head: str) -> str:
+    """The hash (or the ≥ 16-hex-digit prefix of one, as ``budget show`` prints it) a
+    user kept, normalised."""
+    from ..exceptions import InvalidPrivacyParameter
+
+    text = head.strip().removeprefix("#").rstrip("…").rstrip(".").lower()
+    text = text.split()[-1] if text.split() else text  # "#12 abcd…" → "abcd"
+    if not 16 <= len(text) <= 64 or any(c not in "0123456789abcdef" for c in text):
+        raise InvalidPrivacyParameter(
+            f"--head must be a record's hash, or its first 16+ hex digits as `dperm budget "
+            f"show` prints it, got {head!r}"
+        )
+    return text
+
+
 def verify_budgets(
-    location: str, name: str | None = None, head: str | None = None
+    location: str, name: str | None = None, head: str | None = None, key=None
 ) -> dict[str, Any]:
     """Check every record's hash, the chains and the heads, and replay each history;
-    with ``head`` (a hash an earlier ``verify`` printed, kept elsewhere), also that the
-    history still holds that record — a store rewritten since, hashes recomputed, fails.
+    with ``head`` (a hash, or its first 16+ hex digits, that an earlier ``verify`` or
+    ``show`` printed and that was kept elsewhere), also that the history still holds
+    that record — a store rewritten since, hashes recomputed, fails.  Without ``name``
+    the whole store is checked too: every budget its chain registered is still there
+    (:func:`dperm.stores.registry.check_store`), and it holds at least one.
+
+    With ``key`` (a key file) every budget checked must be signed by it: each record's
+    MAC is checked, and each head must extend the key's witness (then records it).
 
     Raises
     ------
     LedgerIntegrityError
-        Naming the budget and the first entry found wrong, or the missing ``head``.
+        Naming the budget and the first entry found wrong, or the missing ``head``,
+        or a registered budget that is gone.
+    LedgerStoreError
+        A store holding no budget; with ``key``, a budget not signed by it.
     """
     from ..exceptions import LedgerIntegrityError
+    from ..stores import as_key
+    from ..stores.registry import check_store
 
+    wanted = None if head is None else _head_prefix(head)
+    signer = as_key(key)
     store, names = _names(location, name)
+    notes: list[str] = []
+    if name is None:
+        check = check_store(store, signer)
+        notes = check.notes
     out = {}
+    found_anywhere = None
     for n in names:
-        book = _open(store, n)
+        book = _open(store, n, signer)
         seq, digest = book.verify()
-        out[n] = {"records": seq + 1, "head": digest}
-        if head is not None:
-            found = [r.seq for r in book.records if r.hash == head]
-            if not found:
+        out[n] = {"records": seq + 1, "head": digest, "signed": signer is not None}
+        if wanted is not None:
+            found = [r.seq for r in book.records if r.hash.startswith(wanted)]
+            if found:
+                out[n]["head_found_at"] = found[0]
+                found_anywhere = n
+            elif name is not None:
                 raise LedgerIntegrityError(
-                    f"budget {n!r} in {store.location}: no record has the hash {head[:16]}… "
+                    f"budget {n!r} in {store.location}: no record has the hash {wanted[:16]}… "
                     "you kept: its history was rewritten since (or it is another budget)",
                     budget=n,
                 )
-            out[n]["head_found_at"] = found[0]
-    return {"location": store.location, "verified": out}
+    if wanted is not None and found_anywhere is None and name is None:
+        raise LedgerIntegrityError(
+            f"{store.location}: no record of any budget has the hash {wanted[:16]}… you kept: "
+            "a history was rewritten since (or it is another store)"
+        )
+    result = {"location": store.location, "verified": out}
+    if notes:
+        result["notes"] = notes
+    return result
 
 
 def export_budgets(location: str, out: str | Path, name: str | None = None) -> dict[str, Any]:
@@ -233,9 +287,10 @@ def import_budgets(source: str | Path, location: str, name: str | None = None) -
     from ..accounting import Ledger
     from ..accounting.ledger_persist import read_snapshot
     from ..exceptions import DataFileNotFoundError, LedgerStoreError
-    from ..stores import MemoryStore, open_store
+    from ..stores import MemoryStore, check_budget_name, open_store
     from ..stores.jsonfile import read_store_json
-    from ..stores.records import copy_chain
+    from ..stores.records import is_budget_name
+    from ..stores.registry import copy_chain
 
     path = Path(source)
     if not path.is_file():
@@ -244,17 +299,23 @@ def import_budgets(source: str | Path, location: str, name: str | None = None) -
         data = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise LedgerStoreError(f"{str(path)!r} is not JSON: {exc}") from None
+    if name is not None:
+        check_budget_name(name, "--name")
     if isinstance(data, dict) and data.get("format") == "dperm.Ledger":  # a snapshot
         budget, acc, entries = read_snapshot(data)
-        name = name or "default"
-        book = Ledger.open(
-            location,
-            name,
-            epsilon=budget["epsilon"],
-            delta=budget["delta"],
-            accountant=acc.name,
-            neighbouring=acc.neighbouring,
-        )
+        name = "default" if name is None else name
+        spec = {
+            "epsilon": budget["epsilon"],
+            "delta": budget["delta"],
+            "accountant": acc.name,
+            "neighbouring": acc.neighbouring,
+        }
+        try:
+            book = Ledger.create(location, name, **spec)
+        except LedgerStoreError as exc:
+            if "already holds" not in str(exc):
+                raise
+            book = Ledger.open(location, name, **spec)
         if book.records[1:]:
             raise LedgerStoreError(
                 f"budget {name!r} of {location} already has entries; import a snapshot into a "
@@ -263,7 +324,7 @@ def import_budgets(source: str | Path, location: str, name: str | None = None) -
         for event, label in entries:
             book._append_history(event, label, imported=str(path.name))
         return {"imported": {name: len(entries)}, "into": book.location}
-    chains = read_store_json(data, repr(str(path)))
+    chains = {n: c for n, c in read_store_json(data, repr(str(path))).items() if is_budget_name(n)}
     chosen = chains if name is None else {name: chains[name]} if name in chains else None
     if not chosen:
         raise LedgerStoreError(f"{str(path)!r} holds no budget named {name!r}")
@@ -359,13 +420,29 @@ def create_cmd(
         str, typer.Option("--neighbouring", help="replace-one | add-remove")
     ] = "replace-one",
     accountant: Annotated[str, typer.Option("--accountant", help="auto | pld | rdp | …")] = "auto",
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            help="Sign the budget with the key in this file (written, mode 0600, if it does "
+            "not exist): keep it apart from the store.",
+        ),
+    ] = None,
     json_output: Json = False,
 ) -> None:
     """Create a budget (ε, δ and relation fixed for good)."""
     with one_line_errors():
-        result = create_budget(location, epsilon, delta, name, neighbouring, accountant)
-    _emit(result, json_output, f"created budget {name!r} in {result['location']}: "
-          f"ε = {epsilon:g}, δ = {delta:g} ({result['neighbouring']})")  # fmt: skip
+        result = create_budget(location, epsilon, delta, name, neighbouring, accountant, key)
+    text = (f"created budget {result['created']!r} in {result['location']}: "
+            f"ε = {epsilon:g}, δ = {delta:g} ({result['neighbouring']})")  # fmt: skip
+    if "key" in result:
+        k = result["key"]
+        text += (
+            f"\nsigned with key {k['key_id']} ({'written to' if k['written'] else 'from'} "
+            f"{k['path']}: keep it apart from the store; give it to every fit that spends "
+            "this budget, --ledger-key)"
+        )
+    _emit(result, json_output, text)
 
 
 @budget_app.command("show")
@@ -391,19 +468,31 @@ def verify_cmd(
     head: Annotated[
         str | None,
         typer.Option(
-            "--head", help="A head hash printed by an earlier verify: must still be there."
+            "--head",
+            help="A head hash (or its first 16+ hex digits) printed by an earlier verify or "
+            "show: must still be there.",
+        ),
+    ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            help="The key file of signed budgets: check every record's MAC and the key's "
+            "witness of the heads (detects rewriting, truncation, emptying).",
         ),
     ] = None,
     json_output: Json = False,
 ) -> None:
     """Check the hash chain of every record (exit 2 naming the first bad entry)."""
     with one_line_errors():
-        result = verify_budgets(location, name, head)
+        result = verify_budgets(location, name, head, key)
     lines = [
         f"ok: budget {n!r}, {v['records']} records, head {v['head']}"
+        + (" (signed: every MAC checked)" if v["signed"] else "")
         for n, v in result["verified"].items()
     ]
-    _emit(result, json_output, "\n".join(lines) or f"{result['location']}: no budgets")
+    lines += [f"note: {note}" for note in result.get("notes", [])]
+    _emit(result, json_output, "\n".join(lines))
 
 
 @budget_app.command("export")

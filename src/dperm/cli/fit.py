@@ -53,8 +53,8 @@ from ._common import (
 )
 from ._fit_inputs import dask_scheduler, load_fit_dataset, public_data_norm
 from ._fit_ledger import (
-    charged_delta,
     commit_fit,
+    delta_source,
     ledger_keys,
     open_ledger,
     reserve_fit,
@@ -162,6 +162,8 @@ def run_fit(
     ledger_epsilon: float | None = None,
     ledger_delta: float | None = None,
     ledger_budget: str | None = None,
+    ledger_key: str | Path | None = None,
+    wait: float | None = None,
     reference: bool = True,
     notes: bool = False,
 ) -> dict[str, Any]:
@@ -184,9 +186,10 @@ def run_fit(
     ``ledger_epsilon``, ``ledger_delta``) spent across invocations, processes and
     machines (:mod:`dperm.cli._fit_ledger`): the fit's (ε, δ) is reserved before
     the fit (refused with ``BudgetExceededError`` when the budget cannot afford
-    it) and committed, with the model file's SHA-256, before the model file is
-    moved into place.  ``reference=False`` skips the non-private
-    reference fit (its keys are then None); otherwise it minimizes the private
+    it; with ``wait`` seconds, retried while other fits' open reservations settle)
+    and committed, with the model file's SHA-256, before the model file is moved into
+    place; ``ledger_key`` is the key file of a signed budget.  ``reference=False``
+    skips the non-private reference fit (its keys are then None); otherwise it minimizes the private
     fit's own regularized objective with the estimator's ``tol``/``max_iter``.
 
     Returns
@@ -209,9 +212,12 @@ def run_fit(
         Any validation error (unknown dataset or model, missing file, bad ε, …).
     """
     verbose = progress or notes  # plain progress lines on stderr; --quiet: none
-    _check_options(epsilon, delta, save, ledger, (ledger_epsilon, ledger_delta, ledger_budget))
+    budget_options = (ledger_epsilon, ledger_delta, ledger_budget, ledger_key, wait)
+    _check_options(epsilon, delta, save, ledger, budget_options)
     book = (
-        None if ledger is None else open_ledger(ledger, ledger_epsilon, ledger_delta, ledger_budget)
+        None
+        if ledger is None
+        else open_ledger(ledger, ledger_epsilon, ledger_delta, ledger_budget, ledger_key)
     )
     ds, bounds_from_data = load_fit_dataset(
         dataset,
@@ -229,7 +235,7 @@ def run_fit(
         verbose=verbose,
     )
     data_norm = public_data_norm(ds, data_norm)
-    fit_delta, reservation = _reserve(book, epsilon, delta, ds)
+    fit_delta, reservation = _reserve(book, epsilon, delta, ds, wait)
     est, model = make_estimator(
         ds,
         model,
@@ -250,6 +256,8 @@ def run_fit(
     )
     fit = _private_fit(est, ds, model, tune, epsilon, fit_delta, verbose)
     out = _report(fit, delta, reference, bounds_from_data, verbose)
+    if book is not None and delta is None:  # the δ label says where δ came from
+        out["delta_source"] = delta_source(fit_delta, ds.n_train)
     from_file = (csv or parquet or csv_dir) is not None  # its public schema goes with the model
     return _release(out, fit, book, reservation, save, from_file, from_csv=csv is not None)
 
@@ -266,11 +274,14 @@ def _check_options(epsilon, delta, save, ledger, budget_options: tuple) -> None:
         from ..io import ModelFileError
 
         raise ModelFileError(f"--save: folder {str(Path(save).parent)!r} does not exist")
-    if ledger is None and budget_options != (None, None, None):
+    if ledger is None and any(v is not None for v in budget_options):
         raise InvalidPrivacyParameter(
-            "--ledger-epsilon, --ledger-delta and --ledger-budget name a budget of a --ledger "
-            "store; give --ledger LOCATION too (or drop them)"
+            "--ledger-epsilon, --ledger-delta, --ledger-budget, --ledger-key and --wait name a "
+            "budget of a --ledger store; give --ledger LOCATION too (or drop them)"
         )
+    wait = budget_options[-1]
+    if wait is not None and not (isinstance(wait, int | float) and 0 <= wait < math.inf):
+        raise InvalidPrivacyParameter(f"--wait must be seconds ≥ 0, got {wait!r}")
 
 
 def make_estimator(
@@ -321,14 +332,15 @@ class _Fit:
     seconds: float
 
 
-def _reserve(book, epsilon: float, delta: float | None, ds) -> tuple[float | None, Any]:
-    """``--ledger``: reserve (or refuse) the fit's (ε, δ) before the fit reads the data.
-    Returns the δ of the fit (:func:`charged_delta`) and the reservation; without a
-    ledger, ``delta`` and None."""
+def _reserve(book, epsilon: float, delta: float | None, ds, wait=None) -> tuple[float | None, Any]:
+    """``--ledger``: reserve (or refuse) the fit's (ε, δ) before the fit reads the data,
+    waiting up to ``wait`` seconds for other fits' reservations (``--wait``).  Returns
+    the δ of the fit (``delta``, or the default :func:`charged_delta` fixed by the
+    reservation) and the reservation; without a ledger, ``delta`` and None."""
     if book is None:
         return delta, None
-    fit_delta = charged_delta(book, delta, ds.n_train)
-    return fit_delta, reserve_fit(book, epsilon, fit_delta, f"dperm fit {ds.name}")
+    reservation = reserve_fit(book, epsilon, delta, ds.n_train, f"dperm fit {ds.name}", wait)
+    return reservation.event.delta, reservation
 
 
 def _private_fit(est, ds, model: str, tune: bool, epsilon: float, delta, verbose: bool) -> _Fit:
@@ -531,6 +543,19 @@ _OPTIONS = {
     "ledger_epsilon": Opt(float | None, None, "Budget ε of a new --ledger budget."),
     "ledger_delta": Opt(float | None, None, "Budget δ of a new --ledger budget (1e-5)."),
     "ledger_budget": Opt(str | None, None, "Budget name in the --ledger store (default)."),
+    "ledger_key": Opt(
+        str | None,
+        None,
+        "Key file of a signed --ledger budget: signs the fit's records (docs/budgets.md).",
+        metavar="FILE",
+    ),
+    "wait": Opt(
+        float | None,
+        None,
+        "--ledger: when other fits' open reservations are all that keeps this one out, wait "
+        "up to SECONDS for them to settle (default: refuse at once).",
+        metavar="SECONDS",
+    ),
     "no_reference": Opt(bool, False, "Skip the non-private reference fit."),
     "quiet": QUIET,
 }

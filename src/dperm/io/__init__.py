@@ -1,6 +1,7 @@
 """Save and load fitted dperm estimators with their privacy metadata — never pickle.
 
-File format (``format_version`` 2; version-1 files still load).  One zip archive, by
+File format (``format_version`` 3: the content digest is mandatory; version-1 and -2
+files, which may predate it, still load — without a digest, with a warning).  One zip archive, by
 convention with the suffix ``.dperm`` (any name is accepted, e.g. ``.skops``: the content
 is dperm's format, not skops'), holding
 

@@ -19,13 +19,17 @@ from sklearn.utils.validation import check_is_fitted
 from ..exceptions import DpermError, ModelFileError
 from ..statement import json_value as _json_value
 
-#: version of the file layout written by :func:`save` (2: pipelines and norm penalties;
-#: version-1 files, a single estimator, still load)
-FORMAT_VERSION = 2
+#: version of the file layout written by :func:`save` (3: the content digest is part of
+#: the format — a version-3 file without it is refused; 2: pipelines and norm penalties;
+#: version-1 and -2 files, which may predate the digest, still load)
+FORMAT_VERSION = 3
+#: the first version whose files always carry :data:`_DIGEST`
+DIGEST_REQUIRED_FROM = 3
 _FORMAT_NAME = "dperm-model"
 _META = "dperm.json"
 _STATEMENT = "privacy_statement.txt"
-#: the metadata key of :func:`content_digest` (files written before it have none)
+#: the metadata key of :func:`content_digest` (mandatory from format version 3; files
+#: of versions 1–2 written before it have none)
 _DIGEST = "content_sha256"
 
 

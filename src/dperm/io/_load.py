@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import struct
+import warnings
 import zipfile
 import zlib
 from pathlib import Path
@@ -30,6 +31,7 @@ from ._format import (
     _SAVED_ATTRIBUTES,
     _STATEMENT,
     _TRANSFORMER_ATTRIBUTES,
+    DIGEST_REQUIRED_FROM,
     FORMAT_VERSION,
     _allowed_classes,
     _allowed_transformers,
@@ -62,10 +64,25 @@ def _corrupt_as_model_file_error(path):
         ) from None
 
 
-def _check_digest(zf: zipfile.ZipFile, meta: dict) -> None:
-    """The content digest written by :func:`save` (files of earlier versions have none)."""
+def _check_digest(zf: zipfile.ZipFile, meta: dict, path) -> None:
+    """The content digest written by :func:`save`: mandatory from format version
+    :data:`DIGEST_REQUIRED_FROM` on (a current file without it was edited: refused, never
+    read as a legacy file); a version-1/2 file without one loads with a warning."""
     want = meta.get(_DIGEST)
     if want is None:
+        version = meta.get("format_version")
+        if version >= DIGEST_REQUIRED_FROM:
+            raise ModelFileError(
+                f"{str(path)!r} has no {_DIGEST} although every format_version {version} file "
+                "carries one: it was removed (the file was edited); refusing to load"
+            )
+        warnings.warn(
+            f"{str(path)!r} (format_version {version}) was written before dperm model files "
+            f"carried a content digest: its content cannot be checked. Load it only if you "
+            "trust where it came from, and save it again (dperm.save) to add one.",
+            UserWarning,
+            stacklevel=3,
+        )
         return
     members = {name: zf.read(name) for name in zf.namelist() if name != _META}
     if not isinstance(want, str) or content_digest(meta, members) != want:
@@ -78,6 +95,11 @@ def _check_digest(zf: zipfile.ZipFile, meta: dict) -> None:
 def _open(path) -> zipfile.ZipFile:
     from ..exceptions import DataFileNotFoundError
 
+    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+        raise ModelFileError(
+            f"path must be a model file's name (str or os.PathLike), got "
+            f"{type(path).__name__} {path!r:.60}"
+        )
     p = Path(path)
     if not p.is_file():
         raise DataFileNotFoundError(f"model file not found: {str(p)!r}")
@@ -131,10 +153,17 @@ def load(path: str | os.PathLike):
     ModelFileError
         Not a dperm model file, an unsupported format version, a class outside
         the allow-list, unknown parameters, an object (pickled) array, a
-        corrupt event, non-finite weights, a damaged archive (a flipped byte), or a
-        file edited after it was written (its content digest).
+        corrupt event, non-finite weights, a damaged archive (a flipped byte), a
+        file edited after it was written (its content digest, or a current-format
+        file without one), or a ``path`` that is not a str/PathLike.
     DataFileNotFoundError
         If ``path`` does not exist.
+
+    Warns
+    -----
+    UserWarning
+        A format-version 1 or 2 file without a content digest (written before dperm
+        added one): its content cannot be checked.
     """
     with _open(path) as zf, _corrupt_as_model_file_error(path):
         meta = _metadata(zf)
@@ -143,7 +172,7 @@ def load(path: str | os.PathLike):
         else:
             _check_members(zf, {_META, _STATEMENT} | _members(meta, ""))
             model = _load_estimator(zf, meta, "")
-        _check_digest(zf, meta)  # after the specific checks, which name what is wrong
+        _check_digest(zf, meta, path)  # after the specific checks, which name what is wrong
     return model
 
 

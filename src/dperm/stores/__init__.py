@@ -13,39 +13,61 @@ transaction on a budget reads its records and appends new ones, atomically):
 * :class:`~dperm.stores.memory.MemoryStore` — the store of ``Ledger(epsilon, delta)``.
 
 :func:`open_store` picks one from a location.  Records and their hash chain:
-:mod:`dperm.stores.records`.
+:mod:`dperm.stores.records`; the store's own chain (genesis, the budgets it held):
+:mod:`dperm.stores.registry`; signed budgets (a key kept apart from the store):
+:mod:`dperm.stores.signing`.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import urllib.parse
 from pathlib import Path
 
 from ..exceptions import LedgerStoreError
 from .jsonfile import JsonStore
 from .memory import MemoryStore
+from .postgres import PostgresStore, redact_url
 from .records import BudgetChain, Record, Store, Transaction, check_budget_name
+from .signing import LedgerKey, as_key
 from .sqlite import SqliteStore
 
 __all__ = [
     "BudgetChain",
     "JsonStore",
+    "LedgerKey",
     "MemoryStore",
     "Record",
     "SqliteStore",
     "Store",
     "Transaction",
+    "as_key",
     "check_budget_name",
     "is_url",
     "open_store",
 ]
 
 _URL_SCHEMES = ("postgresql://", "postgres://")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
 
 def is_url(location: object) -> bool:
     """Whether ``location`` is a PostgreSQL URL."""
     return isinstance(location, str) and location.startswith(_URL_SCHEMES)
+
+
+def _file_url_path(url: str) -> Path:
+    """The path of a ``file://`` URL (RFC 8089: ``file:///abs/path`` or
+    ``file://localhost/abs/path``)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
+        raise LedgerStoreError(
+            f"{url!r}: a file:// ledger location is file:///absolute/path on this machine "
+            "(no host, query or fragment); for a budget shared across machines use "
+            "postgresql://"
+        )
+    return Path(urllib.parse.unquote(parts.path))
 
 
 def open_store(location: str | os.PathLike | Store, *, create: bool = False) -> Store:
@@ -56,8 +78,8 @@ def open_store(location: str | os.PathLike | Store, *, create: bool = False) -> 
     location : str, PathLike or Store
         ``postgresql://…`` (or ``postgres://…``): a PostgreSQL database; a path
         ending in ``.json``: a JSON store; any other path: a SQLite database (or,
-        when the file exists and is JSON, a JSON store); a store object is returned
-        as is.
+        when the file exists and is JSON, a JSON store); ``file:///path``: that path;
+        a store object is returned as is.  Any other ``scheme://`` is refused.
     create : bool, default False
         Create a missing file (a new SQLite database or JSON store).
 
@@ -66,8 +88,9 @@ def open_store(location: str | os.PathLike | Store, *, create: bool = False) -> 
     DataFileNotFoundError
         A missing file and ``create=False``.
     LedgerStoreError
-        A file that is neither kind of store, a server that cannot be reached, a
-        missing driver.
+        A file that is neither kind of store (or another application's SQLite
+        database), a server that cannot be reached, a missing driver, a URL scheme dperm
+        has no store for (``mysql://``, ``s3://``, …).
     """
     if not isinstance(location, str | os.PathLike):
         if all(hasattr(location, a) for a in ("transaction", "budgets", "location")):
@@ -76,10 +99,19 @@ def open_store(location: str | os.PathLike | Store, *, create: bool = False) -> 
             f"a ledger location is a path or a postgresql:// URL, got {location!r}"
         )
     if is_url(location):
-        from .postgres import PostgresStore
-
         return PostgresStore(str(location))
-    path = Path(location)
+    text = os.fspath(location)
+    scheme = _SCHEME.match(text) if isinstance(text, str) else None
+    if scheme is not None:
+        if scheme.group(1).lower() != "file":
+            raise LedgerStoreError(
+                f"unsupported ledger location scheme '{scheme.group(1)}://' in "
+                f"{redact_url(text)!r}: dperm keeps budgets in a SQLite file (a path), a JSON "
+                "file (*.json) or PostgreSQL (postgresql://user@host/db)"
+            )
+        path = _file_url_path(text)
+    else:
+        path = Path(location)
     if path.suffix.lower() == ".json":
         return JsonStore(path, create=create)
     # never open() a file SQLite may hold: closing any descriptor of it drops this

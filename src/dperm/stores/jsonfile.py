@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import DataFileNotFoundError, LedgerIntegrityError, LedgerStoreError
-from .records import Record
+from .records import Record, is_budget_name
 
 __all__ = ["FORMAT", "JsonStore", "atomic_write_text", "read_store_json", "store_json"]
 
@@ -112,20 +112,26 @@ def read_store_json(data: Any, location: str) -> dict[str, tuple[tuple[int, str]
 
 
 class _JsonTransaction:
-    def __init__(self, budgets: dict, budget: str) -> None:
-        self._budgets, self._budget = budgets, budget
-        self.added: list[Record] = []
+    def __init__(self, budgets: dict, budget: str, added: dict[str, list[Record]]) -> None:
+        self._budgets, self._budget, self.added = budgets, budget, added
 
     def head(self) -> tuple[int, str] | None:
+        mine = self.added.get(self._budget)
+        if mine:
+            return mine[-1].seq, mine[-1].hash
         entry = self._budgets.get(self._budget)
         return None if entry is None else entry[0]
 
     def records(self, after: int) -> list[Record]:
         entry = self._budgets.get(self._budget)
-        return [] if entry is None else [r for r in entry[1] if r.seq > after]
+        stored = [] if entry is None else entry[1]
+        return [r for r in (*stored, *self.added.get(self._budget, ())) if r.seq > after]
 
     def append(self, record: Record) -> None:
-        self.added.append(record)
+        self.added.setdefault(self._budget, []).append(record)
+
+    def other(self, budget: str) -> _JsonTransaction:
+        return _JsonTransaction(self._budgets, budget, self.added)
 
 
 class JsonStore:
@@ -144,7 +150,9 @@ class JsonStore:
             raise LedgerStoreError("a JSON ledger store needs POSIX file locks; use SQLite")
         self.path = Path(path)
         self.location = str(self.path)
-        if not self.path.exists() and not create:
+        self.identity = str(self.path.resolve())
+        self.created = not self.path.exists()
+        if self.created and not create:
             raise DataFileNotFoundError(f"no ledger store at {self.location!r}")
         if not self.path.parent.is_dir():
             raise LedgerStoreError(
@@ -152,12 +160,26 @@ class JsonStore:
                 f"{str(self.path.parent)!r} does not exist"
             )
         self._lock_path = self.path.with_name(self.path.name + ".lock")
-        if self.path.exists():
+        self.writable = os.access(self.path.parent, os.W_OK) and (
+            self.created or os.access(self.path, os.W_OK)
+        )
+        if not self.created:
             with self._locked(write=False):
                 self._read()  # fail now on a file that is not a store
 
     @contextlib.contextmanager
     def _locked(self, write: bool) -> Iterator[None]:
+        if not write and not self.writable:
+            # no lock file to create: a reader sees the old file or the new one whole
+            # (writers replace it by a rename), never half of either
+            yield
+            return
+        if write and not self.writable:
+            raise LedgerStoreError(
+                f"ledger store {self.location!r} is read-only for this process (show, "
+                "history, verify and export work; a spend needs write access to the file "
+                "and its folder)"
+            )
         fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
@@ -180,20 +202,21 @@ class JsonStore:
     def transaction(self, budget: str, *, write: bool) -> Iterator[_JsonTransaction]:
         with self._locked(write):
             budgets = self._read()
-            tx = _JsonTransaction(budgets, budget)
-            yield tx
-            if tx.added:
+            added: dict[str, list[Record]] = {}
+            yield _JsonTransaction(budgets, budget, added)
+            if any(added.values()):
                 if not write:  # pragma: no cover - the ledger appends in write transactions
                     raise LedgerStoreError("append in a read transaction")
-                _, recs = budgets.get(budget, ((-1, ""), []))
-                recs = [*recs, *tx.added]
-                budgets[budget] = ((recs[-1].seq, recs[-1].hash), recs)
+                for name, new in added.items():
+                    _, recs = budgets.get(name, ((-1, ""), []))
+                    recs = [*recs, *new]
+                    budgets[name] = ((recs[-1].seq, recs[-1].hash), recs)
                 text = json.dumps(store_json(budgets), indent=1, sort_keys=True, allow_nan=False)
                 atomic_write_text(self.path, text + "\n")
 
     def budgets(self) -> list[str]:
         with self._locked(write=False):
-            return sorted(self._read())
+            return sorted(n for n in self._read() if is_budget_name(n))
 
     def close(self) -> None:
         pass

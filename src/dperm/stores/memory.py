@@ -10,31 +10,41 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
-from .records import Record
+from .records import Record, is_budget_name
 
 __all__ = ["MemoryStore"]
 
 
 class _MemoryTransaction:
-    def __init__(self, store: MemoryStore, budget: str) -> None:
-        self._store, self._budget = store, budget
-        self._added: list[Record] = []
+    def __init__(self, store: MemoryStore, budget: str, added: dict[str, list[Record]]) -> None:
+        self._store, self._budget, self._added = store, budget, added
 
     def head(self) -> tuple[int, str] | None:
+        mine = self._added.get(self._budget)
+        if mine:
+            return mine[-1].seq, mine[-1].hash
         return self._store._heads.get(self._budget)
 
     def records(self, after: int) -> list[Record]:
-        return [r for r in self._store._records.get(self._budget, ()) if r.seq > after]
+        stored = self._store._records.get(self._budget, ())
+        return [r for r in (*stored, *self._added.get(self._budget, ())) if r.seq > after]
 
     def append(self, record: Record) -> None:
-        self._added.append(record)
+        self._added.setdefault(self._budget, []).append(record)
+
+    def other(self, budget: str) -> _MemoryTransaction:
+        return _MemoryTransaction(self._store, budget, self._added)
 
 
 class MemoryStore:
     """Budgets kept in memory (:class:`~dperm.stores.records.Store`)."""
 
+    writable = True
+    created = True
+
     def __init__(self) -> None:
         self.location = "memory"
+        self.identity = f"memory:{id(self):x}"
         self._records: dict[str, list[Record]] = {}
         self._heads: dict[str, tuple[int, str]] = {}
         self._lock = threading.RLock()
@@ -42,12 +52,12 @@ class MemoryStore:
     @contextlib.contextmanager
     def transaction(self, budget: str, *, write: bool) -> Iterator[_MemoryTransaction]:
         with self._lock:
-            tx = _MemoryTransaction(self, budget)
-            yield tx
-            if tx._added:  # only after a normal exit: an exception appends nothing
-                self._records.setdefault(budget, []).extend(tx._added)
-                last = tx._added[-1]
-                self._heads[budget] = (last.seq, last.hash)
+            added: dict[str, list[Record]] = {}
+            yield _MemoryTransaction(self, budget, added)
+            for name, new in added.items():  # only after a normal exit: an exception
+                if new:  # appends nothing
+                    self._records.setdefault(name, []).extend(new)
+                    self._heads[name] = (new[-1].seq, new[-1].hash)
 
     def __deepcopy__(self, memo: dict) -> MemoryStore:  # a copied Ledger: its own history
         new = MemoryStore()
@@ -57,7 +67,7 @@ class MemoryStore:
         return new
 
     def budgets(self) -> list[str]:
-        return sorted(self._heads)
+        return sorted(n for n in self._heads if is_budget_name(n))
 
     def close(self) -> None:
         pass

@@ -68,6 +68,7 @@ class PostgresStore(ConnectionStore):
 
     def __init__(self, url: str, *, timeout: float = 30.0) -> None:
         self.location = redact_url(url)
+        self.identity = self.location
         self._pid = os.getpid()
         try:
             import psycopg
@@ -89,6 +90,9 @@ class PostgresStore(ConnectionStore):
                 if not cur.fetchone()[0]:
                     for statement in _SCHEMA:
                         cur.execute(statement)
+                    self.created = True
+            info = self._conn.info  # the server and database, whoever connects
+            self.identity = f"postgresql://{info.host}:{info.port}/{info.dbname}"
         except psycopg.Error as exc:
             raise LedgerStoreError(f"ledger store {self.location}: {_first_line(exc)}") from None
 
@@ -101,20 +105,26 @@ class PostgresStore(ConnectionStore):
             conn.isolation_level = None if write else pg.IsolationLevel.REPEATABLE_READ
             conn.read_only = not write
             with conn.transaction(), conn.cursor() as cur:
-                if write:  # serializes the writers of this budget, its creation included
-                    cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (budget,))
+
+                def lock(name: str) -> None:  # serializes the writers of a budget, its
+                    # creation included; the store's chain is locked after the budget's
+                    cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (name,))
 
                 def run(sql: str, params: tuple) -> list:
                     cur.execute(sql, params)
                     return cur.fetchall() if cur.description is not None else []
 
-                yield SqlTransaction(run, budget, "%s", " FOR UPDATE" if write else "")
+                if write:
+                    lock(budget)
+                yield SqlTransaction(
+                    run, budget, "%s", " FOR UPDATE" if write else "", lock if write else None
+                )
         except pg.Error as exc:
             raise LedgerStoreError(f"ledger store {self.location}: {_first_line(exc)}") from None
 
     def budgets(self) -> list[str]:
         with self.transaction("", write=False) as tx:
-            return [r[0] for r in tx._run("SELECT name FROM dperm_budgets ORDER BY name", ())]
+            return self._names(tx._run("SELECT name FROM dperm_budgets", ()))
 
 
 def _first_line(exc: BaseException) -> str:

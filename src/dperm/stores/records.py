@@ -10,8 +10,14 @@ record: a store truncated after its last record disagrees with its head.
 
 This is tamper-*evident*, not tamper-proof: whoever can write the store can also
 recompute every hash.  It catches accidental edits, partial restores, a row
-deleted by hand and the naive "lower that ε" edit; a signed or off-site copy of
-the head (``dperm budget verify`` prints it) catches the rest.
+deleted by hand and the naive "lower that ε" edit; a budget signed with a key kept
+apart from the store (:mod:`dperm.stores.signing`) catches the rest for whoever
+holds the key.
+
+Besides its budgets a store keeps one internal chain, :data:`STORE_CHAIN` (a name no
+budget can have): its record 0 is the store's *genesis*, and each budget created or
+imported is registered there with the hash of its record 0
+(:mod:`dperm.stores.registry`), so a budget whose records were all deleted is missed.
 
 Nothing here knows about privacy: bodies are JSON objects that
 :mod:`dperm.accounting.ledger` writes and reads.
@@ -30,6 +36,7 @@ from ..exceptions import LedgerIntegrityError, LedgerStoreError
 
 __all__ = [
     "GENESIS",
+    "STORE_CHAIN",
     "BudgetChain",
     "Record",
     "Store",
@@ -37,13 +44,15 @@ __all__ = [
     "canonical_json",
     "check_budget_name",
     "check_records",
-    "copy_chain",
+    "is_budget_name",
     "read_chain",
     "record_hash",
 ]
 
 #: the "previous hash" of record 0
 GENESIS = "0" * 64
+#: the store's own chain (genesis, registered budgets): a name no budget can have
+STORE_CHAIN = " store"
 
 
 def canonical_json(value: Any) -> str:
@@ -64,16 +73,29 @@ def record_hash(budget: str, seq: int, kind: str, body: dict[str, Any], prev_has
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def check_budget_name(name: Any) -> str:
-    """A budget name: 1–100 printable characters, no leading or trailing space."""
+def check_budget_name(name: Any, what: str = "a budget name") -> str:
+    """A budget name: 1–100 printable characters, no leading or trailing space
+    (``what`` names it in the error: ``"--ledger-budget"``, ``"--name"``)."""
     if (
         not isinstance(name, str)
         or not 1 <= len(name) <= 100
         or name != name.strip()
         or not name.isprintable()
     ):
-        raise LedgerStoreError(f"a budget name must be 1 to 100 printable characters, got {name!r}")
+        raise LedgerStoreError(
+            f"{what} must be 1 to 100 printable characters without leading or "
+            f"trailing spaces, got {name!r}"
+        )
     return name
+
+
+def is_budget_name(name: Any) -> bool:
+    """Whether ``name`` is a valid budget name (the store's own chain is not)."""
+    try:
+        check_budget_name(name)
+    except LedgerStoreError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -166,6 +188,12 @@ class Transaction(Protocol):
         """Append ``record`` and move the head to it (record 0 creates the budget)."""
         ...
 
+    def other(self, budget: str) -> Transaction:
+        """A transaction on another budget, inside this one (committed or rolled back
+        with it; a write transaction locks that budget too).  Used for the store's
+        own chain only (:data:`STORE_CHAIN`), always locked after the budget's."""
+        ...
+
 
 class Store(Protocol):
     """Where budgets are kept: :class:`~dperm.stores.sqlite.SqliteStore`,
@@ -175,6 +203,13 @@ class Store(Protocol):
 
     #: a description for messages (a path, or a URL without its password)
     location: str
+    #: where the store is, the same for every process that opens it (an absolute path,
+    #: or ``postgresql://host:port/db``): names it in a key's witness
+    identity: str
+    #: whether this process can write it (False: read-only — show, verify, export)
+    writable: bool
+    #: whether opening it created it (a new file, new tables)
+    created: bool
 
     def transaction(self, budget: str, *, write: bool) -> contextlib.AbstractContextManager:
         """A :class:`Transaction` on ``budget`` (committed on a normal exit,
@@ -199,11 +234,18 @@ class BudgetChain:
     ----------
     store : Store
     budget : str
+        A budget name, or :data:`STORE_CHAIN`.
+    key : LedgerKey, optional
+        The key of a signed budget (:mod:`dperm.stores.signing`): :meth:`sync` then
+        checks every record's MAC and the key's witness of the head, and
+        :meth:`append` signs.  A signed budget read without its key is checked as an
+        unsigned one and refuses :meth:`append`.
     """
 
-    def __init__(self, store: Store, budget: str) -> None:
+    def __init__(self, store: Store, budget: str, key: Any = None) -> None:
         self.store = store
-        self.budget = check_budget_name(budget)
+        self.budget = budget if budget == STORE_CHAIN else check_budget_name(budget)
+        self.key = key
         self.records: list[Record] = []
         self.broken: LedgerIntegrityError | None = None
         #: how many records this reader appended (a rolled-back one included)
@@ -215,6 +257,12 @@ class BudgetChain:
         if not self.records:
             return -1, GENESIS
         return self.records[-1].seq, self.records[-1].hash
+
+    @property
+    def signed(self) -> dict[str, Any] | None:
+        """What record 0 says of the budget's key (None: an unsigned budget)."""
+        spec = self.records[0].body.get("signed") if self.records else None
+        return spec if isinstance(spec, dict) else None
 
     def _fail(self, entry: int | None, what: str) -> LedgerIntegrityError:
         where = "" if entry is None else f"entry #{entry} "
@@ -230,16 +278,19 @@ class BudgetChain:
 
     def sync(self, tx: Transaction) -> list[Record]:
         """Read the records appended since the last verified one, check them against
-        the chain and the head, keep them and return them.
+        the chain and the head (and, with a key, their MACs and the key's witness),
+        keep them and return them.
 
         Raises
         ------
         LedgerIntegrityError
             The first record that does not chain (edited, reordered, inserted,
-            deleted) or a head that disagrees with the records (truncation); it is
-            raised again by every later call.
+            deleted) or a head that disagrees with the records (truncation), a record
+            the key did not sign, a head behind the key's witness; it is raised again
+            by every later call.
         LedgerStoreError
-            The budget does not exist.
+            The budget does not exist (and the key has not seen it), or the key is
+            not the budget's.
         """
         if self.broken is not None:
             raise self.broken
@@ -247,9 +298,17 @@ class BudgetChain:
         if head is None:
             if self.records:
                 raise self._fail(None, "the budget's head is gone (its records were deleted)")
+            seen = self._witnessed()
+            if seen is not None:
+                raise self._fail(
+                    None,
+                    f"is gone, but its key signed or verified its entry #{seen[0]}: the "
+                    "store was emptied",
+                )
             raise LedgerStoreError(f"no budget named {self.budget!r} in {self.store.location}")
         seq, prev = self.last
         new = tx.records(seq)
+        signed = self.signed
         for rec in new:
             if rec.seq != seq + 1:
                 missing = seq + 1 if rec.seq > seq + 1 else rec.seq
@@ -262,6 +321,10 @@ class BudgetChain:
                 raise self._fail(rec.seq, "was edited (its content does not match its hash)")
             if (rec.seq == 0) != (rec.kind == "create"):
                 raise self._fail(rec.seq, f"has kind {rec.kind!r} at this position")
+            if rec.seq == 0:
+                signed = rec.body.get("signed")
+            if self.key is not None:
+                self._check_mac(rec, signed)
             seq, prev = rec.seq, rec.hash
         if head != (seq, prev):
             if head[0] > seq:
@@ -275,12 +338,73 @@ class BudgetChain:
                 f"disagrees with the head (number {head[0]}, hash {head[1][:12]}…)",
             )
         self.records.extend(new)
+        if self.key is not None:
+            self._check_witness()
         return new
+
+    def _check_mac(self, rec: Record, spec: Any) -> None:
+        if not isinstance(spec, dict):
+            raise LedgerStoreError(
+                f"budget {self.budget!r} in {self.store.location} was created without a key: "
+                "it is not signed (verify it without --key; a key signs only the budgets "
+                "created with it)"
+            )
+        if spec.get("key_id") != self.key.key_id:
+            raise LedgerStoreError(
+                f"budget {self.budget!r} in {self.store.location} is signed with the key "
+                f"{spec.get('key_id')!r}, not with {self.key.key_id!r} ({self.key!r})"
+            )
+        if not self.key.signs(self.budget, rec.seq, rec.kind, rec.body, rec.prev_hash):
+            raise self._fail(
+                rec.seq,
+                "does not carry the budget key's MAC (written or rewritten without the key)",
+            )
+
+    def _witnessed(self) -> tuple[int, str] | None:
+        if self.key is None:
+            return None
+        return self.key.witnessed(self.store.identity).get(self.budget)
+
+    def _check_witness(self) -> None:
+        seen = self._witnessed()
+        if seen is None:
+            return
+        seq, digest = seen
+        last = self.records[-1].seq
+        if seq > last:
+            raise self._fail(
+                last + 1,
+                f"is missing: the key signed or verified the history up to entry #{seq} "
+                f"but it ends at #{last} (the store was truncated)",
+            )
+        if self.records[seq].hash != digest:
+            raise self._fail(
+                seq,
+                f"differs from the one the key signed or verified (hash {digest[:16]}…): "
+                "the history was rewritten",
+            )
 
     def append(self, tx: Transaction, kind: str, body: dict[str, Any]) -> Record:
         """Chain a new record after the last verified one (call :meth:`sync` first,
-        in the same write transaction)."""
+        in the same write transaction); signed with the key of a signed budget.
+
+        Raises
+        ------
+        LedgerStoreError
+            A signed budget and no key (or a key for an unsigned one).
+        """
         seq, prev = self.last
+        signed = body.get("signed") if seq < 0 else self.signed
+        if signed is not None or self.key is not None:
+            if self.key is None:
+                raise LedgerStoreError(
+                    f"budget {self.budget!r} in {self.store.location} is signed (key "
+                    f"{signed.get('key_id')!r}): writing to it needs its key "
+                    "(dperm fit --ledger-key FILE; Ledger.open(…, key=FILE))"
+                )
+            if not isinstance(signed, dict) or signed.get("key_id") != self.key.key_id:
+                self._check_mac(Record(self.budget, seq + 1, kind, body, prev, ""), signed)
+            body = {**body, "mac": self.key.mac(self.budget, seq + 1, kind, body, prev)}
         rec = Record.make(self.budget, seq + 1, kind, body, prev)
         tx.append(rec)
         self.records.append(rec)
@@ -326,38 +450,3 @@ def read_chain(store: Store, budget: str) -> list[Record]:
     with store.transaction(budget, write=False) as tx:
         chain.sync(tx)
     return chain.records
-
-
-def copy_chain(store: Store, budget: str, records: Sequence[Record]) -> int:
-    """Append to ``store`` the records of ``budget`` it does not hold yet — an import.
-
-    ``records`` is a whole chain (checked here); the store's own records of that budget
-    must be a prefix of it (the same hashes), so an import never rewrites history.
-
-    Returns
-    -------
-    int
-        The number of records appended.
-
-    Raises
-    ------
-    LedgerIntegrityError
-        ``records`` does not chain, or the store's history of the budget differs.
-    """
-    check_records(budget, records)
-    chain = BudgetChain(store, budget)
-    with store.transaction(budget, write=True) as tx:
-        if tx.head() is not None:
-            chain.sync(tx)
-        mine = chain.records
-        if len(mine) > len(records) or any(
-            a.hash != b.hash for a, b in zip(mine, records, strict=False)
-        ):
-            raise LedgerIntegrityError(
-                f"budget {budget!r} in {store.location} has a history that differs from the "
-                "imported one (they split at some entry): nothing imported",
-                budget=budget,
-            )
-        for rec in records[len(mine) :]:
-            tx.append(rec)
-    return len(records) - len(mine)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import LedgerIntegrityError
-from .records import Record, canonical_json
+from .records import Record, canonical_json, is_budget_name
 
 __all__ = ["ConnectionStore", "SqlTransaction", "parse_body"]
 
@@ -44,12 +44,26 @@ class SqlTransaction:
         The driver's placeholder (``"?"`` or ``"%s"``).
     lock : str
         Appended to the head query (``" FOR UPDATE"``: a row lock).
+    prelock : callable, optional
+        ``prelock(budget)`` locks another budget before :meth:`other` reads it (a
+        PostgreSQL writer's advisory lock).
     """
 
     def __init__(
-        self, run: Callable[[str, tuple], list], budget: str, mark: str = "?", lock: str = ""
+        self,
+        run: Callable[[str, tuple], list],
+        budget: str,
+        mark: str = "?",
+        lock: str = "",
+        prelock: Callable[[str], None] | None = None,
     ) -> None:
         self._run, self._budget, self._m, self._lock = run, budget, mark, lock
+        self._prelock = prelock
+
+    def other(self, budget: str) -> SqlTransaction:
+        if self._prelock is not None:
+            self._prelock(budget)
+        return SqlTransaction(self._run, budget, self._m, self._lock, self._prelock)
 
     def head(self) -> tuple[int, str] | None:
         rows = self._run(
@@ -102,6 +116,13 @@ class ConnectionStore:
     _conn: Any
     _pid: int
     location: str
+    identity: str
+    writable: bool = True
+    created: bool = False
+
+    def _names(self, rows: list) -> list[str]:
+        """The budget names among ``rows`` of ``dperm_budgets`` (not the store's chain)."""
+        return sorted(r[0] for r in rows if is_budget_name(r[0]))
 
     def close(self) -> None:
         """Close the connection."""
