@@ -35,27 +35,14 @@ from typing import Any
 import numpy as np
 
 from .._rng import check_random_state
-from .._validation import (
-    check_count,
-    check_data_norm,
-    check_delta,
-    check_delta_size,
-    check_epsilon,
-    check_positive,
-    check_probability,
-)
+from .._validation import check_count, check_positive, check_probability
 from ..accounting.events import PureEpsilon
-from ..design import as_design, check_X_y
-from ..exceptions import (
-    ClippingWarning,
-    InvalidDataError,
-    InvalidPrivacyParameter,
-    LabelError,
-)
+from ..design import as_design
+from ..exceptions import ClippingWarning, InvalidDataError, InvalidPrivacyParameter, LabelError
 from ..losses import Hinge, HuberSVM, Logistic, Quantile, Squared
 from ..losses.base import GLMLoss
 from ..mechanisms import exponential_mechanism
-from .base import Result, private_fit
+from .base import Result, check_rows, check_target, private_fit
 
 __all__ = ["fit", "grid", "loss_interval", "private_quantile", "random_net"]
 
@@ -282,13 +269,8 @@ def fit(
     """
     if not isinstance(loss, GLMLoss):
         raise InvalidPrivacyParameter(f"loss must be a GLMLoss, got {type(loss).__name__}")
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
-    data_norm = check_data_norm(data_norm)
-    X, y = check_X_y(X, y)
-    y = loss.check_labels(y)
-    n, d = X.shape
-    check_delta_size(delta, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
+    epsilon, delta, data_norm = check_target(epsilon, delta, data_norm)
+    X, y, n, d = check_rows(X, y, delta, loss)
     try:
         cands = np.asarray(candidates, dtype=float)
     except (TypeError, ValueError):
