@@ -34,10 +34,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import time
-import warnings
 
 import numpy as np
+from _sweep import load_average, public_split, score_candidate
 
 CELLS = ",".join(
     [f"mnist:{eps}" for eps in (0.1, 1, 8)]
@@ -74,11 +73,7 @@ def _split(name, data_home):
     else:
         ds = datasets.load(name, data_home=data_home)
         X, y, classes, bound = ds.X_train, ds.y_train, list(ds.classes), ds.row_norm_bound
-    n = X.shape[0]
-    perm = np.random.default_rng(20_2026).permutation(n)  # public
-    nv = 10_000 if name == "mnist" else n // 5
-    va, tr = perm[:nv], perm[nv:]
-    return (X[tr], y[tr], X[va], y[va]), classes, bound
+    return public_split(X, y, 10_000 if name == "mnist" else None), classes, bound
 
 
 def _sgd(L, b, epochs, frac, step):
@@ -163,12 +158,12 @@ def main(argv=None) -> int:
         b, epochs, frac, step = pt.split(":")
         GRID.append((int(b), int(epochs), float(frac), float(step)))
     default_clip, default_scale = _auto.OUTPUT_CLIP_FRACTION, _auto.OUTPUT_INTERCEPT_SCALE
-    print(f"load average at start: {os.getloadavg()[0]:.1f}", flush=True)
+    load_average("start")
     for cell in args.cells.split(","):
         name, eps = cell.split(":")
         eps = float(eps)
-        (Xf, yf, Xv, yv), classes, bound = _split(name, args.data_home)
-        n, d = Xf.shape
+        data, classes, bound = _split(name, args.data_home)
+        n, d = data[0].shape
         k = len(classes)
         # L over the augmented row (the intercept column), as the estimator computes it
         scaling = DPLogisticRegression().intercept_scaling
@@ -178,26 +173,13 @@ def main(argv=None) -> int:
         output = (n, d + 1, k, eps, R)
         cands = _candidates(n, eps, L, args.grid, only, output, args.output_grid)
         for label, kw in cands.items():
-            accs, t0 = [], time.perf_counter()
             kw = dict(kw)
             _auto.OUTPUT_CLIP_FRACTION = kw.pop("_clip", default_clip)
             _output_rows.OUTPUT_INTERCEPT_SCALE = kw.pop("_scale", default_scale)
-            for seed in seeds:
-                est = DPLogisticRegression(
-                    epsilon=eps, data_norm=bound, classes=classes,
-                    random_state=seed, **kw,
-                )  # fmt: skip
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    est.fit(Xf, yf)
-                accs.append(est.score(Xv, yv))
-            print(
-                f"{name:<16} ε={eps:<4g} nε/√(Dk)={s:<7.0f} {label:<28} "
-                f"{100 * np.mean(accs):6.2f} ± {100 * np.std(accs):4.2f}  "
-                f"({est.mechanism_}, {time.perf_counter() - t0:.0f} s)",
-                flush=True,
-            )
-    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+            params = dict(epsilon=eps, data_norm=bound, classes=classes, **kw)
+            prefix = f"{name:<16} ε={eps:<4g} nε/√(Dk)={s:<7.0f}"
+            score_candidate(prefix, label, params, seeds, data)
+    load_average("end")
     return 0
 
 
