@@ -55,6 +55,7 @@ __all__ = [
     "check_delta",
     "check_epsilon",
     "check_finite_matrix",
+    "check_interval",
     "check_nonnegative",
     "check_positive",
     "check_probability",
@@ -202,6 +203,23 @@ def check_nonnegative(value, name: str, allow_inf: bool = False) -> float:
     InvalidPrivacyParameter
     """
     return _check_above_zero(value, name, allow_inf, strict=False)
+
+
+def check_interval(value, name: str) -> tuple[float, float]:
+    """(lo, hi) of a public interval ``value``: a pair of finite numbers with lo < hi.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Not a pair of numbers, not finite, or lo ≥ hi (naming ``name`` and the value).
+    """
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise InvalidPrivacyParameter(f"{name} must be a pair (lo, hi), got {value!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise InvalidPrivacyParameter(f"{name} must be finite with lo < hi, got {value!r}")
+    return lo, hi
 
 
 def check_probability(value, name: str, allow_zero: bool = False) -> float:

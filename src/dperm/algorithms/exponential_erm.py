@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .._rng import check_random_state
-from .._validation import check_count, check_positive, check_probability
+from .._validation import check_count, check_interval, check_positive, check_probability
 from ..accounting.events import PureEpsilon
 from ..design import as_design
 from ..exceptions import ClippingWarning, InvalidDataError, InvalidPrivacyParameter, LabelError
@@ -178,17 +178,7 @@ def check_loss_bounds(loss_bounds) -> tuple[float, float]:
     InvalidPrivacyParameter
         Not a pair, not finite, or lo ≥ hi.
     """
-    try:
-        lo, hi = (float(v) for v in loss_bounds)
-    except (TypeError, ValueError):
-        raise InvalidPrivacyParameter(
-            f"loss_bounds must be a pair (lo, hi), got {loss_bounds!r}"
-        ) from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise InvalidPrivacyParameter(
-            f"loss_bounds must be finite with lo < hi, got {loss_bounds!r}"
-        )
-    return lo, hi
+    return check_interval(loss_bounds, "loss_bounds")
 
 
 def margin_blocks(X, thetas: np.ndarray):
