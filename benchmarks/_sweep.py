@@ -8,6 +8,7 @@ so this folder is on ``sys.path``).
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 import warnings
@@ -16,6 +17,23 @@ import numpy as np
 
 #: the seed of the public permutation that splits the training rows
 SPLIT_SEED = 20_2026
+
+
+def sweep_parser(description: str, cells: str, seeds: str) -> argparse.ArgumentParser:
+    """The options every sweep takes: --data-home, --cells, --seeds and --grid."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--data-home", default=os.environ.get("DPERM_DATA_HOME"))
+    ap.add_argument("--cells", default=cells, help="dataset:epsilon, comma-separated")
+    ap.add_argument("--seeds", default=seeds)
+    ap.add_argument("--grid", action="store_true")
+    return ap
+
+
+def sgd_candidate(L: float, batch: int, epochs: int, clip_fraction: float, step_clip: float):
+    """Clipped DP-SGD at C = ``clip_fraction``·L with step η = ``step_clip``/C."""
+    C = clip_fraction * L
+    return dict(mechanism="dp-sgd", batch_size=batch, epochs=epochs, clipping_norm=C,
+                learning_rate=step_clip / C)  # fmt: skip
 
 
 def public_split(X, y, n_val: int | None = None):

@@ -21,11 +21,9 @@ The numbers of the run that fixed the rule are in ``docs/choosing_a_mechanism.md
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
 
-from _sweep import load_average, public_split, score_candidate
+from _sweep import load_average, public_split, score_candidate, sgd_candidate, sweep_parser
 
 CELLS = ",".join(
     f"{name}:{eps}"
@@ -45,34 +43,26 @@ def _split(name, data_home):
 
 
 def _candidates(n, eps, L, grid: bool) -> dict[str, dict]:
-    def sgd(b, epochs, frac, step):
-        C = frac * L
-        return dict(mechanism="dp-sgd", batch_size=b, epochs=epochs, clipping_norm=C,
-                    learning_rate=step / C)  # fmt: skip
-
     b_rule = max(min(16, n), min(n // 5, round(160 / math.sqrt(eps))))
     out = {
         "auto": {},
         "amp": {"mechanism": "amp"},
         "objective": {"mechanism": "objective"},
         "dp-sgd (library)": {"mechanism": "dp-sgd"},
-        "rule": sgd(b_rule, 15, 0.27, 0.65),
+        "rule": sgd_candidate(L, b_rule, 15, 0.27, 0.65),
     }
     if grid:
         for b, epochs in ((512, 15), (1024, 30)):
             for frac in (0.18, 0.27, 0.45):
                 for step in (0.5, 0.65, 1.0):
-                    out[f"b{b} E{epochs} C={frac}L ηC={step}"] = sgd(b, epochs, frac, step)
+                    out[f"b{b} E{epochs} C={frac}L ηC={step}"] = sgd_candidate(
+                        L, b, epochs, frac, step
+                    )
     return out
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-home", default=os.environ.get("DPERM_DATA_HOME"))
-    ap.add_argument("--cells", default=CELLS, help="dataset:epsilon, comma-separated")
-    ap.add_argument("--seeds", default="0,1,2,3")
-    ap.add_argument("--grid", action="store_true")
-    args = ap.parse_args(argv)
+    args = sweep_parser(__doc__.splitlines()[0], CELLS, "0,1,2,3").parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     load_average("start")
     for cell in args.cells.split(","):

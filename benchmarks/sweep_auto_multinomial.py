@@ -31,12 +31,10 @@ The numbers of the run that fixed the rule are in ``docs/choosing_a_mechanism.md
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
 
 import numpy as np
-from _sweep import load_average, public_split, score_candidate
+from _sweep import load_average, public_split, score_candidate, sgd_candidate, sweep_parser
 
 CELLS = ",".join(
     [f"mnist:{eps}" for eps in (0.1, 1, 8)]
@@ -74,12 +72,6 @@ def _split(name, data_home):
         ds = datasets.load(name, data_home=data_home)
         X, y, classes, bound = ds.X_train, ds.y_train, list(ds.classes), ds.row_norm_bound
     return public_split(X, y, 10_000 if name == "mnist" else None), classes, bound
-
-
-def _sgd(L, b, epochs, frac, step):
-    C = frac * L
-    return dict(mechanism="dp-sgd", batch_size=b, epochs=epochs, clipping_norm=C,
-                learning_rate=step / C)  # fmt: skip
 
 
 GRID = [  # (batch, epochs, C/L, η·C): the neighbourhood of the rule at MNIST ε = 1
@@ -128,10 +120,10 @@ def _candidates(n, eps, L, grid, only, output=(), output_grid=False):
         **_output_candidates(*output, grid=output_grid),
     }
     r = multi_dp_sgd_schedule(n, eps)
-    out["rule"] = _sgd(L, r["batch_size"], r["epochs"], r["clip_fraction"], r["step_clip"])
+    out["rule"] = sgd_candidate(L, r["batch_size"], r["epochs"], r["clip_fraction"], r["step_clip"])
     if grid:
         for b, epochs, frac, step in GRID:
-            out[f"b{b} E{epochs} C={frac}L ηC={step}"] = _sgd(L, b, epochs, frac, step)
+            out[f"b{b} E{epochs} C={frac}L ηC={step}"] = sgd_candidate(L, b, epochs, frac, step)
     if only:
         out = {k_: v for k_, v in out.items() if any(o in k_ for o in only)}
     return out
@@ -143,12 +135,8 @@ def main(argv=None) -> int:
     from dperm.estimators import _auto, _output_rows
     from dperm.losses import Softmax
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-home", default=os.environ.get("DPERM_DATA_HOME"))
-    ap.add_argument("--cells", default=CELLS, help="dataset:epsilon, comma-separated")
-    ap.add_argument("--seeds", default="0,1,2")
+    ap = sweep_parser(__doc__.splitlines()[0], CELLS, "0,1,2")
     ap.add_argument("--only", default="", help="comma-separated substrings of labels")
-    ap.add_argument("--grid", action="store_true")
     ap.add_argument("--output-grid", action="store_true", help="output perturbation's Λ grid")
     ap.add_argument("--points", default="", help="extra b:E:C/L:ηC points, ';'-separated")
     args = ap.parse_args(argv)
