@@ -26,6 +26,7 @@ from .exceptions import (
     InvalidDataError,
     InvalidPrivacyParameter,
     LabelError,
+    UnknownNameError,
 )
 
 
@@ -61,6 +62,7 @@ __all__ = [
     "check_probability",
     "clip_rows",
     "float_labels",
+    "lookup",
     "row_norms",
 ]
 
@@ -203,6 +205,21 @@ def check_nonnegative(value, name: str, allow_inf: bool = False) -> float:
     InvalidPrivacyParameter
     """
     return _check_above_zero(value, name, allow_inf, strict=False)
+
+
+def lookup(table, name, what: str):
+    """``table[name]``: the entry of a registry of named things (losses, runners, …).
+
+    Raises
+    ------
+    UnknownNameError
+        ``name`` is not a key (or not hashable): "unknown {what} {name!r}; choose one
+        of [the sorted keys]".
+    """
+    try:
+        return table[name]
+    except (KeyError, TypeError):
+        raise UnknownNameError(f"unknown {what} {name!r}; choose one of {sorted(table)}") from None
 
 
 def check_interval(value, name: str) -> tuple[float, float]:
