@@ -61,6 +61,7 @@ __all__ = [
     "check_positive",
     "check_probability",
     "clip_rows",
+    "float_array",
     "float_labels",
     "lookup",
     "row_norms",
@@ -205,6 +206,21 @@ def check_nonnegative(value, name: str, allow_inf: bool = False) -> float:
     InvalidPrivacyParameter
     """
     return _check_above_zero(value, name, allow_inf, strict=False)
+
+
+def float_array(value, name: str, *, error=InvalidDataError, message: str | None = None):
+    """``value`` as a float64 array (a copy only when numpy must convert).
+
+    Raises
+    ------
+    InvalidDataError (or ``error``)
+        numpy cannot make numbers of it: ``message``, default "{name} must be numeric:
+        {numpy's reason}".
+    """
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise error(f"{name} must be numeric: {exc}" if message is None else message) from None
 
 
 def lookup(table, name, what: str):
@@ -402,10 +418,7 @@ def check_X(
         shape = X.shape
     else:
         if not isinstance(X, np.ndarray) or X.dtype not in (np.float32, np.float64):
-            try:
-                X = np.asarray(X, dtype=np.float64)
-            except (TypeError, ValueError) as exc:
-                raise InvalidDataError(f"{name} must be numeric: {exc}") from None
+            X = float_array(X, name)
         if X.ndim != 2:
             raise InvalidDataError(
                 f"{name} must be a 2-D array of shape (n_samples, n_features), "

@@ -35,7 +35,13 @@ from typing import Any
 import numpy as np
 
 from .._rng import check_random_state
-from .._validation import check_count, check_interval, check_positive, check_probability
+from .._validation import (
+    check_count,
+    check_interval,
+    check_positive,
+    check_probability,
+    float_array,
+)
 from ..accounting.events import PureEpsilon
 from ..design import as_design
 from ..exceptions import ClippingWarning, InvalidDataError, InvalidPrivacyParameter, LabelError
@@ -261,10 +267,8 @@ def fit(
         raise InvalidPrivacyParameter(f"loss must be a GLMLoss, got {type(loss).__name__}")
     epsilon, delta, data_norm = check_target(epsilon, delta, data_norm)
     X, y, n, d = check_rows(X, y, delta, loss)
-    try:
-        cands = np.asarray(candidates, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidDataError("candidates must be a numeric array of shape (k, d)") from None
+    message = "candidates must be a numeric array of shape (k, d)"
+    cands = float_array(candidates, "candidates", message=message)
     if cands.ndim == 1 and d == 1:
         cands = cands[:, None]
     if cands.ndim != 2 or cands.shape[1] != d or cands.shape[0] < 1:
@@ -365,10 +369,7 @@ def private_quantile(
         )
     if lo_b >= hi_b:
         raise InvalidPrivacyParameter(f"need lower < upper, got lower={lower!r}, upper={upper!r}")
-    try:
-        v = np.asarray(values, dtype=float).ravel()
-    except (TypeError, ValueError):
-        raise InvalidDataError("values must be numeric") from None
+    v = float_array(values, "values", message="values must be numeric").ravel()
     if v.size == 0:
         raise InvalidDataError("values must not be empty")
     if not np.all(np.isfinite(v)):
