@@ -20,7 +20,16 @@ import dperm
 from dperm._parameters import validate_params
 from dperm.constraints import get_constraint
 from dperm.exceptions import InvalidPrivacyParameter, UnknownNameError
+from dperm.model_selection import PrivateRandomSearch
 from dperm.norms import L1Norm
+from dperm.preprocessing import DPPCA, DPStandardScaler
+
+try:
+    import torch  # noqa: F401
+
+    _NO_TORCH = False
+except ImportError:
+    _NO_TORCH = True
 
 NAN, INF = math.nan, math.inf
 BAD, NAME = InvalidPrivacyParameter, UnknownNameError
@@ -70,6 +79,34 @@ BAD_VALUES: dict[str, list] = {
     "threshold": _POSITIVE,
     "quantile": [(0.0, BAD), (1.0, BAD), (1.5, BAD), (NAN, BAD), ("median", BAD)],
     "label_scale": _OPTIONAL_POSITIVE,
+    # DPStandardScaler, DPPCA
+    "bounds": [("ab", BAD), (3, BAD), (OPAQUE, BAD)],
+    "n_components": [(0, BAD), (2.5, BAD), (True, BAD), ("60", BAD)],
+    "mode": [("bogus", NAME), (1, BAD)],
+    "neighbouring": [("bogus", BAD), (1, BAD), (None, BAD)],
+    # DPMLPClassifier
+    "hidden_layer_sizes": [("big", BAD), (0, BAD), (True, BAD), (2.5, BAD)],
+    "activation": [("bogus", NAME), (1, BAD)],
+    "pca_noise_ratio": _POSITIVE,
+    "quadratic_features": [(-1, BAD), (2.5, BAD), (True, BAD), ("many", BAD)],
+    "input_scale": [("bogus", BAD), (0, BAD), (NAN, BAD)],
+    "momentum": [(1.0, BAD), (-0.1, BAD), (NAN, BAD), (None, BAD)],
+    "averaging": [("bogus", NAME), (0, BAD)],
+    "weight_decay": [(-1.0, BAD), (NAN, BAD), (None, BAD)],
+    "tempered_sigmoid": [("abc", BAD), (2.0, BAD)],
+    "dataset_size": [(0, BAD), (2.5, BAD), (True, BAD)],
+    "device": [("gpu7", BAD), (OPAQUE, BAD)],
+    # PrivateRandomSearch
+    "estimator": [(OPAQUE, BAD), ("logistic", BAD)],
+    "param_distributions": [([("alpha", [1.0])], BAD), ("alpha", BAD)],
+    "repetitions": [("bogus", NAME), (3, BAD)],
+    "mean_runs": _POSITIVE,
+    "eta": [(-1.0, BAD), (True, BAD), (NAN, BAD), ("0", BAD)],
+    "run_delta": [("bogus", BAD), (-0.1, BAD), (1.0, BAD)],
+    "validation_fraction": [(0.0, BAD), (1.0, BAD), (NAN, BAD)],
+    "scoring": [("accuracy", BAD), (1, BAD)],
+    "score_epsilon": _OPTIONAL_POSITIVE,
+    "run_event": [("gaussian", BAD)],
 }
 
 ESTIMATORS = [
@@ -80,19 +117,38 @@ ESTIMATORS = [
     dperm.DPElasticNet,
     dperm.DPQuantileRegressor,
     dperm.DPHuberRegressor,
+    DPStandardScaler,
+    DPPCA,
+    dperm.DPMLPClassifier,
+    PrivateRandomSearch,
 ]
+#: the arguments an estimator cannot be built without
+REQUIRED = {
+    PrivateRandomSearch: dict(
+        estimator=dperm.DPLogisticRegression(classes=[0, 1]), param_distributions={"alpha": [0.1]}
+    )
+}
+
+
+def _make(cls, **params):
+    return cls(**{**REQUIRED.get(cls, {}), **params})
 
 
 def _cases(classes):
     for cls in classes:
-        for name in cls().get_params(deep=False):
+        # the MLP's device is checked by torch (dperm[torch]): skipped without it
+        marks = [pytest.mark.skipif(_NO_TORCH, reason="needs torch")] * (
+            cls is dperm.DPMLPClassifier
+        )
+        for name in _make(cls).get_params(deep=False):
             for value, error in BAD_VALUES[name]:
-                yield pytest.param(cls, name, value, error, id=f"{cls.__name__}-{name}-{value!r}")
+                cid = f"{cls.__name__}-{name}-{value!r}"
+                yield pytest.param(cls, name, value, error, id=cid, marks=marks)
 
 
 @pytest.mark.parametrize(("cls", "name", "value", "error"), list(_cases(ESTIMATORS)))
 def test_a_bad_parameter_is_refused_first_naming_it(cls, name, value, error):
-    est = cls(**{name: value})
+    est = _make(cls, **{name: value})
     # X and y are None: an error about the data would mean the data came first
     with pytest.raises(error) as info:
         est.fit(None, None)
@@ -105,9 +161,11 @@ def test_a_bad_parameter_is_refused_first_naming_it(cls, name, value, error):
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
 def test_every_parameter_has_a_constraint(cls):
     """One table per estimator, covering exactly its parameters; the defaults pass."""
-    params = cls().get_params(deep=False)
+    if cls is dperm.DPMLPClassifier and _NO_TORCH:
+        pytest.skip("the MLP's device is checked by torch")
+    params = _make(cls).get_params(deep=False)
     assert set(cls._parameter_constraints) == set(params)
-    validate_params(cls())
+    validate_params(_make(cls))
 
 
 @pytest.mark.parametrize(
@@ -123,13 +181,18 @@ def test_every_parameter_has_a_constraint(cls):
         (dperm.DPLinearSVC, dict(constraint="box", constraint_radius=2, h=np.float64(0.1))),
         (dperm.DPLinearRegression, dict(mechanism="adassp", fit_intercept=np.bool_(False))),
         (dperm.DPQuantileRegressor, dict(label_bound=None, quantile=0.9, epochs=10)),
+        (DPStandardScaler, dict(delta=1e-6, bounds=[[0, 1], [2, 3]])),
+        (DPPCA, dict(neighbouring="add_remove", mode="sphere", noise_multiplier=2)),
+        (PrivateRandomSearch, dict(run_delta="auto", eta=-0.5, scoring=lambda y, p: y == p)),
+        (PrivateRandomSearch, dict(repetitions="geometric", mean_runs=5, delta=None)),
     ],
 )
 def test_valid_values_pass_the_table(cls, params):
     """What some mechanism accepts is not refused up front: fractional epochs (DP-SGD),
     integral floats for counts, ``verbose=1``, a Generator or SeedSequence seed, any
-    case of an accountant's name (``get_accountant``), objects for penalty/constraint."""
-    validate_params(cls(**params))
+    case of an accountant's name (``get_accountant``), objects for penalty/constraint,
+    a relation's other spellings, "auto" where a number is also taken."""
+    validate_params(_make(cls, **params))
 
 
 def test_a_mechanism_registered_later_is_accepted():

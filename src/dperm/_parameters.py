@@ -36,8 +36,10 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import (
+    HasMethods,
     Interval,
     Options,
+    StrOptions,
     _Booleans,
     _InstancesOf,
     _VerboseHelper,
@@ -48,7 +50,9 @@ from .exceptions import InvalidPrivacyParameter, UnknownNameError
 
 __all__ = [
     "RANDOM_STATE",
+    "Accepted",
     "Count",
+    "HasMethods",
     "Names",
     "Number",
     "nonnegative",
@@ -144,6 +148,28 @@ class Names(Options):
         return repr(names[0]) if len(names) == 1 else f"one of {names}"
 
 
+class Accepted(Options):
+    """The values a dperm check accepts: ``check(value)`` returns without an
+    InvalidPrivacyParameter or UnknownNameError (the spellings of a neighbouring
+    relation, a device name, …); ``what`` says what they are in the error message.
+    Any other exception of ``check`` (a missing optional dependency) propagates."""
+
+    def __init__(self, check: Callable[[object], object], what: str):
+        super().__init__(object, set())
+        self.check = check
+        self.what = what
+
+    def is_satisfied_by(self, val) -> bool:
+        try:
+            self.check(val)
+        except (InvalidPrivacyParameter, UnknownNameError):
+            return False
+        return True
+
+    def __str__(self) -> str:
+        return self.what
+
+
 #: ``random_state``: None (fresh OS entropy), a seed ≥ 0, a SeedSequence or a Generator
 #: (:func:`dperm._rng.check_random_state`; a legacy ``RandomState`` is refused)
 RANDOM_STATE = [
@@ -157,7 +183,7 @@ RANDOM_STATE = [
 def _names_only(constraints) -> bool:
     """Whether a string is refused as an unknown *name*: the parameter takes names
     and no number (``alpha="x"`` is a bad number, ``penalty="x"`` an unknown name)."""
-    return any(isinstance(c, Options) for c in constraints) and not any(
+    return any(isinstance(c, Names | StrOptions) for c in constraints) and not any(
         isinstance(c, Interval) for c in constraints
     )
 

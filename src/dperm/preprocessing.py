@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._parameters import RANDOM_STATE, positive, unit_interval, validate_params
 from ._rng import check_random_state
 from ._validation import check_delta, check_epsilon, check_positive, clip_rows, row_norms
 from .accounting.active import accounted_fit, charge
@@ -611,6 +612,14 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     True
     """
 
+    #: what each parameter accepts, checked first in ``fit`` (:mod:`dperm._parameters`)
+    _parameter_constraints: ClassVar[dict] = {
+        "epsilon": [positive()],
+        "delta": [unit_interval("left")],
+        "bounds": [None, "array-like"],  # None is refused by fit, naming the fix
+        "random_state": RANDOM_STATE,
+    }
+
     def __init__(self, epsilon=1.0, delta=0.0, *, bounds=None, random_state=None):
         self.epsilon = epsilon
         self.delta = delta
@@ -632,6 +641,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self
         """
+        validate_params(self)  # every parameter, before the data and any reservation
         epsilon = check_epsilon(self.epsilon)
         delta = check_delta(self.delta)
         X = _validate(self, X, reset=True, dtype=np.float64)
