@@ -60,16 +60,6 @@ def test_the_dispatch_picks_the_backend_by_array_type(data, tmp_path):
     assert backend_for([[1.0]]).__name__ == "dperm.backends.numpy_inputs"
 
 
-def test_every_backend_provides_the_input_interface(data, tmp_path):
-    """The dispatch's names (:data:`dperm.backends.INPUT_INTERFACE`) exist on every backend."""
-    from dperm.backends import INPUT_INTERFACE
-
-    X, _ = data
-    for A in _backends(X, tmp_path).values():
-        module = backend_for(A)
-        assert [n for n in INPUT_INTERFACE if not hasattr(module, n)] == [], module.__name__
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_unit_norm_rows_are_not_counted_as_clipped_on_any_backend(tmp_path, dtype):
     """The bug of issue #19: float32 unit-norm rows were 0 clipped rows on numpy and

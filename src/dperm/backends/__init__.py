@@ -13,20 +13,3 @@
 Import the Design and friends from :mod:`dperm.design`; nothing here imports Dask
 until the dispatch hands a Dask collection to :mod:`dperm.backends.dask_inputs`.
 """
-
-__all__ = ["INPUT_INTERFACE"]
-
-#: what every backend's input module provides to the dispatch of :mod:`dperm.design`
-#: (its ``__all__`` starts with these names)
-INPUT_INTERFACE = (
-    "MULTINOMIAL",
-    "build_design",
-    "check_sample_weight",
-    "class_indices",
-    "count_outside",
-    "label_set",
-    "map_labels",
-    "margins",
-    "one_vs_rest",
-    "validate_estimator_input",
-)

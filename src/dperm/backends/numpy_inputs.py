@@ -26,7 +26,6 @@ import numpy as np
 
 from .._validation import check_positive, check_X, float_array
 from ..exceptions import InvalidDataError, LabelError
-from . import INPUT_INTERFACE
 from .numpy import Design
 from .rows import (
     augmented_bound,
@@ -37,7 +36,20 @@ from .rows import (
     warn_clipped,
 )
 
-__all__ = [*INPUT_INTERFACE, "check_weight_values", "sklearn_validate"]
+__all__ = [
+    "MULTINOMIAL",
+    "build_design",
+    "check_sample_weight",
+    "check_weight_values",
+    "class_indices",
+    "count_outside",
+    "label_set",
+    "map_labels",
+    "margins",
+    "one_vs_rest",
+    "sklearn_validate",
+    "validate_estimator_input",
+]
 
 #: multinomial (softmax) models are fitted on this backend
 MULTINOMIAL = True
