@@ -39,7 +39,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._parameters import RANDOM_STATE, positive, unit_interval, validate_params
 from ._rng import check_random_state
-from ._validation import check_delta, check_epsilon, check_positive, clip_rows, row_norms
+from ._validation import check_positive, clip_rows, row_norms
 from .accounting.active import accounted_fit, charge
 from .accounting.events import (
     REPLACE_ONE,
@@ -612,8 +612,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     True
     """
 
-    #: what each parameter accepts, checked first in ``fit`` (:mod:`dperm._parameters`)
-    _parameter_constraints: ClassVar[dict] = {
+    _parameter_constraints: ClassVar[dict] = {  # checked first in fit (dperm._parameters)
         "epsilon": [positive()],
         "delta": [unit_interval("left")],
         "bounds": [None, "array-like"],  # None is refused by fit, naming the fix
@@ -642,8 +641,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self
         """
         validate_params(self)  # every parameter, before the data and any reservation
-        epsilon = check_epsilon(self.epsilon)
-        delta = check_delta(self.delta)
+        epsilon, delta = float(self.epsilon), float(self.delta)  # checked by the table
         X = _validate(self, X, reset=True, dtype=np.float64)
         n, d = X.shape
         lo, hi = _check_bounds(self.bounds, d)
