@@ -21,13 +21,9 @@ The numbers of the run that fixed the rule are in ``docs/choosing_a_mechanism.md
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
-import time
-import warnings
 
-import numpy as np
+from _sweep import load_average, public_split, score_candidate, sgd_candidate, sweep_parser
 
 CELLS = ",".join(
     f"{name}:{eps}"
@@ -43,70 +39,44 @@ def _split(name, data_home):
         ds = datasets.load(name, random_state=12345)  # fresh data, not the bench's
     else:
         ds = datasets.load(name, data_home=data_home)
-    perm = np.random.default_rng(20_2026).permutation(ds.X_train.shape[0])  # public
-    nv = ds.X_train.shape[0] // 5
-    va, tr = perm[:nv], perm[nv:]
-    return ds, (ds.X_train[tr], ds.y_train[tr], ds.X_train[va], ds.y_train[va])
+    return ds, public_split(ds.X_train, ds.y_train)
 
 
 def _candidates(n, eps, L, grid: bool) -> dict[str, dict]:
-    def sgd(b, epochs, frac, step):
-        C = frac * L
-        return dict(mechanism="dp-sgd", batch_size=b, epochs=epochs, clipping_norm=C,
-                    learning_rate=step / C)  # fmt: skip
-
     b_rule = max(min(16, n), min(n // 5, round(160 / math.sqrt(eps))))
     out = {
         "auto": {},
         "amp": {"mechanism": "amp"},
         "objective": {"mechanism": "objective"},
         "dp-sgd (library)": {"mechanism": "dp-sgd"},
-        "rule": sgd(b_rule, 15, 0.27, 0.65),
+        "rule": sgd_candidate(L, b_rule, 15, 0.27, 0.65),
     }
     if grid:
         for b, epochs in ((512, 15), (1024, 30)):
             for frac in (0.18, 0.27, 0.45):
                 for step in (0.5, 0.65, 1.0):
-                    out[f"b{b} E{epochs} C={frac}L ηC={step}"] = sgd(b, epochs, frac, step)
+                    out[f"b{b} E{epochs} C={frac}L ηC={step}"] = sgd_candidate(
+                        L, b, epochs, frac, step
+                    )
     return out
 
 
 def main(argv=None) -> int:
-    from dperm import DPLogisticRegression
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-home", default=os.environ.get("DPERM_DATA_HOME"))
-    ap.add_argument("--cells", default=CELLS, help="dataset:epsilon, comma-separated")
-    ap.add_argument("--seeds", default="0,1,2,3")
-    ap.add_argument("--grid", action="store_true")
-    args = ap.parse_args(argv)
+    args = sweep_parser(__doc__.splitlines()[0], CELLS, "0,1,2,3").parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
-    print(f"load average at start: {os.getloadavg()[0]:.1f}", flush=True)
+    load_average("start")
     for cell in args.cells.split(","):
         name, eps = cell.split(":")
         eps = float(eps)
-        ds, (Xf, yf, Xv, yv) = _split(name, args.data_home)
-        n, d = Xf.shape
+        ds, data = _split(name, args.data_home)
+        n, d = data[0].shape
         L = math.hypot(ds.row_norm_bound, 0.5)  # logistic: L = R with the intercept column
         s = n * eps / math.sqrt(d + 1)
         for label, kw in _candidates(n, eps, L, args.grid).items():
-            accs, t0 = [], time.perf_counter()
-            for seed in seeds:
-                est = DPLogisticRegression(
-                    epsilon=eps, data_norm=ds.row_norm_bound, classes=list(ds.classes),
-                    random_state=seed, **kw,
-                )  # fmt: skip
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    est.fit(Xf, yf)
-                accs.append(est.score(Xv, yv))
-            print(
-                f"{name:<12} ε={eps:<4g} nε/√D={s:<7.0f} {label:<28} "
-                f"{100 * np.mean(accs):6.2f} ± {100 * np.std(accs):4.2f}  "
-                f"({est.mechanism_}, {time.perf_counter() - t0:.0f} s)",
-                flush=True,
-            )
-    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+            params = dict(epsilon=eps, data_norm=ds.row_norm_bound, classes=list(ds.classes))
+            prefix = f"{name:<12} ε={eps:<4g} nε/√D={s:<7.0f}"
+            score_candidate(prefix, label, {**params, **kw}, seeds, data)
+    load_average("end")
     return 0
 
 

@@ -31,13 +31,10 @@ The numbers of the run that fixed the rule are in ``docs/choosing_a_mechanism.md
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
-import time
-import warnings
 
 import numpy as np
+from _sweep import load_average, public_split, score_candidate, sgd_candidate, sweep_parser
 
 CELLS = ",".join(
     [f"mnist:{eps}" for eps in (0.1, 1, 8)]
@@ -74,17 +71,7 @@ def _split(name, data_home):
     else:
         ds = datasets.load(name, data_home=data_home)
         X, y, classes, bound = ds.X_train, ds.y_train, list(ds.classes), ds.row_norm_bound
-    n = X.shape[0]
-    perm = np.random.default_rng(20_2026).permutation(n)  # public
-    nv = 10_000 if name == "mnist" else n // 5
-    va, tr = perm[:nv], perm[nv:]
-    return (X[tr], y[tr], X[va], y[va]), classes, bound
-
-
-def _sgd(L, b, epochs, frac, step):
-    C = frac * L
-    return dict(mechanism="dp-sgd", batch_size=b, epochs=epochs, clipping_norm=C,
-                learning_rate=step / C)  # fmt: skip
+    return public_split(X, y, 10_000 if name == "mnist" else None), classes, bound
 
 
 GRID = [  # (batch, epochs, C/L, η·C): the neighbourhood of the rule at MNIST ε = 1
@@ -133,10 +120,10 @@ def _candidates(n, eps, L, grid, only, output=(), output_grid=False):
         **_output_candidates(*output, grid=output_grid),
     }
     r = multi_dp_sgd_schedule(n, eps)
-    out["rule"] = _sgd(L, r["batch_size"], r["epochs"], r["clip_fraction"], r["step_clip"])
+    out["rule"] = sgd_candidate(L, r["batch_size"], r["epochs"], r["clip_fraction"], r["step_clip"])
     if grid:
         for b, epochs, frac, step in GRID:
-            out[f"b{b} E{epochs} C={frac}L ηC={step}"] = _sgd(L, b, epochs, frac, step)
+            out[f"b{b} E{epochs} C={frac}L ηC={step}"] = sgd_candidate(L, b, epochs, frac, step)
     if only:
         out = {k_: v for k_, v in out.items() if any(o in k_ for o in only)}
     return out
@@ -148,12 +135,8 @@ def main(argv=None) -> int:
     from dperm.estimators import _auto, _output_rows
     from dperm.losses import Softmax
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-home", default=os.environ.get("DPERM_DATA_HOME"))
-    ap.add_argument("--cells", default=CELLS, help="dataset:epsilon, comma-separated")
-    ap.add_argument("--seeds", default="0,1,2")
+    ap = sweep_parser(__doc__.splitlines()[0], CELLS, "0,1,2")
     ap.add_argument("--only", default="", help="comma-separated substrings of labels")
-    ap.add_argument("--grid", action="store_true")
     ap.add_argument("--output-grid", action="store_true", help="output perturbation's Λ grid")
     ap.add_argument("--points", default="", help="extra b:E:C/L:ηC points, ';'-separated")
     args = ap.parse_args(argv)
@@ -163,12 +146,12 @@ def main(argv=None) -> int:
         b, epochs, frac, step = pt.split(":")
         GRID.append((int(b), int(epochs), float(frac), float(step)))
     default_clip, default_scale = _auto.OUTPUT_CLIP_FRACTION, _auto.OUTPUT_INTERCEPT_SCALE
-    print(f"load average at start: {os.getloadavg()[0]:.1f}", flush=True)
+    load_average("start")
     for cell in args.cells.split(","):
         name, eps = cell.split(":")
         eps = float(eps)
-        (Xf, yf, Xv, yv), classes, bound = _split(name, args.data_home)
-        n, d = Xf.shape
+        data, classes, bound = _split(name, args.data_home)
+        n, d = data[0].shape
         k = len(classes)
         # L over the augmented row (the intercept column), as the estimator computes it
         scaling = DPLogisticRegression().intercept_scaling
@@ -178,26 +161,13 @@ def main(argv=None) -> int:
         output = (n, d + 1, k, eps, R)
         cands = _candidates(n, eps, L, args.grid, only, output, args.output_grid)
         for label, kw in cands.items():
-            accs, t0 = [], time.perf_counter()
             kw = dict(kw)
             _auto.OUTPUT_CLIP_FRACTION = kw.pop("_clip", default_clip)
             _output_rows.OUTPUT_INTERCEPT_SCALE = kw.pop("_scale", default_scale)
-            for seed in seeds:
-                est = DPLogisticRegression(
-                    epsilon=eps, data_norm=bound, classes=classes,
-                    random_state=seed, **kw,
-                )  # fmt: skip
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    est.fit(Xf, yf)
-                accs.append(est.score(Xv, yv))
-            print(
-                f"{name:<16} ε={eps:<4g} nε/√(Dk)={s:<7.0f} {label:<28} "
-                f"{100 * np.mean(accs):6.2f} ± {100 * np.std(accs):4.2f}  "
-                f"({est.mechanism_}, {time.perf_counter() - t0:.0f} s)",
-                flush=True,
-            )
-    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+            params = dict(epsilon=eps, data_norm=bound, classes=classes, **kw)
+            prefix = f"{name:<16} ε={eps:<4g} nε/√(Dk)={s:<7.0f}"
+            score_candidate(prefix, label, params, seeds, data)
+    load_average("end")
     return 0
 
 

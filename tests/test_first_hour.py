@@ -8,11 +8,9 @@ the command line and from Python alike); messages never echo a record's values.
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +18,7 @@ import pandas as pd
 import pytest
 
 import dperm
+from _helpers import tamper_model_file
 from dperm.cli import main
 from dperm.exceptions import InvalidDataError, InvalidPrivacyParameter, LabelError, ModelFileError
 
@@ -236,24 +235,6 @@ def saved(tmp_path_factory):
     return path
 
 
-def _tamper(src: Path, dst: Path, arrays=None, meta=None) -> Path:
-    """A copy of the model file ``src`` with some arrays replaced and the metadata edited."""
-    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
-        for item in zin.namelist():
-            data = zin.read(item)
-            if item == "dperm.json" and meta is not None:
-                m = json.loads(data)
-                meta(m)
-                data = json.dumps(m).encode()
-            name = item.removesuffix(".npy")
-            if arrays and name in arrays:
-                buf = io.BytesIO()
-                np.lib.format.write_array(buf, arrays[name], allow_pickle=False)
-                data = buf.getvalue()
-            zout.writestr(item, data)
-    return dst
-
-
 def _set_attr(key, value):
     def edit(m):
         m["attributes"][key] = value
@@ -283,13 +264,13 @@ def _set_privacy(key, value):
     ],
 )
 def test_tampered_model_files_are_refused_at_load(saved, tmp_path, case, arrays, meta, needle):
-    bad = _tamper(saved, tmp_path / "bad.dperm", arrays, meta)
+    bad = tamper_model_file(saved, tmp_path / "bad.dperm", arrays, meta)
     with pytest.raises(ModelFileError, match=needle):
         dperm.load(bad)
 
 
 def test_the_untampered_copy_loads(saved, tmp_path):
-    assert dperm.load(_tamper(saved, tmp_path / "same.dperm")).coef_.shape == (1, 4)
+    assert dperm.load(tamper_model_file(saved, tmp_path / "same.dperm")).coef_.shape == (1, 4)
 
 
 def test_save_errors_are_specific(saved, tmp_path):

@@ -12,8 +12,6 @@
 
 from __future__ import annotations
 
-import io
-import json
 import zipfile
 
 import numpy as np
@@ -22,6 +20,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import dperm  # noqa: E402
+from _helpers import tamper_model_file  # noqa: E402
 from dperm.estimators.mlp import DPMLPClassifier  # noqa: E402
 from dperm.exceptions import InvalidDataError, InvalidPrivacyParameter, ModelFileError  # noqa: E402
 from dperm.networks import fit as net_fit  # noqa: E402
@@ -140,34 +139,20 @@ def mlp_file(data, tmp_path_factory):
     return dperm.save(clf, tmp_path_factory.mktemp("mlp") / "m.dperm"), clf
 
 
-def _tamper(src, dst, meta=None, arrays=None):
-    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
-        for name in zin.namelist():
-            data = zin.read(name)
-            if name == "dperm.json" and meta is not None:
-                m = json.loads(data)
-                meta(m)
-                data = json.dumps(m).encode()
-            if arrays and name in arrays:
-                buf = io.BytesIO()
-                np.lib.format.write_array(buf, arrays[name], allow_pickle=False)
-                data = buf.getvalue()
-            zout.writestr(name, data)
-    return dst
-
-
 def test_tampered_mlp_files_are_refused(mlp_file, tmp_path):
     path, clf = mlp_file
-    assert dperm.load(_tamper(path, tmp_path / "same.dperm")).predict(np.zeros((1, 5))).shape == (
-        1,
-    )
+    assert dperm.load(tamper_model_file(path, tmp_path / "same.dperm")).predict(
+        np.zeros((1, 5))
+    ).shape == (1,)
     swap = "tanh" if clf.activation != "tanh" else "relu"
-    bad = _tamper(path, tmp_path / "act.dperm", meta=lambda m: m["params"].update(activation=swap))
+    bad = tamper_model_file(
+        path, tmp_path / "act.dperm", meta=lambda m: m["params"].update(activation=swap)
+    )
     with pytest.raises(ModelFileError, match="modified after it was written"):
         dperm.load(bad)
     nan = {"coefs_.0.npy": np.full_like(clf.coefs_[0], np.nan)}
     with pytest.raises(ModelFileError, match="non-finite"):
-        dperm.load(_tamper(path, tmp_path / "nan.dperm", arrays=nan))
+        dperm.load(tamper_model_file(path, tmp_path / "nan.dperm", arrays=nan))
 
 
 def test_a_flipped_byte_is_a_model_file_error(mlp_file, tmp_path):

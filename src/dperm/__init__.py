@@ -11,7 +11,8 @@ Public names (imported lazily, so ``import dperm`` stays light):
 * utility — :func:`excess_empirical_risk`, :func:`accuracy`, :func:`nonprivate_fit`;
 * saved models — :func:`save`, :func:`load`, :func:`privacy_statement`
   (:mod:`dperm.io`: JSON + numpy arrays, never pickle);
-* :class:`Result` (what every algorithm returns) and the exception classes.
+* :class:`Result` (what every algorithm returns) and the exception classes
+  (:mod:`dperm.exceptions`, all of them).
 
 Algorithms live in :mod:`dperm.algorithms` (one module per paper), noise
 primitives in :mod:`dperm.mechanisms`, data loaders in :mod:`dperm.datasets`; every
@@ -24,24 +25,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from . import exceptions as _exceptions
 from ._version import __version__
-from .exceptions import (
-    BudgetExceededError,
-    ClippingWarning,
-    ConvergenceError,
-    DataFileNotFoundError,
-    DpermError,
-    InvalidDataError,
-    InvalidPrivacyParameter,
-    LabelError,
-    LedgerIntegrityError,
-    LedgerStoreError,
-    PrivacyError,
-    PrivacyLeakWarning,
-    UnknownNameError,
-    UnsupportedEventError,
-    UnsupportedOperationError,
-)
+from .exceptions import *  # noqa: F403 - every exception class (exceptions.__all__)
 
 _LAZY = {
     # estimators
@@ -121,21 +107,7 @@ _SUBMODULES = frozenset(
 )
 
 __all__ = [
-    "BudgetExceededError",
-    "ClippingWarning",
-    "ConvergenceError",
-    "DataFileNotFoundError",
-    "DpermError",
-    "InvalidDataError",
-    "InvalidPrivacyParameter",
-    "LabelError",
-    "LedgerIntegrityError",
-    "LedgerStoreError",
-    "PrivacyError",
-    "PrivacyLeakWarning",
-    "UnknownNameError",
-    "UnsupportedEventError",
-    "UnsupportedOperationError",
+    *_exceptions.__all__,
     "__version__",
     *sorted(_LAZY),
 ]

@@ -26,6 +26,7 @@ from .exceptions import (
     InvalidDataError,
     InvalidPrivacyParameter,
     LabelError,
+    UnknownNameError,
 )
 
 
@@ -55,11 +56,14 @@ __all__ = [
     "check_delta",
     "check_epsilon",
     "check_finite_matrix",
+    "check_interval",
     "check_nonnegative",
     "check_positive",
     "check_probability",
     "clip_rows",
+    "float_array",
     "float_labels",
+    "lookup",
     "row_norms",
 ]
 
@@ -202,6 +206,53 @@ def check_nonnegative(value, name: str, allow_inf: bool = False) -> float:
     InvalidPrivacyParameter
     """
     return _check_above_zero(value, name, allow_inf, strict=False)
+
+
+def float_array(value, name: str, *, error=InvalidDataError, message: str | None = None):
+    """``value`` as a float64 array (a copy only when numpy must convert).
+
+    Raises
+    ------
+    InvalidDataError (or ``error``)
+        numpy cannot make numbers of it: ``message``, default "{name} must be numeric:
+        {numpy's reason}".
+    """
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise error(f"{name} must be numeric: {exc}" if message is None else message) from None
+
+
+def lookup(table, name, what: str):
+    """``table[name]``: the entry of a registry of named things (losses, runners, …).
+
+    Raises
+    ------
+    UnknownNameError
+        ``name`` is not a key (or not hashable): "unknown {what} {name!r}; choose one
+        of [the sorted keys]".
+    """
+    try:
+        return table[name]
+    except (KeyError, TypeError):
+        raise UnknownNameError(f"unknown {what} {name!r}; choose one of {sorted(table)}") from None
+
+
+def check_interval(value, name: str) -> tuple[float, float]:
+    """(lo, hi) of a public interval ``value``: a pair of finite numbers with lo < hi.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Not a pair of numbers, not finite, or lo ≥ hi (naming ``name`` and the value).
+    """
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise InvalidPrivacyParameter(f"{name} must be a pair (lo, hi), got {value!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise InvalidPrivacyParameter(f"{name} must be finite with lo < hi, got {value!r}")
+    return lo, hi
 
 
 def check_probability(value, name: str, allow_zero: bool = False) -> float:
@@ -367,10 +418,7 @@ def check_X(
         shape = X.shape
     else:
         if not isinstance(X, np.ndarray) or X.dtype not in (np.float32, np.float64):
-            try:
-                X = np.asarray(X, dtype=np.float64)
-            except (TypeError, ValueError) as exc:
-                raise InvalidDataError(f"{name} must be numeric: {exc}") from None
+            X = float_array(X, name)
         if X.ndim != 2:
             raise InvalidDataError(
                 f"{name} must be a 2-D array of shape (n_samples, n_features), "

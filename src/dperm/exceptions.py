@@ -29,6 +29,7 @@ __all__ = [
     "PrivacyLeakWarning",
     "UnknownNameError",
     "UnsupportedEventError",
+    "UnsupportedOperationError",
 ]
 
 

@@ -30,15 +30,16 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._parameters import RANDOM_STATE, positive, unit_interval, validate_params
 from ._rng import check_random_state
-from ._validation import check_delta, check_epsilon, check_positive, clip_rows, row_norms
+from ._validation import check_positive, clip_rows, row_norms
 from .accounting.active import accounted_fit, charge, releasing
 from .accounting.events import (
     REPLACE_ONE,
@@ -611,6 +612,13 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     True
     """
 
+    _parameter_constraints: ClassVar[dict] = {  # checked first in fit (dperm._parameters)
+        "epsilon": [positive()],
+        "delta": [unit_interval("left")],
+        "bounds": [None, "array-like"],  # None is refused by fit, naming the fix
+        "random_state": RANDOM_STATE,
+    }
+
     def __init__(self, epsilon=1.0, delta=0.0, *, bounds=None, random_state=None):
         self.epsilon = epsilon
         self.delta = delta
@@ -632,8 +640,8 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self
         """
-        epsilon = check_epsilon(self.epsilon)
-        delta = check_delta(self.delta)
+        validate_params(self)  # every parameter, before the data and any reservation
+        epsilon, delta = float(self.epsilon), float(self.delta)  # checked by the table
         X = _validate(self, X, reset=True, dtype=np.float64)
         n, d = X.shape
         lo, hi = _check_bounds(self.bounds, d)
@@ -669,7 +677,6 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         mean_hat, second_hat = mean + noise[0], second + noise[1]
         releasing()  # from here an exception keeps the fit charged (dperm.accounting.active)
         self.dp_event_ = event
-
         # post-processing of the private release (Dwork & Roth, Prop. 2.1)
         self.mean_ = np.clip(mean_hat, lo, hi)
         self.var_ = np.clip(second_hat - (self.mean_ - centre) ** 2, 0.0, width**2 / 4.0)

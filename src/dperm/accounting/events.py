@@ -148,18 +148,6 @@ def _real(value: Any, name: str) -> float:
     return v
 
 
-def _check_noise_event(event: Gaussian | Laplace) -> None:
-    """Validate (in place) a noise event's relation and its ``noise_multiplier``,
-    a finite real ≥ 0."""
-    object.__setattr__(event, "neighbouring", check_neighbouring(event.neighbouring))
-    s = _real(event.noise_multiplier, "noise_multiplier")
-    if s < 0 or math.isinf(s):
-        raise InvalidPrivacyParameter(
-            f"noise_multiplier must be finite and ≥ 0, got {event.noise_multiplier!r}"
-        )
-    object.__setattr__(event, "noise_multiplier", s)
-
-
 class DpEvent:
     """Base class of privacy events (abstract).
 
@@ -172,7 +160,8 @@ class DpEvent:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.kind = cls.__name__
-        _REGISTRY[cls.__name__] = cls
+        if not cls.__name__.startswith("_"):  # a shared base is not an event of its own
+            _REGISTRY[cls.__name__] = cls
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-compatible ``dict`` with a ``"kind"`` key naming the class."""
@@ -221,7 +210,26 @@ class NonPrivate(DpEvent):
 
 
 @dataclasses.dataclass(frozen=True)
-class Gaussian(DpEvent):
+class _NoiseEvent(DpEvent):
+    """Additive noise of ``noise_multiplier`` (a finite real ≥ 0; 0 means no privacy)
+    per unit sensitivity under ``neighbouring``: the fields and checks of
+    :class:`Gaussian` and :class:`Laplace` (not an event of its own)."""
+
+    noise_multiplier: float
+    neighbouring: str = _relation_field()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "neighbouring", check_neighbouring(self.neighbouring))
+        s = _real(self.noise_multiplier, "noise_multiplier")
+        if s < 0 or math.isinf(s):
+            raise InvalidPrivacyParameter(
+                f"noise_multiplier must be finite and ≥ 0, got {self.noise_multiplier!r}"
+            )
+        object.__setattr__(self, "noise_multiplier", s)
+
+
+@dataclasses.dataclass(frozen=True)
+class Gaussian(_NoiseEvent):
     """The Gaussian mechanism: f(D) + N(0, (σ Δ₂)² I), ``noise_multiplier`` = σ ≥ 0.
 
     σ = 0 is allowed and means *no* privacy (ε = ∞ for every δ < 1).
@@ -230,26 +238,14 @@ class Gaussian(DpEvent):
     replaced (``"replace-one"``).
     """
 
-    noise_multiplier: float
-    neighbouring: str = _relation_field()
-
-    def __post_init__(self) -> None:
-        _check_noise_event(self)
-
 
 @dataclasses.dataclass(frozen=True)
-class Laplace(DpEvent):
+class Laplace(_NoiseEvent):
     """The Laplace mechanism: f(D) + Laplace(b Δ₁) per coordinate, ``noise_multiplier`` = b ≥ 0.
 
     It is (1/b)-DP (Dwork, McSherry, Nissim, Smith 2006) under ``neighbouring``,
     Δ₁ being the ℓ1 sensitivity under that relation.  b = 0 means no privacy.
     """
-
-    noise_multiplier: float
-    neighbouring: str = _relation_field()
-
-    def __post_init__(self) -> None:
-        _check_noise_event(self)
 
 
 @dataclasses.dataclass(frozen=True)

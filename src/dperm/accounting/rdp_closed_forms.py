@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_nonnegative
+from .._validation import check_nonnegative, float_array
 from ..exceptions import InvalidPrivacyParameter
 
 __all__ = ["DEFAULT_ORDERS", "rdp_gaussian", "rdp_laplace", "rdp_pure_epsilon"]
@@ -40,12 +40,8 @@ _TINY_SIGMA = 1e-150  # below this, 1/(2σ²) overflows; treated as σ = 0 (RDP 
 def _check_orders(orders) -> np.ndarray:
     if orders is None:
         return np.asarray(DEFAULT_ORDERS, dtype=np.float64)
-    try:
-        arr = np.asarray(orders, dtype=np.float64).ravel()
-    except (TypeError, ValueError):
-        raise InvalidPrivacyParameter(
-            f"orders must be a sequence of real numbers > 1, got {orders!r}"
-        ) from None
+    message = f"orders must be a sequence of real numbers > 1, got {orders!r}"
+    arr = float_array(orders, "orders", error=InvalidPrivacyParameter, message=message).ravel()
     if arr.size == 0:
         raise InvalidPrivacyParameter("orders must not be empty")
     if not np.all(np.isfinite(arr)) or np.any(arr <= 1.0):

@@ -240,11 +240,20 @@ def _sgm_frac_a_minus_1(q: float, sigma: float, alphas: np.ndarray) -> np.ndarra
     return np.where(np.isnan(result), np.inf, result)
 
 
-@functools.lru_cache(maxsize=4096)
-def _sgm_rdp_cached(q: float, sigma: float, orders: tuple[float, ...]) -> np.ndarray:
-    # extreme σ may overflow: such values become ∞ (conservative), never NaN
-    with np.errstate(all="ignore"):
-        return _sgm_rdp(q, sigma, orders)
+def _cached_curve(maxsize: int):
+    """Decorator: an RDP curve ``curve(rate, sigma, orders)`` memoized (``orders`` a
+    tuple), numpy's floating-point warnings off — an extreme σ overflows to ∞
+    (conservative), never to NaN.  ``cache_clear`` as :func:`functools.lru_cache`."""
+
+    def decorate(curve):
+        @functools.lru_cache(maxsize=maxsize)
+        def cached(rate: float, sigma: float, orders: tuple[float, ...]) -> np.ndarray:
+            with np.errstate(all="ignore"):
+                return curve(rate, sigma, orders)
+
+        return cached
+
+    return decorate
 
 
 def _sgm_rdp(q: float, sigma: float, orders: tuple[float, ...]) -> np.ndarray:
@@ -281,6 +290,9 @@ def _sgm_rdp(q: float, sigma: float, orders: tuple[float, ...]) -> np.ndarray:
     # never above the unsampled Gaussian (q = 1), which is an exact bound too
     out = np.minimum(out, a / (2.0 * sigma * sigma))
     return _readonly(np.maximum(out, 0.0))
+
+
+_sgm_rdp_cached = _cached_curve(4096)(_sgm_rdp)
 
 
 def rdp_poisson_subsampled_gaussian(sampling_rate: float, noise_multiplier: float, orders):
@@ -338,12 +350,6 @@ def _wor_int_cgf(gamma: float, sigma: float, alphas: np.ndarray) -> np.ndarray:
     return wor_gaussian_log_terms(gamma, sigma, alphas)
 
 
-@functools.lru_cache(maxsize=1024)
-def _wor_rdp_cached(gamma: float, sigma: float, orders: tuple[float, ...]) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        return _wor_rdp(gamma, sigma, orders)
-
-
 def _wor_rdp(gamma: float, sigma: float, orders: tuple[float, ...]) -> np.ndarray:
     a = np.asarray(orders, dtype=np.float64)
     lo = np.floor(a)
@@ -362,6 +368,9 @@ def _wor_rdp(gamma: float, sigma: float, orders: tuple[float, ...]) -> np.ndarra
     out = np.where(np.isnan(out), np.inf, out)
     out = np.minimum(out, a / (2.0 * sigma * sigma))
     return _readonly(np.maximum(out, 0.0))
+
+
+_wor_rdp_cached = _cached_curve(1024)(_wor_rdp)
 
 
 def rdp_sampled_without_replacement_gaussian(

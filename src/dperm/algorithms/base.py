@@ -1,5 +1,6 @@
-"""The result every private algorithm returns, and the decorator that makes every public
-private ``fit`` charge the active budgets (:func:`private_fit`)."""
+"""The result every private algorithm returns, the decorator that makes every public
+private ``fit`` charge the active budgets (:func:`private_fit`), and the checks every
+``fit`` starts with (:func:`check_target`, :func:`check_rows`)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import check_data_norm, check_delta, check_delta_size, check_epsilon
 from ..accounting.active import accounted_call
 from ..accounting.events import ADD_REMOVE, REPLACE_ONE, DpEvent, EpsilonDelta
+from ..design import check_X_y
 from ..exceptions import DpermError
 
-__all__ = ["Result", "planned_event", "private_fit"]
+__all__ = ["Result", "check_rows", "check_target", "planned_event", "private_fit"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,3 +110,44 @@ def planned_event(
 #: ``Result``'s event, cancels on an exception; a call made by an estimator (which
 #: holds the fit's reservation) charges nothing (:func:`dperm.accounting.active.accounted_call`).
 private_fit = accounted_call(planned_event)
+
+
+#: ``data_norm`` of :func:`check_target` when the algorithm takes no row bound
+_NO_BOUND: Any = object()
+
+
+def check_target(
+    epsilon, delta, data_norm=_NO_BOUND, *, allow_zero_delta: bool = True
+) -> tuple[float, float, float | None]:
+    """(ε, δ, R) of a run, checked before anything else: ε > 0 finite, δ ∈ [0, 1)
+    (δ > 0 for a mechanism without a pure-ε form: ``allow_zero_delta=False``) and the
+    public row bound R (None when not passed: the algorithm takes none).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Naming the parameter and the value.
+    """
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta, allow_zero=allow_zero_delta)
+    return epsilon, delta, None if data_norm is _NO_BOUND else check_data_norm(data_norm)
+
+
+def check_rows(X, y, delta: float, loss=None) -> tuple[Any, np.ndarray, int, int]:
+    """(X, y, n, d): X and y checked (:func:`dperm.design.check_X_y`; y by the label rule
+    of ``loss`` when given), and δ < 1/n — a δ ≥ 1/n guarantees nothing, so it is refused
+    (issue #32; n is public under replace-one).
+
+    Raises
+    ------
+    InvalidDataError, LabelError
+        Bad X or y.
+    InvalidPrivacyParameter
+        δ ≥ 1/n.
+    """
+    X, y = check_X_y(X, y)
+    if loss is not None:
+        y = loss.check_labels(y)
+    n, d = X.shape
+    check_delta_size(delta, n)
+    return X, y, n, d

@@ -46,23 +46,15 @@ from typing import Any
 import numpy as np
 
 from .._rng import check_random_state
-from .._validation import (
-    check_count,
-    check_data_norm,
-    check_delta,
-    check_delta_size,
-    check_epsilon,
-    check_nonnegative,
-    check_positive,
-)
+from .._validation import check_count, check_nonnegative, check_positive
 from ..accounting.events import Gaussian, PureEpsilon
 from ..constraints import Constraint, L2Ball, Polytope, constraint_l2_radius
-from ..design import as_design, check_X_y
+from ..design import as_design
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import GLMLoss, check_smooth_glm_loss
 from ..mechanisms.gamma_norm import gamma_norm_noise
 from ..mechanisms.gaussian import gaussian_noise
-from .base import Result, private_fit
+from .base import Result, check_rows, check_target, private_fit
 from .output_perturbation import _gaussian_multiplier
 
 __all__ = [
@@ -340,9 +332,7 @@ def fit(
         Bad X or y.
     """
     loss = _check_loss(loss)
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
-    data_norm = check_data_norm(data_norm)
+    epsilon, delta, data_norm = check_target(epsilon, delta, data_norm)
     passes = check_count(passes, "passes")
     alpha = check_nonnegative(alpha, "alpha")
     if variant not in VARIANTS:
@@ -355,10 +345,7 @@ def fit(
             "got alpha=0"
         )
     constraint = _check_constraint(constraint, radius)
-    X, y = check_X_y(X, y)
-    y = loss.check_labels(y)
-    n, d = X.shape
-    check_delta_size(delta, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
+    X, y, n, d = check_rows(X, y, delta, loss)
     batch_size = (
         default_batch_size(n, epsilon)
         if batch_size is None

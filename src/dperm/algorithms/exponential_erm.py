@@ -37,25 +37,18 @@ import numpy as np
 from .._rng import check_random_state
 from .._validation import (
     check_count,
-    check_data_norm,
-    check_delta,
-    check_delta_size,
-    check_epsilon,
+    check_interval,
     check_positive,
     check_probability,
+    float_array,
 )
 from ..accounting.events import PureEpsilon
-from ..design import as_design, check_X_y
-from ..exceptions import (
-    ClippingWarning,
-    InvalidDataError,
-    InvalidPrivacyParameter,
-    LabelError,
-)
+from ..design import as_design
+from ..exceptions import ClippingWarning, InvalidDataError, InvalidPrivacyParameter, LabelError
 from ..losses import Hinge, HuberSVM, Logistic, Quantile, Squared
 from ..losses.base import GLMLoss
 from ..mechanisms import exponential_mechanism
-from .base import Result, private_fit
+from .base import Result, check_rows, check_target, private_fit
 
 __all__ = ["fit", "grid", "loss_interval", "private_quantile", "random_net"]
 
@@ -191,17 +184,7 @@ def check_loss_bounds(loss_bounds) -> tuple[float, float]:
     InvalidPrivacyParameter
         Not a pair, not finite, or lo ≥ hi.
     """
-    try:
-        lo, hi = (float(v) for v in loss_bounds)
-    except (TypeError, ValueError):
-        raise InvalidPrivacyParameter(
-            f"loss_bounds must be a pair (lo, hi), got {loss_bounds!r}"
-        ) from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise InvalidPrivacyParameter(
-            f"loss_bounds must be finite with lo < hi, got {loss_bounds!r}"
-        )
-    return lo, hi
+    return check_interval(loss_bounds, "loss_bounds")
 
 
 def margin_blocks(X, thetas: np.ndarray):
@@ -282,17 +265,10 @@ def fit(
     """
     if not isinstance(loss, GLMLoss):
         raise InvalidPrivacyParameter(f"loss must be a GLMLoss, got {type(loss).__name__}")
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
-    data_norm = check_data_norm(data_norm)
-    X, y = check_X_y(X, y)
-    y = loss.check_labels(y)
-    n, d = X.shape
-    check_delta_size(delta, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
-    try:
-        cands = np.asarray(candidates, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidDataError("candidates must be a numeric array of shape (k, d)") from None
+    epsilon, delta, data_norm = check_target(epsilon, delta, data_norm)
+    X, y, n, d = check_rows(X, y, delta, loss)
+    message = "candidates must be a numeric array of shape (k, d)"
+    cands = float_array(candidates, "candidates", message=message)
     if cands.ndim == 1 and d == 1:
         cands = cands[:, None]
     if cands.ndim != 2 or cands.shape[1] != d or cands.shape[0] < 1:
@@ -393,10 +369,7 @@ def private_quantile(
         )
     if lo_b >= hi_b:
         raise InvalidPrivacyParameter(f"need lower < upper, got lower={lower!r}, upper={upper!r}")
-    try:
-        v = np.asarray(values, dtype=float).ravel()
-    except (TypeError, ValueError):
-        raise InvalidDataError("values must be numeric") from None
+    v = float_array(values, "values", message="values must be numeric").ravel()
     if v.size == 0:
         raise InvalidDataError("values must not be empty")
     if not np.all(np.isfinite(v)):

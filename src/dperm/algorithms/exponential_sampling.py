@@ -99,27 +99,15 @@ from typing import Any
 import numpy as np
 
 from .._rng import check_random_state
-from .._validation import (
-    check_count,
-    check_data_norm,
-    check_delta,
-    check_delta_size,
-    check_epsilon,
-    check_nonnegative,
-    check_positive,
-)
+from .._validation import check_count, check_data_norm, check_nonnegative, check_positive
 from ..accounting.events import EpsilonDelta, PureEpsilon
 from ..bounds import exponential_sampling_bound
-from ..design import as_design, check_X_y
-from ..exceptions import (
-    ConvergenceError,
-    InvalidPrivacyParameter,
-    UnsupportedOperationError,
-)
+from ..design import as_design
+from ..exceptions import ConvergenceError, InvalidPrivacyParameter, UnsupportedOperationError
 from ..losses import Hinge, Huber, HuberSVM, Logistic, Quantile, Squared
 from ..losses.base import MARGIN_BOUND, GLMLoss
 from . import _proximal_sampler as _prox
-from .base import Result, private_fit
+from .base import Result, check_rows, check_target, private_fit
 from .exponential_erm import (
     check_label_bound,
     check_loss_bounds,
@@ -553,14 +541,9 @@ def fit(
     """
     if not isinstance(loss, GLMLoss):
         raise InvalidPrivacyParameter(f"loss must be a GLMLoss, got {type(loss).__name__}")
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
+    epsilon, delta, data_norm = check_target(epsilon, delta, data_norm)
     R = check_positive(radius, "radius")
-    data_norm = check_data_norm(data_norm)
-    X, y = check_X_y(X, y)
-    y = loss.check_labels(y)
-    n, d = X.shape
-    check_delta_size(delta, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
+    X, y, n, d = check_rows(X, y, delta, loss)
     alpha = check_nonnegative(alpha, "alpha")
     max_proposals = check_count(max_proposals, "max_proposals")
     convex = loss_bounds is None and isinstance(loss, _CONVEX_LOSSES)
@@ -579,7 +562,7 @@ def fit(
                 f"exponential sampling for d={d} > {MAX_EXACT_DIM} needs a convex loss of "
                 f"dperm without loss_bounds (a Gaussian envelope), got {loss!r}"
             )
-        beta_l = float(loss.smoothness(check_data_norm(data_norm)))
+        beta_l = float(loss.smoothness(data_norm))
         n_expected = expected_proposals(d, beta_l, alpha)
         if n_expected > MAX_EXPECTED_PROPOSALS:
             need = beta_l / math.expm1(2.0 * math.log(MAX_EXPECTED_PROPOSALS) / d)

@@ -82,21 +82,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._rng import check_random_state
-from .._validation import (
-    check_count,
-    check_data_norm,
-    check_delta,
-    check_delta_size,
-    check_epsilon,
-    check_positive,
-)
+from .._validation import check_count, check_data_norm, check_positive
 from ..accounting.events import PureEpsilon, SelfComposed
 from ..constraints import L1Ball, Polytope
-from ..design import Design, as_design, check_X_y
+from ..design import Design, as_design
 from ..exceptions import ClippingWarning, InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import GLMLoss
 from ..mechanisms import exponential_mechanism, laplace_noise
-from .base import Result, private_fit
+from .base import Result, check_rows, check_target, private_fit
 
 __all__ = [
     "curvature_bound",
@@ -314,8 +307,7 @@ def step_epsilon(
     ------
     InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
     """
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
+    epsilon, delta, _ = check_target(epsilon, delta)
     n_steps = check_count(n_steps, "n_steps")
     basic = epsilon / n_steps
     if delta == 0.0 or n_steps == 1:
@@ -459,9 +451,7 @@ def fit(
     """
     if not isinstance(loss, GLMLoss):
         raise InvalidPrivacyParameter(f"loss must be a GLMLoss, got {type(loss).__name__}")
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
-    data_norm = check_data_norm(data_norm)
+    epsilon, delta, data_norm = check_target(epsilon, delta, data_norm)
     data_norm_ord = _check_ord(data_norm_ord)
     if selection not in _SELECTIONS:
         raise UnknownNameError(f"selection must be one of {list(_SELECTIONS)}, got {selection!r}")
@@ -469,11 +459,8 @@ def fit(
     if n_steps is not None:
         n_steps = check_count(n_steps, "n_steps")
     constraint = _check_constraint(constraint, radius)
-    X, y = check_X_y(X, y)
-    y = loss.check_labels(y)
+    X, y, n, d = check_rows(X, y, delta, loss)
     rng = check_random_state(random_state)
-    n, d = X.shape
-    check_delta_size(delta, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
 
     # 1. enforce the public row bound (the sensitivity below assumes it)
     if data_norm_ord == "l2":

@@ -45,20 +45,13 @@ from typing import Any
 import numpy as np
 
 from .._rng import check_random_state
-from .._validation import (
-    check_count,
-    check_data_norm,
-    check_delta,
-    check_delta_size,
-    check_epsilon,
-    check_positive,
-)
+from .._validation import check_count, check_positive
 from ..accounting.events import Gaussian, SelfComposed
 from ..accounting.gaussian import analytic_gaussian_noise_multiplier
-from ..design import as_design, check_X_y
+from ..design import as_design
 from ..exceptions import InvalidPrivacyParameter
 from ..losses.base import GLMLoss
-from .base import Result, private_fit
+from .base import Result, check_rows, check_target, private_fit
 
 __all__ = ["MAX_STEPS", "default_steps", "fit", "mirror_descent_bound"]
 
@@ -160,14 +153,9 @@ def fit(
     """
     if not isinstance(loss, GLMLoss):
         raise InvalidPrivacyParameter(f"loss must be a GLMLoss, got {type(loss).__name__}")
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta, allow_zero=False)
+    epsilon, delta, data_norm = check_target(epsilon, delta, data_norm, allow_zero_delta=False)
     R = check_positive(radius, "radius")
-    data_norm = check_data_norm(data_norm)
-    X, y = check_X_y(X, y)
-    y = loss.check_labels(y)
-    n, d = X.shape
-    check_delta_size(delta, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
+    X, y, n, d = check_rows(X, y, delta, loss)
     T = default_steps(n, d, epsilon, delta) if steps is None else check_count(steps, "steps")
     lip = float(loss.lipschitz(data_norm, radius=R))
     if not math.isfinite(lip) or lip <= 0:

@@ -88,6 +88,7 @@ from .._validation import (
     check_delta,
     check_epsilon,
     check_positive,
+    float_array,
 )
 from ..accounting.base import Accountant
 from ..accounting.calibrate import calibrate_noise
@@ -136,10 +137,7 @@ _SQRT2 = math.sqrt(2.0)
 
 # ============================================================================ aggregators
 def _check_votes(votes, integer: bool = False) -> np.ndarray:
-    try:
-        v = np.asarray(votes, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidDataError(f"votes must be numeric: {exc}") from None
+    v = float_array(votes, "votes")
     if v.ndim != 2 or v.shape[1] < 2:
         raise InvalidDataError(
             f"votes must be a 2-D array of shape (n_queries, n_classes ≥ 2), got shape {v.shape}"

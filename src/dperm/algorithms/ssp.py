@@ -73,21 +73,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._rng import check_random_state
-from .._validation import (
-    check_data_norm,
-    check_delta,
-    check_delta_size,
-    check_epsilon,
-    check_nonnegative,
-    check_positive,
-    check_probability,
-    row_norms,
-)
+from .._validation import check_nonnegative, check_positive, check_probability, row_norms
 from ..accounting.events import Composed, Gaussian
 from ..accounting.gaussian import analytic_gaussian_noise_multiplier
-from ..design import Design, check_X_y
+from ..design import Design
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, LabelError
-from .base import Result, private_fit
+from .base import Result, check_rows, check_target, private_fit
 
 __all__ = ["fit", "noise_scales", "sufficient_statistics"]
 
@@ -166,9 +157,7 @@ def noise_scales(
         ``sigma`` (the composed multiplier), ``multipliers`` (σⱼ),
         ``sensitivities`` (Δⱼ), ``stds`` (sⱼ), keyed in the order above.
     """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta, allow_zero=False)
-    R = check_data_norm(data_norm)
+    eps, dlt, R = check_target(epsilon, delta, data_norm, allow_zero_delta=False)
     B = check_positive(label_bound, "label_bound")
     parts = 3 if adaptive else 2
     if split is None:
@@ -273,19 +262,15 @@ def fit(
     LabelError
         Non-numeric targets.
     """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta, allow_zero=False)
-    R = check_data_norm(data_norm)
+    eps, dlt, R = check_target(epsilon, delta, data_norm, allow_zero_delta=False)
     B = check_positive(label_bound, "label_bound")
     ridge = check_nonnegative(ridge, "ridge")
     rho = check_probability(rho, "rho")
     if rho >= 1.0:
         raise InvalidPrivacyParameter(f"rho must be in (0, 1), got {rho!r}")
-    X, y = check_X_y(X, y)
+    X, y, n, d = check_rows(X, y, dlt)
     if y.dtype.kind not in "f":
         raise LabelError(f"y must be numeric targets, got dtype {y.dtype}")
-    n, d = X.shape
-    check_delta_size(dlt, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
     intercept = intercept_scaling is not None
     if intercept:
         s = check_positive(intercept_scaling, "intercept_scaling")

@@ -97,17 +97,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._rng import check_random_state
-from .._validation import (
-    check_count,
-    check_delta,
-    check_delta_size,
-    check_epsilon,
-    check_probability,
-)
+from .._validation import check_count, check_probability
 from ..accounting.events import EpsilonDelta
-from ..design import check_X_y
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, LabelError
-from .base import Result, private_fit
+from .base import Result, check_rows, check_target, private_fit
 
 __all__ = [
     "approximate_tukey_depth",
@@ -451,8 +444,7 @@ def release(
     InvalidDataError
         Fewer than 4 models, NaN/inf models.
     """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta, allow_zero=False)
+    eps, dlt, _ = check_target(epsilon, delta, allow_zero_delta=False)
     split = check_probability(epsilon_split, "epsilon_split")
     if not 0.0 < split < 1.0:
         raise InvalidPrivacyParameter(f"epsilon_split must be in (0, 1), got {epsilon_split!r}")
@@ -548,17 +540,14 @@ def fit(
     LabelError
         Non-numeric targets.
     """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta, allow_zero=False)
+    eps, dlt, _ = check_target(epsilon, delta, allow_zero_delta=False)
     split = check_probability(epsilon_split, "epsilon_split")
     if not 0.0 < split < 1.0:
         raise InvalidPrivacyParameter(f"epsilon_split must be in (0, 1), got {epsilon_split!r}")
-    X, y = check_X_y(X, y)
+    X, y, n, p = check_rows(X, y, dlt)
     if y.dtype.kind not in "fiub":
         raise LabelError(f"y must be numeric targets, got dtype {y.dtype}")
     y = np.asarray(y, dtype=np.float64)
-    n, p = X.shape
-    check_delta_size(dlt, n)  # δ ≥ 1/n: a void guarantee, refused (#32)
     m = default_n_models(n, p) if n_models is None else check_count(n_models, "n_models")
     if m < 4 or m > n:
         raise InvalidPrivacyParameter(f"n_models must be in [4, n={n}], got {n_models!r}")

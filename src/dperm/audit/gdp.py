@@ -189,6 +189,13 @@ class GdpEvaluation:
     epsilon_lower_bound: float
     epsilon_estimate: float
 
+    @classmethod
+    def at_delta(cls, fpr, fnr, fpr_upper, fnr_upper, mu_lower_bound, mu_estimate, delta):
+        """The evaluation of these rates and μ's, with both ε read off the μ-GDP profile
+        at ``delta`` (:func:`gdp_epsilon`)."""
+        eps_lb, eps_est = gdp_epsilon(mu_lower_bound, delta), gdp_epsilon(mu_estimate, delta)
+        return cls(fpr, fnr, fpr_upper, fnr_upper, mu_lower_bound, mu_estimate, eps_lb, eps_est)
+
 
 def gdp_evaluate_test(
     test: ThresholdTest,
@@ -227,16 +234,7 @@ def gdp_evaluate_test(
     delta = check_delta(delta, allow_zero=False)
     mu_lb = float(gdp_mu_from_rates(fpr_u, fnr_u))
     mu_est = float(gdp_mu_from_rates(fpr, fnr))
-    return GdpEvaluation(
-        fpr=fpr,
-        fnr=fnr,
-        fpr_upper=fpr_u,
-        fnr_upper=fnr_u,
-        mu_lower_bound=mu_lb,
-        mu_estimate=mu_est,
-        epsilon_lower_bound=gdp_epsilon(mu_lb, delta),
-        epsilon_estimate=gdp_epsilon(mu_est, delta),
-    )
+    return GdpEvaluation.at_delta(fpr, fnr, fpr_u, fnr_u, mu_lb, mu_est, delta)
 
 
 def gdp_fit(scores_d, scores_dprime, *, delta: float, confidence: float = 0.95) -> GdpEvaluation:
@@ -288,13 +286,4 @@ def gdp_fit(scores_d, scores_dprime, *, delta: float, confidence: float = 0.95) 
     # the rates of the central threshold of the fit, Φ(−μ/2), for the record
     rate = float(_st.norm.cdf(-mu_hat / 2.0))
     rate_u = float(_st.norm.cdf(-mu_lb / 2.0))
-    return GdpEvaluation(
-        fpr=rate,
-        fnr=rate,
-        fpr_upper=rate_u,
-        fnr_upper=rate_u,
-        mu_lower_bound=mu_lb,
-        mu_estimate=mu_hat,
-        epsilon_lower_bound=gdp_epsilon(mu_lb, delta),
-        epsilon_estimate=gdp_epsilon(mu_hat, delta),
-    )
+    return GdpEvaluation.at_delta(rate, rate, rate_u, rate_u, mu_lb, mu_hat, delta)

@@ -253,26 +253,33 @@ def _mutant(base: str, bug: str, fn: Callable | None = None, **columns) -> dict[
     return {"base": base, "bug": bug, "fn": fn, "columns": columns}
 
 
+#: the DP-SGD bugs the estimators' default paths are audited for: what each one does
+_DP_SGD_BUGS = {
+    "clip-above-calibration": "with per-example clipping at 2C while the noise is calibrated to C",
+    "sampling-rate-from-wrong-n": "whose accountant composes the sampling rate b/(2n) while "
+    "batches are drawn at b/n",
+    "add-remove-sensitivity": "with the noise std z·C of the add/remove sensitivity under "
+    "replace-one (sensitivity 2C)",
+}
+
+
+def _dp_sgd_mutants(base: str, path: str, runs: int, bugs) -> tuple[dict[str, Any], ...]:
+    """The rows of ``bugs`` (keys of :data:`_DP_SGD_BUGS`) on the DP-SGD default path
+    ``path`` of the runner ``base``."""
+    return tuple(
+        _mutant(base, bug, default_runs=runs, description=f"{path} {_DP_SGD_BUGS[bug]}")
+        for bug in bugs
+    )
+
+
 # fmt: off
 #: the mutants, one row per (honest path, bug); registered by :func:`register_mutants`
 MUTANT_TABLE: tuple[dict[str, Any], ...] = (
-    _mutant("estimator-auto", "clip-above-calibration", default_runs=200,
-            description="DPLogisticRegression() default path (white box) with per-example "
-            "clipping at 2C while the noise is calibrated to C"),
-    _mutant("estimator-auto", "sampling-rate-from-wrong-n", default_runs=200,
-            description="DPLogisticRegression() default path (white box) whose accountant "
-            "composes the sampling rate b/(2n) while batches are drawn at b/n"),
-    _mutant("estimator-auto", "add-remove-sensitivity", default_runs=200,
-            description="DPLogisticRegression() default path (white box) with the noise std "
-            "z·C of the add/remove sensitivity under replace-one (sensitivity 2C)"),
-    _mutant("estimator-auto-multinomial", "clip-above-calibration", default_runs=10,
-            description="DPLogisticRegression(classes=[0, 1, 2]) default path (white box, "
-            "gradient canaries) with per-example clipping at 2C while the noise is "
-            "calibrated to C"),
-    _mutant("estimator-auto-multinomial", "sampling-rate-from-wrong-n", default_runs=10,
-            description="DPLogisticRegression(classes=[0, 1, 2]) default path (white box, "
-            "gradient canaries) whose accountant composes b/(2n) while batches are drawn "
-            "at b/n"),
+    *_dp_sgd_mutants("estimator-auto", "DPLogisticRegression() default path (white box)", 200,
+                     _DP_SGD_BUGS),
+    *_dp_sgd_mutants("estimator-auto-multinomial", "DPLogisticRegression(classes=[0, 1, 2]) "
+                     "default path (white box, gradient canaries)", 10,
+                     ("clip-above-calibration", "sampling-rate-from-wrong-n")),
     _mutant("network-dp-sgd", "add-remove-sensitivity", default_runs=10,
             description="dperm.networks.fit default path (white box) with the noise std z·C "
             "of the add/remove sensitivity under replace-one; needs torch"),

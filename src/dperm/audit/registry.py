@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._validation import check_count, check_delta, check_positive
+from .._validation import check_count, check_delta, check_positive, lookup
 from ..exceptions import DpermError, UnknownNameError
 from .canary import CanaryPair, check_neighbouring, make_canary_pair
 
@@ -304,12 +304,7 @@ def get_runner(name: str) -> Runner:
     ------
     UnknownNameError
     """
-    try:
-        return _RUNNERS[name]
-    except (KeyError, TypeError):
-        raise UnknownNameError(
-            f"unknown audit runner {name!r}; choose one of {sorted(_RUNNERS)}"
-        ) from None
+    return lookup(_RUNNERS, name, "audit runner")
 
 
 def runner_names(*, kind: str | None = None) -> list[str]:

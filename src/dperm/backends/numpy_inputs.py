@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-from .._validation import check_positive, check_X
+from .._validation import check_positive, check_X, float_array
 from ..exceptions import InvalidDataError, LabelError
 from .numpy import Design
 from .rows import (
@@ -222,12 +222,8 @@ def check_sample_weight(sample_weight, n: int) -> np.ndarray:
     ------
     InvalidDataError
     """
-    try:
-        w = np.asarray(sample_weight, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidDataError(
-            f"sample_weight must be numeric, got {type(sample_weight).__name__}"
-        ) from None
+    message = f"sample_weight must be numeric, got {type(sample_weight).__name__}"
+    w = float_array(sample_weight, "sample_weight", message=message)
     if w.ndim == 0:  # scikit-learn accepts a scalar weight
         w = np.full(n, float(w))
     if w.shape != (n,):

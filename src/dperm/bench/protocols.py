@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import lookup
 from ..datasets.dataset import TrainTestSizes
 from ..exceptions import UnknownNameError
 
@@ -107,12 +108,7 @@ def get_protocol(name: str) -> Protocol:
     ------
     UnknownNameError
     """
-    try:
-        return PROTOCOLS[name]
-    except (KeyError, TypeError):
-        raise UnknownNameError(
-            f"unknown protocol {name!r}; choose one of {sorted(PROTOCOLS)}"
-        ) from None
+    return lookup(PROTOCOLS, name, "protocol")
 
 
 # ----------------------------------------------------------------------------- data

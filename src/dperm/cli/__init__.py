@@ -30,7 +30,7 @@ from typing import Annotated
 import typer
 
 from ..exceptions import DpermError
-from ._common import fail
+from ._common import fail, new_app
 from .account import account_cmd
 from .audit import audit_cmd
 from .bench import bench_cmd
@@ -54,13 +54,8 @@ __all__ = [
     "run_fit",
 ]
 
-app = typer.Typer(
-    name="dperm",
-    help="Differentially private empirical risk minimization.",
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    # plain help: rich markup would eat "[lo, hi]" and show flags as "--json <bool>"
-    rich_markup_mode=None,
+app = new_app(
+    "dperm", "Differentially private empirical risk minimization.", pretty_exceptions_enable=False
 )
 
 

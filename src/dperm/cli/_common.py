@@ -34,6 +34,7 @@ __all__ = [
     "cli_message",
     "fail",
     "json_safe",
+    "new_app",
     "one_line_errors",
     "show_warning_one_line",
     "step",
@@ -44,6 +45,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: the default of an option that must be given
 REQUIRED = inspect.Parameter.empty
+
+
+def new_app(name: str, help: str, **settings: Any) -> typer.Typer:
+    """A typer app as every dperm command group is built: plain help text (rich markup
+    would eat "[lo, hi]" and show flags as "--json <bool>"), no shell-completion
+    options; ``settings`` add to or override these."""
+    return typer.Typer(
+        name=name, help=help, **{"add_completion": False, "rich_markup_mode": None, **settings}
+    )
 
 
 #: the library's Python spellings and what a command-line user types instead: the

@@ -43,7 +43,6 @@ rows (DP-SGD) or that rely on other properties are refused.
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 from typing import Self
 
@@ -51,6 +50,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .._parameters import validate_params
 from .._validation import (
     check_data_norm,
     check_delta_size,
@@ -75,7 +75,6 @@ from ..exceptions import (
     InvalidDataError,
     InvalidPrivacyParameter,
     PrivacyLeakWarning,
-    UnknownNameError,
 )
 from ..losses.base import GLMLoss
 from ..losses.softmax import Softmax
@@ -93,7 +92,6 @@ __all__ = [
     "sklearn_expected_failed_checks",
 ]
 
-_PENALTIES = ("l2", "l1", "elasticnet", "none")
 #: mechanisms that fit the multinomial (softmax) model as one problem
 _MULTINOMIAL_MECHANISMS = ("dp-sgd", "dp-gd", "dp-sgd-single", "objective", "output", "amp")
 
@@ -392,27 +390,20 @@ class DPLinearModelBase(BaseEstimator):
 
     # ----- parameter validation ----------------------------------------------------
     def _check_params(self, n: int, d: int):
+        """(ε, δ, R, s, effective row bound) for n rows of d features: the table's checks
+        (:func:`dperm._parameters.validate_params`; also what :mod:`dperm.io` checks on
+        load), then those that need n and d."""
+        validate_params(self)
         epsilon = check_epsilon(self.epsilon)
         if self.delta is None:  # 1/n², or a share of an active budget's remaining δ
             delta = default_delta(int(n))
         else:  # δ ≥ 1/n would be a void guarantee: refused (n public under replace-one)
             delta = check_delta_size(self.delta, int(n))
         data_norm = check_data_norm(self.data_norm)
-        if self.mechanism != AUTO:
-            get_mechanism(self.mechanism)  # UnknownNameError listing the registered ones
-        if isinstance(self.penalty, Norm):
-            if self.penalty.d != d:
-                raise InvalidDataError(
-                    f"penalty {self.penalty!r} is a norm on d={self.penalty.d} coordinates "
-                    f"but X has n_features={d}"
-                )
-        elif not isinstance(self.penalty, str) or self.penalty not in _PENALTIES:
-            raise UnknownNameError(
-                f"unknown penalty {self.penalty!r}; choose one of {list(_PENALTIES)}"
-            )
-        if not isinstance(self.fit_intercept, bool | np.bool_):
-            raise InvalidPrivacyParameter(
-                f"fit_intercept must be a bool, got {self.fit_intercept!r}"
+        if isinstance(self.penalty, Norm) and self.penalty.d != d:
+            raise InvalidDataError(
+                f"penalty {self.penalty!r} is a norm on d={self.penalty.d} coordinates "
+                f"but X has n_features={d}"
             )
         scaling = check_positive(self.intercept_scaling, "intercept_scaling")
         # the Design's public bound: the mechanisms' as_design(X, data_norm_) is a no-op
@@ -420,11 +411,7 @@ class DPLinearModelBase(BaseEstimator):
         return epsilon, delta, data_norm, scaling, eff_norm
 
     def _resolve_alpha(self, n: int, d_aug: int, epsilon_per_call: float, eff_norm: float):
-        if isinstance(self.alpha, str):
-            if self.alpha != "auto":
-                raise InvalidPrivacyParameter(
-                    f"alpha must be a number ≥ 0 or 'auto', got {self.alpha!r}"
-                )
+        if isinstance(self.alpha, str):  # "auto" (validate_params)
             return auto_alpha(
                 self._mechanism(),
                 n,
@@ -435,14 +422,6 @@ class DPLinearModelBase(BaseEstimator):
             )
         return check_nonnegative(self.alpha, "alpha")
 
-    def _ratio(self, name: str) -> float:
-        ratio = self.l1_ratio
-        if isinstance(ratio, bool) or not isinstance(ratio, numbers.Real) or not 0 <= ratio <= 1:
-            raise InvalidPrivacyParameter(
-                f"l1_ratio must be a number in [0, 1] for penalty={name}, got {ratio!r}"
-            )
-        return float(ratio)
-
     def _resolve_penalty(self, alpha: float):
         """(Λ for the smooth ℓ2 term, non-smooth regularizer or None).
 
@@ -451,7 +430,7 @@ class DPLinearModelBase(BaseEstimator):
         (the ℓ2 part some mechanisms need for strong convexity), with the
         intercept unpenalized by Ω (:func:`feature_norm`)."""
         if isinstance(self.penalty, Norm):
-            ratio = self._ratio("<Norm>")
+            ratio = float(self.l1_ratio)
             reg = self.penalty.scaled(alpha * ratio)
             if self.fit_intercept:
                 reg = feature_norm(reg, reg.d + 1)
@@ -462,7 +441,7 @@ class DPLinearModelBase(BaseEstimator):
             return 0.0, None
         if self.penalty == "l1":
             return 0.0, L1(alpha)
-        ratio = self._ratio("'elasticnet'")
+        ratio = float(self.l1_ratio)
         return alpha * (1.0 - ratio), L1(alpha * ratio)
 
     def _resolve_constraint(self, d_aug: int) -> Constraint | None:
@@ -472,11 +451,6 @@ class DPLinearModelBase(BaseEstimator):
         if c is None and self.constraint_radius is None:
             return None
         name = "l2" if c is None else c
-        if not isinstance(name, str):
-            raise InvalidPrivacyParameter(
-                "constraint must be None, 'l2', 'l1', 'box', 'none' or a "
-                f"dperm.constraints.Constraint, got {c!r}"
-            )
         radius = self.constraint_radius
         if name != "none":
             if radius is None:
@@ -524,14 +498,18 @@ class DPLinearModelBase(BaseEstimator):
         Raises
         ------
         InvalidPrivacyParameter
-            Bad ``epsilon``, ``delta``, ``data_norm``, ``alpha``, ….
+            Bad ``epsilon``, ``delta``, ``data_norm``, ``alpha``, …: every parameter is
+            checked first against the class's ``_parameter_constraints``
+            (:func:`dperm._parameters.validate_params`), whatever the mechanism.
         InvalidDataError, LabelError
             Bad data or labels (NaN/inf, shape mismatch, empty, single class, …).
         UnknownNameError
-            Unknown ``mechanism`` or ``penalty``.
+            Unknown ``mechanism``, ``penalty``, ``noise``, ``accountant``, ….
         ConvergenceError
             A solver did not reach the tolerance the privacy proof needs.
         """
+        # every parameter, whatever the mechanism: before the data and any reservation
+        validate_params(self)
         if y is None:
             raise InvalidDataError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None"
@@ -710,10 +688,6 @@ class DPLinearModelBase(BaseEstimator):
         supports it (as scikit-learn) and no ``sample_weight`` is passed (the
         multinomial fits have no weighted proof), one-vs-rest otherwise."""
         mode = getattr(self, "multi_class", "ovr")
-        if mode not in ("auto", "ovr", "multinomial"):
-            raise UnknownNameError(
-                f"unknown multi_class {mode!r}; choose one of ['auto', 'ovr', 'multinomial']"
-            )
         if mode == "ovr" or n_problems < 2:
             return False
         mechanism = self._mechanism()

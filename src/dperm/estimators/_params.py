@@ -1,17 +1,21 @@
-"""The parameters of dperm's estimators: one way to store them, one place to document them.
+"""The parameters of dperm's estimators: one table that declares them, one way to store them.
 
 scikit-learn's contract (``get_params``, ``clone``, ``parametrize_with_checks``)
-reads the parameters off the explicit signature of each ``__init__``, and
-``__init__`` must store them unchanged and do nothing else.  Every estimator
-does that with one line, ``store_params(self, locals())``.
+reads the parameters off the signature of each ``__init__``, and ``__init__`` must
+store them unchanged and do nothing else.
 
-The estimators share most of their parameters (ε, δ, the mechanism, the public
-bounds, the penalty, the solver and gradient-perturbation settings).  Their
-descriptions live once, in :data:`PARAMETER_DOCS`; :func:`estimator_doc` appends
-to a class docstring the ``Parameters`` section built from the class's own
-signature (names in signature order, defaults read off the signature, so the
-text cannot drift from the code), the ``Attributes`` section and any further
-sections.  ``help()``, the doctests and the API reference show the composed text.
+The linear estimators share most of their parameters (ε, δ, the mechanism, the public
+bounds, the penalty, the solver and gradient-perturbation settings).  Each parameter is
+declared once: its default, its type hint, what it accepts (the
+constraints that :func:`dperm._parameters.validate_params` checks at the top of
+``fit``) and its description.  :func:`estimator_parameters` gives a class the
+parameters it names, in that order: an ``__init__`` with that explicit keyword-only
+signature (``inspect.signature``, ``get_params`` and ``help()`` read it; the defaults
+and hints come from the table) that stores them with :func:`store_params`, the table
+``_parameter_constraints``, and the ``Parameters`` and ``Attributes`` sections of the
+class docstring (:func:`estimator_doc`: names in signature order, defaults read off
+the signature, so the text cannot drift from the code).  ``help()``, the doctests and
+the API reference show the composed text.
 """
 
 from __future__ import annotations
@@ -21,12 +25,31 @@ import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from .._parameters import RANDOM_STATE, Count, Names, nonnegative, positive, unit_interval
+from .._validation import MAX_DATA_NORM
+from ..accounting.registry import ACCOUNTANT_NAMES
+from ..constraints import Constraint
+from ..norms import Norm
+from . import _types
+from ._mechanisms import available_mechanisms
+
 __all__ = [
     "CLASSIFIER_ATTRIBUTES",
+    "CONSTRAINTS",
+    "GRADIENT",
+    "INTERCEPT",
+    "LINEAR",
     "PARAMETER_DOCS",
+    "PARAMETER_SPECS",
+    "PENALTIES",
+    "PRIVACY",
     "REGRESSOR_ATTRIBUTES",
+    "SOLVER",
+    "Param",
     "ParamDoc",
+    "Spec",
     "estimator_doc",
+    "estimator_parameters",
     "parameters_section",
     "store_params",
 ]
@@ -35,9 +58,10 @@ __all__ = [
 def store_params(estimator, arguments: Mapping[str, object]) -> None:
     """Store every ``__init__`` argument on ``estimator`` under its own name, unchanged.
 
-    Called as ``store_params(self, locals())`` as the only statement of an
-    estimator's ``__init__`` (before any other local exists), so that the
-    attributes set are exactly the parameters of the explicit signature.
+    Called as ``store_params(self, locals())`` as the only statement of an explicit
+    ``__init__`` (before any other local exists), or with the bound arguments by the
+    ``__init__`` of :func:`estimator_parameters`, so that the attributes set are
+    exactly the parameters of the signature.
     """
     for name, value in arguments.items():
         if name not in ("self", "__class__"):
@@ -54,6 +78,26 @@ class ParamDoc:
     text: str = ""
 
 
+@dataclass(frozen=True)
+class Spec:
+    """What a parameter is: its default, its type hint (the signature's annotation, as
+    source text in the names of :mod:`dperm.estimators._types`) and what it accepts
+    (scikit-learn-style constraints, checked by
+    :func:`dperm._parameters.validate_params` at the top of ``fit``)."""
+
+    default: object
+    hint: str
+    constraints: list | str
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter proper to a class: its :class:`Spec` and its description."""
+
+    spec: Spec
+    doc: ParamDoc
+
+
 #: hyperparameters of the gradient-perturbation mechanisms: one shared entry, so
 #: consecutive ones are documented together
 _GRADIENT = ParamDoc(
@@ -63,8 +107,8 @@ _GRADIENT = ParamDoc(
         "objective" and "output".""",
 )
 
-#: the shared parameters of the estimators (class-specific ones are passed to
-#: :func:`estimator_doc` by their class)
+#: the descriptions of the shared parameters (a class passes its own ones, or its own
+#: description of a shared one, to :func:`estimator_parameters`)
 PARAMETER_DOCS: dict[str, ParamDoc] = {
     "label_bound": ParamDoc("float > 0", "Public bound B on |y|."),
     "epsilon": ParamDoc(
@@ -192,6 +236,44 @@ PARAMETER_DOCS: dict[str, ParamDoc] = {
     ),
 }
 
+#: the names of ``penalty=`` (or a :class:`~dperm.norms.Norm`)
+PENALTIES = ("l2", "l1", "elasticnet", "none")
+#: the names of ``constraint=`` (or a :class:`~dperm.constraints.Constraint`)
+CONSTRAINTS = ("l2", "l1", "box", "none")
+#: ``mechanism=``: "auto" or a registered name, read when checked (the registry grows)
+_MECHANISMS = [Names(("auto",)), Names(available_mechanisms, what="registered mechanisms")]
+_OPTIONAL = [None, positive()]
+
+#: the default, the type hint and what each shared parameter accepts (checked at the top
+#: of ``fit`` for every mechanism; what only one mechanism needs, it checks itself)
+PARAMETER_SPECS: dict[str, Spec] = {
+    "label_bound": Spec(1.0, "float", [positive()]),
+    "epsilon": Spec(1.0, "float", [positive()]),
+    "delta": Spec(None, "float | None", [None, unit_interval("left")]),
+    "mechanism": Spec("auto", "str", _MECHANISMS),
+    "data_norm": Spec(1.0, "float", [positive(MAX_DATA_NORM, closed="right")]),
+    "alpha": Spec("auto", "float | Literal['auto']", [nonnegative(), Names(("auto",))]),
+    "fit_intercept": Spec(True, "bool", ["boolean"]),
+    "intercept_scaling": Spec(0.5, "float", [positive()]),
+    "noise": Spec("auto", "NoiseFamily", [Names(("auto", "gamma", "gaussian"))]),
+    "penalty": Spec("l2", "PenaltySpec", [Names(PENALTIES), Norm]),
+    "l1_ratio": Spec(0.5, "float", [unit_interval()]),
+    "constraint": Spec(None, "ConstraintSpec", [None, Names(CONSTRAINTS), Constraint]),
+    "constraint_radius": Spec(None, "float | None", _OPTIONAL),
+    "tol": Spec(1e-10, "float", [positive()]),
+    "max_iter": Spec(10_000, "int", [Count(1)]),
+    "epochs": Spec(None, "int | None", _OPTIONAL),
+    "batch_size": Spec(None, "int | None", [None, Count(1)]),
+    "learning_rate": Spec(None, "float | None", _OPTIONAL),
+    "clipping_norm": Spec(None, "float | None", _OPTIONAL),
+    "noise_multiplier": Spec(None, "float | None", _OPTIONAL),
+    "accountant": Spec(None, "AccountantName", [None, Names(ACCOUNTANT_NAMES, casefold=True)]),
+    "warm_start": Spec(False, "bool", ["boolean"]),
+    "classes": Spec(None, "ArrayLike | None", [None, "array-like"]),
+    "verbose": Spec(False, "bool", ["verbose"]),
+    "random_state": Spec(None, "RandomState", RANDOM_STATE),
+}  # fmt: skip
+
 CLASSIFIER_ATTRIBUTES = """
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
@@ -293,5 +375,81 @@ def estimator_doc(*, attributes: str, **specific: ParamDoc) -> Callable[[type], 
             f"    Attributes\n    ----------{attributes}{marker}{examples}"
         )
         return cls
+
+    return decorate
+
+
+#: groups of parameters in signature order; LINEAR: those every linear estimator of the
+#: full interface takes (the classifiers and :class:`~dperm.estimators.DPLinearRegression`)
+PRIVACY = ("epsilon", "delta", "mechanism", "data_norm")
+INTERCEPT = ("fit_intercept", "intercept_scaling")
+SOLVER = ("tol", "max_iter")
+GRADIENT = ("epochs", "batch_size", "learning_rate", "clipping_norm", "noise_multiplier")
+LINEAR = (
+    *(*PRIVACY, "alpha", *INTERCEPT, "noise", "penalty", "l1_ratio", "constraint"),
+    *("constraint_radius", *SOLVER, *GRADIENT, "accountant", "warm_start"),
+)
+
+
+def _param(name: str, given: Param | ParamDoc | None) -> Param:
+    """``given`` (a parameter proper to the class), or the shared parameter with the
+    description ``given`` (a ParamDoc) or its shared description."""
+    if isinstance(given, Param):
+        return given
+    return Param(PARAMETER_SPECS[name], PARAMETER_DOCS[name] if given is None else given)
+
+
+def _make_init(params: Mapping[str, Param]) -> Callable[..., None]:
+    """An ``__init__`` whose signature is the keyword-only ``params`` (defaults and
+    hints from the table) and that stores every argument unchanged."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    signature = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [
+            inspect.Parameter(name, keyword, default=p.spec.default, annotation=p.spec.hint)
+            for name, p in params.items()
+        ],
+        return_annotation="None",
+    )
+
+    def __init__(self, **arguments) -> None:
+        bound = signature.bind(self, **arguments)  # TypeError for a name not in params
+        bound.apply_defaults()
+        store_params(self, bound.arguments)
+
+    __init__.__signature__ = signature  # type: ignore[attr-defined]
+    # the hints as objects, for typing.get_type_hints (the signature shows their text)
+    hints = {name: eval(p.spec.hint, vars(_types)) for name, p in params.items()}
+    __init__.__annotations__ = {**hints, "return": None}
+    return __init__
+
+
+def estimator_parameters(
+    *names: str, attributes: str, **specific: Param | ParamDoc
+) -> Callable[[type], type]:
+    """Class decorator: give the class the parameters ``names``, in this order.
+
+    Each is the shared parameter (:data:`PARAMETER_SPECS`, :data:`PARAMETER_DOCS`),
+    or ``specific[name]``: a :class:`Param` (a parameter proper to the class, or a
+    shared one with another default or other constraints) or a :class:`ParamDoc` (the
+    shared parameter with the class's own description).  The class gets
+
+    * ``__init__`` with the explicit keyword-only signature of those parameters,
+      storing them unchanged (scikit-learn's contract: ``get_params``, ``clone``);
+    * ``_parameter_constraints``, the table :func:`dperm._parameters.validate_params`
+      checks at the top of ``fit``;
+    * the ``Parameters`` and ``Attributes`` sections of its docstring
+      (:func:`estimator_doc`).
+    """
+
+    def decorate(cls: type) -> type:
+        params = {name: _param(name, specific.get(name)) for name in names}
+        init = _make_init(params)
+        init.__qualname__ = f"{cls.__qualname__}.__init__"
+        init.__module__ = cls.__module__
+        cls.__init__ = init
+        cls._parameter_constraints = {name: p.spec.constraints for name, p in params.items()}
+        docs = {name: p.doc for name, p in params.items()}
+        return estimator_doc(attributes=attributes, **docs)(cls)
 
     return decorate

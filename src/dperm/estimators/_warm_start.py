@@ -82,17 +82,14 @@ def warm_start(estimator, mechanism: str, d_aug: int, n_rows: int, multinomial: 
     Raises
     ------
     InvalidPrivacyParameter
-        ``warm_start`` is not a bool, or ``warm_start=True`` with a mechanism outside
+        ``warm_start=True`` with a mechanism outside
         :data:`WARM_START_MECHANISMS` (module docstring: the start point does not
         change what it releases).
     InvalidDataError
         The previous model's shape does not fit this problem (number of features or
         of classes changed).
     """
-    flag = getattr(estimator, "warm_start", False)
-    if not isinstance(flag, bool | np.bool_):
-        raise InvalidPrivacyParameter(f"warm_start must be a bool, got {flag!r}")
-    if not flag:
+    if not getattr(estimator, "warm_start", False):  # a bool: the estimator's table
         return None
     if mechanism not in WARM_START_MECHANISMS:
         raise InvalidPrivacyParameter(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 from sklearn.base import RegressorMixin
 
@@ -13,15 +11,8 @@ from ..design import float_labels
 from ..exceptions import InvalidPrivacyParameter, LabelError
 from ..losses import Squared
 from ._base import DPLinearModelBase
-from ._params import REGRESSOR_ATTRIBUTES, estimator_doc, store_params
-from ._types import (
-    AccountantName,
-    ConstraintSpec,
-    MatrixLike,
-    NoiseFamily,
-    PenaltySpec,
-    RandomState,
-)
+from ._params import LINEAR, REGRESSOR_ATTRIBUTES, estimator_parameters
+from ._types import MatrixLike
 
 __all__ = ["DPLinearRegression", "default_constraint_radius"]
 
@@ -67,7 +58,9 @@ def _design_norm(est) -> float:
     return R
 
 
-@estimator_doc(attributes=REGRESSOR_ATTRIBUTES)
+@estimator_parameters(
+    "label_bound", *LINEAR, "verbose", "random_state", attributes=REGRESSOR_ATTRIBUTES
+)
 class DPLinearRegression(RegressorMixin, DPLinearModelBase):
     """Differentially private least squares.
 
@@ -96,36 +89,6 @@ class DPLinearRegression(RegressorMixin, DPLinearModelBase):
     |y| ≤ ``label_bound`` (a public bound; LabelError otherwise — clip them to
     the bound first).  Neighbouring relation: replace-one (n public).
     """
-
-    def __init__(
-        self,
-        *,
-        label_bound: float = 1.0,
-        epsilon: float = 1.0,
-        delta: float | None = None,
-        mechanism: str = "auto",
-        data_norm: float = 1.0,
-        alpha: float | Literal["auto"] = "auto",
-        fit_intercept: bool = True,
-        intercept_scaling: float = 0.5,
-        noise: NoiseFamily = "auto",
-        penalty: PenaltySpec = "l2",
-        l1_ratio: float = 0.5,
-        constraint: ConstraintSpec = None,
-        constraint_radius: float | None = None,
-        tol: float = 1e-10,
-        max_iter: int = 10_000,
-        epochs: int | None = None,
-        batch_size: int | None = None,
-        learning_rate: float | None = None,
-        clipping_norm: float | None = None,
-        noise_multiplier: float | None = None,
-        accountant: AccountantName = None,
-        warm_start: bool = False,
-        verbose: bool = False,
-        random_state: RandomState = None,
-    ) -> None:
-        store_params(self, locals())
 
     def _make_loss(self):
         return Squared(label_bound=check_positive(self.label_bound, "label_bound"))

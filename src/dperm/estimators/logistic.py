@@ -2,40 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 from scipy.special import expit, softmax
 from sklearn.base import ClassifierMixin
 
+from .._parameters import Names
 from ..losses import Logistic, Softmax
 from ._base import DPLinearClassifierBase
 from ._params import (
     CLASSIFIER_ATTRIBUTES,
+    LINEAR,
+    Param,
     ParamDoc,
-    estimator_doc,
+    Spec,
+    estimator_parameters,
     parameters_section,
-    store_params,
 )
-from ._types import (
-    AccountantName,
-    ArrayLike,
-    ConstraintSpec,
-    MatrixLike,
-    MultiClass,
-    NoiseFamily,
-    PenaltySpec,
-    RandomState,
-)
+from ._types import MatrixLike
 
 __all__ = ["COMMON_ATTRIBUTES_DOC", "COMMON_PARAMETERS_DOC", "DPLogisticRegression"]
 
 
-@estimator_doc(
+@estimator_parameters(
+    *LINEAR,
+    "multi_class",
+    "classes",
+    "verbose",
+    "random_state",
     attributes=CLASSIFIER_ATTRIBUTES,
-    multi_class=ParamDoc(
-        '{"ovr", "multinomial"}',
-        """With k > 2 classes: "ovr" fits k binary problems at (ε/k, δ/k) each;
+    multi_class=Param(
+        Spec("auto", "MultiClass", [Names(("auto", "ovr", "multinomial"))]),
+        ParamDoc(
+            '{"ovr", "multinomial"}',
+            """With k > 2 classes: "ovr" fits k binary problems at (ε/k, δ/k) each;
         "multinomial" fits one softmax model (loss
         :class:`~dperm.losses.Softmax`, Lipschitz √2·R) with the whole
         budget — with the gradient-perturbation mechanisms ("dp-sgd",
@@ -43,6 +42,7 @@ __all__ = ["COMMON_ATTRIBUTES_DOC", "COMMON_PARAMETERS_DOC", "DPLogisticRegressi
         gradient of the (d, k) parameter matrix, and with "objective",
         "output" and "amp" (softmax sensitivity and Jacobian bounds derived in
         ``docs/objective_perturbation.md``).""",
+        ),
     ),
 )
 class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
@@ -67,37 +67,6 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
     >>> clf.epsilon_, clf.delta_  # certified by the PLD accountant of its event dp_event_
     (1.0, 2.5e-07)
     """
-
-    def __init__(
-        self,
-        *,
-        epsilon: float = 1.0,
-        delta: float | None = None,
-        mechanism: str = "auto",
-        data_norm: float = 1.0,
-        alpha: float | Literal["auto"] = "auto",
-        fit_intercept: bool = True,
-        intercept_scaling: float = 0.5,
-        noise: NoiseFamily = "auto",
-        penalty: PenaltySpec = "l2",
-        l1_ratio: float = 0.5,
-        constraint: ConstraintSpec = None,
-        constraint_radius: float | None = None,
-        tol: float = 1e-10,
-        max_iter: int = 10_000,
-        epochs: int | None = None,
-        batch_size: int | None = None,
-        learning_rate: float | None = None,
-        clipping_norm: float | None = None,
-        noise_multiplier: float | None = None,
-        accountant: AccountantName = None,
-        warm_start: bool = False,
-        multi_class: MultiClass = "auto",
-        classes: ArrayLike | None = None,
-        verbose: bool = False,
-        random_state: RandomState = None,
-    ) -> None:
-        store_params(self, locals())
 
     def _make_loss(self):
         return Logistic()

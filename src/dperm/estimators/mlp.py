@@ -17,22 +17,42 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from typing import Literal, Self
+from numbers import Integral, Real
+from typing import ClassVar, Literal, Self
 
 import numpy as np
 from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._parameters import (
+    RANDOM_STATE,
+    Accepted,
+    Count,
+    Names,
+    Number,
+    nonnegative,
+    positive,
+    validate_params,
+)
 from .._rng import check_random_state
-from .._validation import check_data_norm, check_delta, check_epsilon, check_positive
+from .._validation import (
+    MAX_DATA_NORM,
+    check_data_norm,
+    check_delta,
+    check_epsilon,
+    check_positive,
+)
 from ..accounting.active import accounted_fit, charge, releasing
 from ..accounting.events import Composed, DpEvent
-from ..algorithms._gradient_loop import resolve_accountant
+from ..algorithms._gradient_calibration import ACCOUNTANTS
+from ..algorithms._gradient_loop import AVERAGING, resolve_accountant
 from ..design import encode_class_targets, validate_estimator_input
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, PrivacyLeakWarning
 from ..networks import calibrate, fit, make_plan
+from ..networks._torch import resolve_device
 from ..networks.mlp import (
+    ACTIVATIONS,
     build_module,
     check_architecture,
     forward_numpy,
@@ -253,6 +273,38 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
     _fitted_attribute = "coefs_"
     _own_statement = True
 
+    #: what each parameter accepts, checked first in ``fit`` (:mod:`dperm._parameters`)
+    _parameter_constraints: ClassVar[dict] = {
+        "hidden_layer_sizes": [
+            Names(("auto",)),
+            Number(Integral, 1, None, closed="left"),
+            list,
+            tuple,
+        ],
+        "activation": [Names(ACTIVATIONS)],
+        "epsilon": [positive()],
+        "delta": [None, Number(Real, 0, 1)],
+        "n_components": [None, Names(("auto",)), Number(Integral, 1, None, closed="left")],
+        "pca_noise_ratio": [positive()],
+        "data_norm": [positive(MAX_DATA_NORM, closed="right")],
+        "quadratic_features": [None, Names(("auto",)), Number(Integral, 0, None, closed="left")],
+        "input_scale": [Names(("auto",)), positive()],
+        "clipping_norm": [positive()],
+        "batch_size": [None, Count(1)],
+        "epochs": [None, positive()],
+        "learning_rate": [None, positive()],
+        "momentum": [Number(Real, 0, 1, closed="left")],
+        "averaging": [Names(AVERAGING)],
+        "weight_decay": [nonnegative()],
+        "tempered_sigmoid": [list, tuple],
+        "neighbouring": [Accepted(check_neighbouring, "'replace-one' or 'add-remove'")],
+        "dataset_size": [None, Count(1)],
+        "classes": [None, "array-like"],
+        "accountant": [None, Names(ACCOUNTANTS)],
+        "device": [Accepted(resolve_device, "'cpu', 'auto', 'cuda[:k]' or a torch.device")],
+        "random_state": RANDOM_STATE,
+    }
+
     def __init__(
         self,
         hidden_layer_sizes: int | tuple[int, ...] | Literal["auto"] = "auto",
@@ -357,6 +409,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         InvalidDataError, LabelError
             Bad X or y; labels outside the public ``classes``; fewer than two classes.
         """
+        validate_params(self)  # every parameter, before the data and any reservation
         if y is None:
             raise InvalidDataError(f"{type(self).__name__} requires y, got None")
         X, y = validate_estimator_input(self, X, y, reset=True)

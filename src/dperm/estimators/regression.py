@@ -38,18 +38,28 @@ Mechanism choices
 from __future__ import annotations
 
 import warnings
-from typing import Literal, Self
+from typing import Self
 
 import numpy as np
 
+from .._parameters import positive, unit_interval, validate_params
 from .._validation import check_positive
 from ..constraints import get_constraint
 from ..design import float_labels
 from ..exceptions import InvalidPrivacyParameter
 from ..losses import Huber, Quantile
 from ._base import DPLinearModelBase
-from ._params import REGRESSOR_ATTRIBUTES, ParamDoc, estimator_doc, store_params
-from ._types import AccountantName, ArrayLike, MatrixLike, RandomState
+from ._params import (
+    INTERCEPT,
+    PRIVACY,
+    REGRESSOR_ATTRIBUTES,
+    SOLVER,
+    Param,
+    ParamDoc,
+    Spec,
+    estimator_parameters,
+)
+from ._types import ArrayLike, MatrixLike
 from .linear import DPLinearRegression, _design_norm, default_constraint_radius
 
 __all__ = ["DPElasticNet", "DPHuberRegressor", "DPLasso", "DPQuantileRegressor"]
@@ -67,7 +77,9 @@ class _NamedRegressor(DPLinearRegression):
     verbose = warm_start = False
 
 
-@estimator_doc(
+@estimator_parameters(
+    *("alpha", "label_bound", *PRIVACY, "constraint_radius", *INTERCEPT, *SOLVER),
+    *("accountant", "random_state"),
     attributes=REGRESSOR_ATTRIBUTES,
     alpha=ParamDoc(
         'float ≥ 0 or "auto"',
@@ -104,25 +116,6 @@ class DPLasso(_NamedRegressor):
 
     l1_ratio = 1.0
 
-    def __init__(
-        self,
-        *,
-        alpha: float | Literal["auto"] = "auto",
-        label_bound: float = 1.0,
-        epsilon: float = 1.0,
-        delta: float | None = None,
-        mechanism: str = "auto",
-        data_norm: float = 1.0,
-        constraint_radius: float | None = None,
-        fit_intercept: bool = True,
-        intercept_scaling: float = 0.5,
-        tol: float = 1e-10,
-        max_iter: int = 10_000,
-        accountant: AccountantName = None,
-        random_state: RandomState = None,
-    ) -> None:
-        store_params(self, locals())
-
     def fit(self, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Fit the private Lasso (see :meth:`DPLinearRegression.fit`)."""
         super().fit(X, y, sample_weight=sample_weight)
@@ -146,7 +139,9 @@ class DPLasso(_NamedRegressor):
         return get_constraint("l1", check_positive(radius, "constraint_radius"))
 
 
-@estimator_doc(
+@estimator_parameters(
+    *("alpha", "l1_ratio", "label_bound", *PRIVACY, "constraint_radius", *INTERCEPT),
+    *(*SOLVER, "random_state"),
     attributes=REGRESSOR_ATTRIBUTES,
     alpha=ParamDoc(
         'float ≥ 0 or "auto"',
@@ -179,24 +174,10 @@ class DPElasticNet(_NamedRegressor):
     penalty = "elasticnet"
     _auto_task = "elasticnet"
 
-    def __init__(
-        self,
-        *,
-        alpha: float | Literal["auto"] = "auto",
-        l1_ratio: float = 0.5,
-        label_bound: float = 1.0,
-        epsilon: float = 1.0,
-        delta: float | None = None,
-        mechanism: str = "auto",
-        data_norm: float = 1.0,
-        constraint_radius: float | None = None,
-        fit_intercept: bool = True,
-        intercept_scaling: float = 0.5,
-        tol: float = 1e-10,
-        max_iter: int = 10_000,
-        random_state: RandomState = None,
-    ) -> None:
-        store_params(self, locals())
+
+#: the optional public label scale of the quantile regressor (``label_bound`` and its
+#: deprecated name ``label_scale``)
+_LABEL_SCALE = Spec(None, "float | None", [None, positive()])
 
 
 class _LipschitzRegressor(_NamedRegressor):
@@ -212,16 +193,22 @@ class _LipschitzRegressor(_NamedRegressor):
         return DPLinearModelBase._resolve_constraint(self, d_aug)
 
 
-@estimator_doc(
+@estimator_parameters(
+    *("quantile", "alpha", "label_bound", *PRIVACY, "constraint_radius", *INTERCEPT),
+    *("epochs", "learning_rate", "accountant", "warm_start", *SOLVER),
+    *("random_state", "label_scale"),
     attributes=REGRESSOR_ATTRIBUTES,
-    quantile=ParamDoc("float in (0, 1)"),
+    quantile=Param(Spec(0.5, "float", [unit_interval("neither")]), ParamDoc("float in (0, 1)")),
     alpha=ParamDoc('float ≥ 0 or "auto"', 'Λ ("auto": the mechanism\'s rule, 0 for dp-gd).'),
-    label_bound=ParamDoc(
-        "float > 0 or None",
-        """Public scale B of |y| used only by the default radius rule d·B/R
-        (None: B = 5, the auto rule's public label scale, with mechanism="auto";
-        B = 1 with a named mechanism); targets beyond it are neither refused nor clipped (the
-        pinball loss is Lipschitz for every label).""",
+    label_bound=Param(
+        _LABEL_SCALE,
+        ParamDoc(
+            "float > 0 or None",
+            """Public scale B of |y| used only by the default radius rule d·B/R
+            (None: B = 5, the auto rule's public label scale, with mechanism="auto";
+            B = 1 with a named mechanism); targets beyond it are neither refused nor clipped (the
+            pinball loss is Lipschitz for every label).""",
+        ),
     ),
     mechanism=ParamDoc(
         "str", '"auto" (default: "dp-gd-avg"), "dp-gd-avg", "dp-gd", "dp-sgd" or "frank-wolfe".'
@@ -232,10 +219,13 @@ class _LipschitzRegressor(_NamedRegressor):
         d·label_bound/R (a public rule).""",
     ),
     epochs=ParamDoc("int or None", "Number of DP-GD steps (None = the mechanism's default)."),
-    label_scale=ParamDoc(
-        "float > 0 or None",
-        """Deprecated: the former name of ``label_bound`` (DeprecationWarning on
-        fit; InvalidPrivacyParameter when both are given).""",
+    label_scale=Param(
+        _LABEL_SCALE,
+        ParamDoc(
+            "float > 0 or None",
+            """Deprecated: the former name of ``label_bound`` (DeprecationWarning on
+            fit; InvalidPrivacyParameter when both are given).""",
+        ),
     ),
 )
 class DPQuantileRegressor(_LipschitzRegressor):
@@ -251,32 +241,9 @@ class DPQuantileRegressor(_LipschitzRegressor):
     D/(L√T)).  Neighbouring relation: replace-one.
     """
 
-    def __init__(
-        self,
-        *,
-        quantile: float = 0.5,
-        alpha: float | Literal["auto"] = "auto",
-        label_bound: float | None = None,
-        epsilon: float = 1.0,
-        delta: float | None = None,
-        mechanism: str = "auto",
-        data_norm: float = 1.0,
-        constraint_radius: float | None = None,
-        fit_intercept: bool = True,
-        intercept_scaling: float = 0.5,
-        epochs: int | None = None,
-        learning_rate: float | None = None,
-        accountant: AccountantName = None,
-        warm_start: bool = False,
-        tol: float = 1e-10,
-        max_iter: int = 10_000,
-        random_state: RandomState = None,
-        label_scale: float | None = None,
-    ) -> None:
-        store_params(self, locals())
-
     def fit(self, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Fit the private quantile regression (see :meth:`DPLinearRegression.fit`)."""
+        validate_params(self)  # the table first, then the deprecated name
         if self.label_scale is not None:  # the deprecated name, checked before the data
             if self.label_bound is not None:
                 raise InvalidPrivacyParameter(
@@ -316,9 +283,14 @@ class DPQuantileRegressor(_LipschitzRegressor):
         return get_constraint(kind, check_positive(radius, "constraint_radius"))
 
 
-@estimator_doc(
+@estimator_parameters(
+    *("threshold", "alpha", *PRIVACY, "constraint_radius", *INTERCEPT),
+    *("epochs", "learning_rate", "accountant", "warm_start", *SOLVER, "random_state"),
     attributes=REGRESSOR_ATTRIBUTES,
-    threshold=ParamDoc("float > 0", "h, where the loss turns from quadratic to linear."),
+    threshold=Param(
+        Spec(1.0, "float", [positive()]),
+        ParamDoc("float > 0", "h, where the loss turns from quadratic to linear."),
+    ),
     mechanism=ParamDoc(
         "str",
         """Any registered mechanism for smooth Lipschitz losses ("objective",
@@ -337,28 +309,6 @@ class DPHuberRegressor(_LipschitzRegressor):
     by a scale fitted on the data, which would need budget).  Neighbouring
     relation: replace-one.
     """
-
-    def __init__(
-        self,
-        *,
-        threshold: float = 1.0,
-        alpha: float | Literal["auto"] = "auto",
-        epsilon: float = 1.0,
-        delta: float | None = None,
-        mechanism: str = "auto",
-        data_norm: float = 1.0,
-        constraint_radius: float | None = None,
-        fit_intercept: bool = True,
-        intercept_scaling: float = 0.5,
-        epochs: int | None = None,
-        learning_rate: float | None = None,
-        accountant: AccountantName = None,
-        warm_start: bool = False,
-        tol: float = 1e-10,
-        max_iter: int = 10_000,
-        random_state: RandomState = None,
-    ) -> None:
-        store_params(self, locals())
 
     _auto_task = "huber"
 

@@ -3,7 +3,7 @@ product, and the Lipschitz/smoothness constants privacy proofs need."""
 
 from __future__ import annotations
 
-from ..exceptions import UnknownNameError
+from .._validation import lookup
 from .base import MARGIN_BOUND, OUTPUT_MARGIN_BOUND, PRIOR_RELAX_ABOVE, GLMLoss, prior_margin
 from .hinge import Hinge
 from .huber import Huber
@@ -53,8 +53,4 @@ def get_loss(loss: str | GLMLoss, **params) -> GLMLoss:
     """
     if isinstance(loss, GLMLoss):
         return loss
-    try:
-        cls = _LOSSES[loss]
-    except (KeyError, TypeError):
-        raise UnknownNameError(f"unknown loss {loss!r}; choose one of {sorted(_LOSSES)}") from None
-    return cls(**params)
+    return lookup(_LOSSES, loss, "loss")(**params)

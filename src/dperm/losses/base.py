@@ -44,6 +44,7 @@ __all__ = [
     "OUTPUT_MARGIN_BOUND",
     "PRIOR_RELAX_ABOVE",
     "GLMLoss",
+    "ResidualLoss",
     "check_smooth_glm_loss",
     "prior_margin",
 ]
@@ -296,6 +297,19 @@ def check_smooth_glm_loss(loss, requirement: str) -> GLMLoss:
 
 def _check_data_norm(data_norm) -> float:
     return check_data_norm(data_norm)
+
+
+class ResidualLoss(GLMLoss):
+    """A smooth regression loss φ(z − y) of the residual with 0 ≤ φ'' ≤ 1 (squared,
+    Huber): curvature c = 1 and β = data_norm² over rows ‖x‖ ≤ data_norm."""
+
+    smooth = True
+    classification = False
+    curvature = 1.0
+
+    def smoothness(self, data_norm, **bounds):
+        """β = data_norm²."""
+        return _check_data_norm(data_norm) ** 2
 
 
 def _finite_or_inf(x: float) -> float:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_positive
-from .base import GLMLoss, _check_data_norm
+from .base import ResidualLoss, _check_data_norm
 
 __all__ = ["Huber"]
 
 
-class Huber(GLMLoss):
+class Huber(ResidualLoss):
     """Huber regression loss on the residual r = z − y with threshold h > 0.
 
     * φ = r²/2            if |r| ≤ h,
@@ -29,9 +29,6 @@ class Huber(GLMLoss):
     """
 
     name = "huber"
-    smooth = True
-    classification = False
-    curvature = 1.0
 
     def __init__(self, h: float = 1.0):
         self.h = check_positive(h, "h")
@@ -60,7 +57,3 @@ class Huber(GLMLoss):
     def lipschitz(self, data_norm, **bounds):
         """L = h · data_norm (any label, any θ)."""
         return self.h * _check_data_norm(data_norm)
-
-    def smoothness(self, data_norm, **bounds):
-        """β = data_norm²."""
-        return _check_data_norm(data_norm) ** 2

@@ -9,12 +9,12 @@ import numpy as np
 from .._validation import check_positive
 from ..design import float_labels
 from ..exceptions import InvalidPrivacyParameter, LabelError
-from .base import GLMLoss, _check_data_norm
+from .base import ResidualLoss, _check_data_norm
 
 __all__ = ["Squared"]
 
 
-class Squared(GLMLoss):
+class Squared(ResidualLoss):
     """Squared loss (z − y)²/2 with |y| ≤ ``label_bound`` (a public bound).
 
     ∂φ/∂z = z − y and ∂²φ/∂z² = 1, so β = data_norm² (c = 1).  The gradient is
@@ -30,9 +30,6 @@ class Squared(GLMLoss):
     """
 
     name = "squared"
-    smooth = True
-    classification = False
-    curvature = 1.0
 
     def __init__(self, label_bound: float = 1.0):
         self.label_bound = check_positive(label_bound, "label_bound")
@@ -75,7 +72,3 @@ class Squared(GLMLoss):
             )
         radius = check_positive(radius, "radius")
         return R * (R * radius + self.label_bound)
-
-    def smoothness(self, data_norm, **bounds):
-        """β = data_norm²."""
-        return _check_data_norm(data_norm) ** 2

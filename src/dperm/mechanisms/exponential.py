@@ -24,7 +24,7 @@ import numpy as np
 from scipy.special import log_softmax
 
 from .._rng import RandomState, check_random_state
-from .._validation import check_epsilon, check_positive
+from .._validation import check_epsilon, check_positive, float_array
 from ..accounting.events import PureEpsilon
 from ..exceptions import InvalidDataError
 
@@ -38,10 +38,7 @@ __all__ = [
 def _logits(scores, epsilon, sensitivity, monotonic: bool) -> np.ndarray:
     epsilon = check_epsilon(epsilon)
     sensitivity = check_positive(sensitivity, "sensitivity")
-    try:
-        u = np.asarray(scores, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidDataError(f"scores must be numeric: {exc}") from None
+    u = float_array(scores, "scores")
     if u.ndim != 1 or u.size == 0:
         raise InvalidDataError(
             f"scores must be a non-empty 1-D array (one per candidate), got shape {u.shape}"

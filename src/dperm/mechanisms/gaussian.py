@@ -17,7 +17,7 @@ import numbers
 import numpy as np
 
 from .._rng import RandomState, check_random_state
-from .._validation import check_nonnegative, check_positive
+from .._validation import check_nonnegative, check_positive, float_array
 from ..accounting.events import Gaussian
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter
 
@@ -136,10 +136,7 @@ def gaussian_mechanism(
 def _finite_array(value, *, non_empty: bool = False) -> np.ndarray:
     """``value`` as a float64 array of finite numbers (at least one if ``non_empty``);
     InvalidDataError otherwise."""
-    try:
-        v = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidDataError(f"value must be numeric: {exc}") from None
+    v = float_array(value, "value")
     if non_empty and v.size == 0:
         raise InvalidDataError("value must hold at least one number, got an empty array")
     if not np.all(np.isfinite(v)):

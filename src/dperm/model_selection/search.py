@@ -40,11 +40,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+from numbers import Real
+from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils import _safe_indexing
 
+from .._parameters import RANDOM_STATE, HasMethods, Names, Number, positive, validate_params
 from .._rng import check_random_state
 from .._validation import check_delta, check_epsilon, check_probability
 from ..accounting import events as _events
@@ -207,6 +210,23 @@ class PrivateRandomSearch(BaseEstimator):
     (True, True)
     """
 
+    #: what each parameter accepts, checked first in ``fit`` (:mod:`dperm._parameters`)
+    _parameter_constraints: ClassVar[dict] = {
+        "estimator": [HasMethods(["fit", "get_params", "set_params"])],
+        "param_distributions": [dict],
+        "epsilon": [positive()],
+        "delta": [None, Number(Real, 0, 1)],
+        "repetitions": [Names(REPETITIONS)],
+        "mean_runs": [positive()],
+        "eta": [Number(Real, -1, None)],
+        "run_delta": [None, Names(("auto",)), Number(Real, 0, 1, closed="left")],
+        "validation_fraction": [Number(Real, 0, 1)],
+        "scoring": [None, callable],
+        "score_epsilon": [None, positive()],
+        "run_event": [None, callable],
+        "random_state": RANDOM_STATE,
+    }
+
     def __init__(
         self,
         estimator,
@@ -364,6 +384,7 @@ class PrivateRandomSearch(BaseEstimator):
         -------
         self
         """
+        validate_params(self)  # every parameter, before the data and any reservation
         self._check_estimator()
         space = self._check_space()
         n = X.shape[0] if hasattr(X, "shape") else len(X)

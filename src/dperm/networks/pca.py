@@ -35,13 +35,17 @@ from __future__ import annotations
 
 import math
 import warnings
+from numbers import Real
+from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._parameters import RANDOM_STATE, Accepted, Count, Names, Number, positive, validate_params
 from .._rng import check_random_state
 from .._validation import (
+    MAX_DATA_NORM,
     check_count,
     check_data_norm,
     check_delta,
@@ -245,6 +249,18 @@ class DPPCA(TransformerMixin, BaseEstimator):
     1.0
     """
 
+    #: what each parameter accepts, checked first in ``fit`` (:mod:`dperm._parameters`)
+    _parameter_constraints: ClassVar[dict] = {
+        "n_components": [Count(1)],
+        "epsilon": [positive()],
+        "delta": [None, Number(Real, 0, 1)],
+        "data_norm": [positive(MAX_DATA_NORM, closed="right")],
+        "mode": [Names(MODES)],
+        "neighbouring": [Accepted(check_neighbouring, "'replace-one' or 'add-remove'")],
+        "noise_multiplier": [None, positive()],
+        "random_state": RANDOM_STATE,
+    }
+
     def __init__(
         self,
         n_components=60,
@@ -290,6 +306,7 @@ class DPPCA(TransformerMixin, BaseEstimator):
         -------
         self
         """
+        validate_params(self)  # every parameter, before the data and any reservation
         X = np.asarray(X)
         if X.ndim != 2 or X.shape[0] == 0 or X.dtype.kind not in "fiu":
             raise InvalidDataError(
