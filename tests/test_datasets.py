@@ -457,9 +457,13 @@ def test_csv_labels_and_tasks(tmp_path):
     )
     # integer-valued categorical column read as text: categories given as ints match
     cat_k = D.load_csv(
-        p, "c", categorical=["k"], categories={"k": [0, 1, 2]}, bounds={"x": (0, 1), "y": (-10, 10)},
+        p,
+        "c",
+        categorical=["k"],
+        categories={"k": [0, 1, 2]},
+        bounds={"x": (0, 1), "y": (-10, 10)},
         classes=list("abc"),
-    )  # fmt: skip
+    )
     assert cat_k.n_unknown_categories == 0
     assert "k=0" in cat_k.feature_names
     with pytest.raises(UnknownNameError, match="task"):
