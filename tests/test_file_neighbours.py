@@ -288,3 +288,33 @@ def test_dask_reader_imputes_and_takes_the_public_labels(tmp_path):
         read_dask(tmp_path / "d", "y", **_KW).X_train.compute()
     with pytest.raises(InvalidPrivacyParameter, match="not read off the data"):
         read_dask(tmp_path / "d", "y", bounds=_KW["bounds"], categories=_KW["categories"])
+
+
+# ------------------------------------------------------------------------- the default δ
+def test_the_default_delta_is_never_above_1e5():
+    from dperm.accounting.active import default_delta
+
+    for n in (2, 3, 10, 316, 317, 1000, 10**6):
+        assert default_delta(n) == min(1.0 / n**2, 1e-5) <= 1e-5
+    with pytest.raises(InvalidPrivacyParameter, match="pass delta explicitly"):
+        default_delta(1)
+
+
+def test_a_tiny_fit_states_its_default_delta():
+    """Issue #36: the API on 3 rows gave δ = 0.11, a 2-row CSV saved "δ = 0.25"."""
+    from dperm.algorithms import objective_perturbation
+    from dperm.estimators import DPLogisticRegression
+    from dperm.losses import Logistic
+
+    X = np.array([[0.1, 0.2], [-0.3, 0.1], [0.2, -0.4]])
+    y = np.array([1.0, -1.0, 1.0])
+    est = DPLogisticRegression(classes=[-1, 1], random_state=0).fit(X, y)
+    assert est.delta_ == 1e-5
+    statement = est.privacy_statement()
+    assert "δ is the default min(1/n², 10⁻⁵)" in statement
+    given = DPLogisticRegression(classes=[-1, 1], delta=1e-6, random_state=0).fit(X, y)
+    assert "is the default" not in given.privacy_statement()
+    res = objective_perturbation.fit(
+        Logistic(), X, y, epsilon=1.0, data_norm=1.0, alpha=0.1, delta=None
+    )
+    assert res.event.delta == 1e-5 and res.diagnostics["delta_default"]

@@ -286,7 +286,13 @@ def estimator_statement(model) -> str:
         f"ε = {_fmt(eps)}" + ("" if pure else f" and δ = {_fmt(delta)}") + ", protecting "
         f"one training record under the neighbouring relation {relation_text(relation)}. "
         "Predictions and anything else computed from the released parameters alone inherit "
-        "the guarantee (post-processing).",
+        "the guarantee (post-processing)."
+        + (
+            " δ is the default min(1/n², 10⁻⁵) of the n training rows (n public under "
+            "replace-one), or a share of an active budget's remaining δ if smaller."
+            if "delta" in params and params["delta"] is None and not pure
+            else ""
+        ),
         "",
         f"Mechanism. {desc}.",
     ]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting.active import accounted_call
+from ..accounting.active import accounted_call, default_delta
 from ..accounting.events import ADD_REMOVE, REPLACE_ONE, DpEvent, EpsilonDelta
 from ..exceptions import DpermError
 
@@ -62,8 +62,9 @@ def planned_event(
     releases; the commit then keeps the tighter of it and the reported event), with
 
     * ``delta`` the call's δ (0 for a function without one); ``delta=None``, which the
-      functions that have it resolve to 1/n² (replace-one: n = ``X.shape[0]`` is
-      public), reserves 1/n² — read off the shape, never off the values;
+      functions that have it resolve to :func:`~dperm.accounting.active.default_delta`
+      = min(1/n², 10⁻⁵) (replace-one: n = ``X.shape[0]`` is public), reserves that —
+      read off the shape, never off the values;
     * the relation the call's ``neighbouring`` names; None, DP-SGD's default, is
       add/remove for ``sampling="poisson"`` and replace-one otherwise; replace-one for
       the functions without the parameter (every one of them is a replace-one
@@ -86,9 +87,9 @@ def planned_event(
     delta = a.get("delta", 0.0)
     if delta is None:
         n = _public_rows(a)
-        if n is None:
+        if n is None or n < 2:
             return None
-        delta = 1.0 / float(n) ** 2
+        delta = default_delta(int(n), budget_share=False)
     relation = a.get("neighbouring")
     if relation is None:
         poisson = "neighbouring" in a and a.get("sampling", "poisson") == "poisson"

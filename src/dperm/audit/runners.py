@@ -56,6 +56,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from ..accounting.active import default_delta
 from .fits import (
     _AR_SIZE,
     _LABELS,
@@ -207,7 +208,7 @@ _SSP = {
     "module": "dperm.algorithms.ssp",
     "n": _SSP_N,
     "d": 2,
-    "default_delta": 1.0 / _SSP_N**2,  # the estimator's default δ = 1/n²
+    "default_delta": default_delta(_SSP_N, budget_share=False),  # the estimator's default
     "noise": "gaussian",
     "default_runs": 2000,
     "statistic": ssp_release_statistic,
@@ -451,7 +452,7 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
     dict(
         name="adassp", fn=functools.partial(_fit_linear_regression, "adassp"), **_SSP,
         description="DPLinearRegression(mechanism='adassp') — AdaSSP (Wang 2018, Alg. 2) — "
-        f"every other default (R = 1, B = 1, intercept, δ = 1/n²), n = {_SSP_N}, d = 2; "
+        f"every other default (R = 1, B = 1, intercept, δ = min(1/n², 10⁻⁵)), n = {_SSP_N}, d = 2; "
         "scores the released Xᵀy along the canary row (one of three composed Gaussian "
         "releases)",
     ),
