@@ -104,10 +104,14 @@ def open_ledger(location: str | Path, epsilon: float | None, delta: float | None
 
 def charged_delta(book, delta: float | None, n: int) -> float:
     """The δ of a fit charged to ``book``: ``delta``, or when it is None the default
-    1/n² (``n`` training rows), capped at a half of the ledger's remaining δ."""
+    min(1/n², 1e-5) (``n`` training rows; :func:`~dperm.accounting.active.default_delta`),
+    capped at a half of the ledger's remaining δ."""
+    from ..accounting.active import default_delta
+
     if delta is not None:
         return delta
-    return min(1.0 / n**2, 0.5 * book.remaining_delta()) or 1.0 / n**2
+    rule = default_delta(n, budget_share=False)
+    return min(rule, 0.5 * book.remaining_delta()) or rule
 
 
 def reserve_fit(book, epsilon: float, delta: float, label: str):

@@ -185,23 +185,38 @@ def read_dask(
 
     path = Path(path)
     kind, where = _files(path, format)
+    for c, vals in dict(categories or {}).items():
+        if isinstance(vals, str | bytes) or not isinstance(vals, Sequence | np.ndarray):
+            raise InvalidPrivacyParameter(
+                f"the categories of column {c!r} must be a list of values, e.g. "
+                f"['red', 'blue'], got {type(vals).__name__}: {vals!r}"
+            )
     cats = {k: [str(v) for v in vals] for k, vals in dict(categories or {}).items()}
-    categorical = list(cats) if categorical is None else list(categorical)
-    dtypes = dict.fromkeys(categorical, "str")
+    listed = [] if categorical is None else list(categorical)
+    categorical = list(dict.fromkeys([*listed, *cats]))
     if kind == "parquet":
         frame = dd.read_parquet(where)
-    else:
+        meta = frame._meta
+    else:  # the inferred dtypes first (a sample), then the categorical columns as text
+        meta = dd.read_csv(where, blocksize=blocksize)._meta
+        dtypes = dict.fromkeys([c for c in categorical if c in meta.columns], "str")
         frame = dd.read_csv(where, dtype=dtypes or None, blocksize=blocksize)
     header = [str(c) for c in frame.columns]
     require = _column_check(header, path)
     require([target], "target")
     require(categorical, "categorical")
     require(cats, "categories")
+    numbers = [c for c in cats if c not in listed and meta[c].dtype.kind in "biuf"]
+    if numbers:  # as load_csv: a category list on a column of numbers is a mistake
+        raise InvalidPrivacyParameter(
+            f"a category list is given for the numeric column(s) {numbers}: a numeric "
+            "column needs a public bound, bounds={column: (lo, hi)}; to one-hot encode its "
+            "codes instead, list it in categorical="
+        )
     bounds = dict(bounds or {})
     require(bounds, "bounds")
     require(log_columns, "log_columns")
     features = [c for c in header if c != target]
-    meta = frame._meta
     categorical += [
         c for c in features if c not in categorical and meta[c].dtype.kind not in "biuf"
     ]
