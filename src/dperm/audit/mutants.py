@@ -27,6 +27,10 @@ patch                              the bug
 ``huber-label-bound-ignored``      the Huber surrogate's Lipschitz constant hR taken with
                                    h = 0.4 (the default label bound B = 1) while the loss
                                    uses h = 0.4·B of the user's B (``Huber.lipschitz``)
+``stratified-split``               a file's train/test split stratified on its labels (dperm
+                                   before issue #36): one changed label moves about a
+                                   quarter of the rows between train and test
+                                   (``datasets.tabular._split_rows``)
 =================================  =========================================================
 
 :data:`MUTANT_TABLE` registers one runner (``kind="mutant"``) per row; ``dperm audit
@@ -51,7 +55,7 @@ from ..algorithms import dp_gd
 from ..losses.huber import Huber
 from ..sampling import PoissonSampler, Sampler
 from .canary import CanaryPair
-from .fits import _GRAD_LR, _hinge
+from .fits import _GRAD_LR, _hinge, csv_pair
 from .objective_llr import _run_estimator_auto_regression_llr, pushed_pair
 from .registry import _RUNNERS, get_runner, register_runner
 
@@ -124,6 +128,29 @@ def _huber_label_bound_ignored() -> Iterator[None]:
         yield
 
 
+def _stratified_split_rows(y, test_size, random_state):
+    """The split of ``load_csv`` before issue #36: a permutation per label stratum, drawn
+    in turn from one generator (the test part of each stratum ``round(test_size · size)``)."""
+    from .._rng import check_random_state
+    from ..datasets._prepare import _split_indices
+
+    return _split_indices(len(y), test_size, check_random_state(random_state), stratify=y)
+
+
+def stratified_train_rows(y) -> np.ndarray:
+    """The training rows of a file with labels ``y`` under :func:`_stratified_split_rows`
+    at ``load_csv``'s defaults (the mutant's pair: :func:`~dperm.audit.fits.csv_pair`)."""
+    return _stratified_split_rows(np.asarray(y), 0.2, 0)[0]
+
+
+@contextlib.contextmanager
+def _stratified_split() -> Iterator[None]:
+    from ..datasets import tabular
+
+    with mock.patch.object(tabular, "_split_rows", _stratified_split_rows):
+        yield
+
+
 #: the injected bugs: name → context manager factory (module docstring)
 PATCHES: dict[str, Callable[[], contextlib.AbstractContextManager]] = {
     "clip-above-calibration": _clip_above_calibration,
@@ -132,6 +159,7 @@ PATCHES: dict[str, Callable[[], contextlib.AbstractContextManager]] = {
     "add-remove-sensitivity": _add_remove_sensitivity,
     "pca-noise-dropped": _pca_noise_dropped,
     "huber-label-bound-ignored": _huber_label_bound_ignored,
+    "stratified-split": _stratified_split,
 }
 
 
@@ -270,6 +298,12 @@ MUTANT_TABLE: tuple[dict[str, Any], ...] = (
             "perturbation; the regression pair with targets ×4 and its pushers at 0, which pin "
             "each canary between its two thresholds) whose calibration takes the "
             "Lipschitz constant hR of h = 0.4 (B = 1) while the loss uses h = 0.4·4"),
+    _mutant("cli-csv", "stratified-split", default_runs=200,
+            pair=functools.partial(csv_pair, split=stratified_train_rows),
+            description="dperm fit --csv whose train/test split is stratified on the file's "
+            "labels (dperm before issue #36): the canary's label moves rows between train "
+            "and test; the pair's rows that train under one file only push the model the "
+            "way that file's canary does"),
 )
 # fmt: on
 

@@ -62,6 +62,8 @@ from .fits import (
     _LABELS,
     _SOFTMAX_K,
     _TUKEY_PUBLIC_ROWS,
+    CSV_ROWS,
+    CSV_TRAIN_ROWS,
     AlgorithmRun,
     _fit_default,
     _fit_epsilon,
@@ -70,6 +72,7 @@ from .fits import (
     _fit_linear_regression,
     _fit_logistic,
     _fit_softmax,
+    _run_cli_csv,
     _run_discrete_gaussian,
     _run_estimator_auto,
     _run_estimator_auto_multinomial,
@@ -80,6 +83,7 @@ from .fits import (
     _run_snapping,
     _run_tukey,
     _run_tukey_unsafe,
+    csv_pair,
     ssp_release_statistic,
 )
 from .mutants import register_mutants
@@ -388,6 +392,20 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         "noise term is positive (dperm.audit.objective_llr); scores each canary by the "
         "exact log-likelihood ratio of the released θ; Clopper–Pearson (the LLR is not "
         "Gaussian)",
+    ),
+    # ---------------------------------------------------------------- a user's file (#36)
+    dict(
+        name="cli-csv", fn=_run_cli_csv, module="dperm.datasets", neighbouring="replace-one",
+        n=CSV_ROWS, d=1, default_delta=default_delta(CSV_TRAIN_ROWS, budget_share=False),
+        noise="gaussian", default_runs=2000, pair=csv_pair,
+        threat_model="final model (black box): the model dperm fit --csv saves, read at the "
+        "canary's raw row; the file's split is public (its seed)",
+        description="the file is the dataset: two CSV files of "
+        f"{CSV_ROWS} rows that differ in one record (its label), each fitted as dperm fit "
+        "--csv does — load_csv (the public split, the --classes label rule, the public "
+        "schema, the default row scaling) and DPLogisticRegression with every default "
+        "(mechanism='auto': clipped DP-SGD here) — scoring the released model at the "
+        "canary's raw row",
     ),
     # ---------------------------------------------------------------- networks (#24)
     dict(
