@@ -294,7 +294,9 @@ def test_saved_model_predicts_the_public_names_in_any_order(tmp_path, names):
     assert pipe[-1].get_params()["classes"] == sorted(names)
     pred = pipe.predict(frame)
     assert set(pred) <= set(names) and np.mean(pred == frame["label"]) > 0.7
-    assert "read from the training labels" not in dperm.privacy_statement(pipe)
+    statement = dperm.privacy_statement(pipe)
+    assert "read from the training labels" not in statement
+    assert "a training label outside it was refused" in statement
 
 
 def test_integer_targets_with_a_label_bound_fit_a_regression(tmp_path):

@@ -311,7 +311,7 @@ def test_a_tiny_fit_states_its_default_delta():
     est = DPLogisticRegression(classes=[-1, 1], random_state=0).fit(X, y)
     assert est.delta_ == 1e-5
     statement = est.privacy_statement()
-    assert "δ is the default min(1/n², 10⁻⁵)" in statement
+    assert "δ is the default min(1/n², 10⁻⁵) for n training rows" in statement
     given = DPLogisticRegression(classes=[-1, 1], delta=1e-6, random_state=0).fit(X, y)
     assert "is the default" not in given.privacy_statement()
     res = objective_perturbation.fit(

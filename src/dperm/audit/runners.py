@@ -397,7 +397,9 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
     dict(
         name="cli-csv", fn=_run_cli_csv, module="dperm.datasets", neighbouring="replace-one",
         n=CSV_ROWS, d=1, default_delta=default_delta(CSV_TRAIN_ROWS, budget_share=False),
-        noise="gaussian", default_runs=2000, pair=csv_pair,
+        # the score sums the noisy clipped steps along the canary's feature: Gaussian
+        # with one variance on both files, so the Gaussian fit reads μ from every run
+        noise="gaussian", default_runs=2000, pair=csv_pair, method="gdp-fit",
         threat_model="final model (black box): the model dperm fit --csv saves, read at the "
         "canary's raw row; the file's split is public (its seed)",
         description="the file is the dataset: two CSV files of "

@@ -262,7 +262,7 @@ def run_fit(
     fit = _private_fit(est, ds, model, tune, epsilon, fit_delta, verbose)
     from_file = (csv or parquet or csv_dir) is not None  # its public schema goes with the model
     out = _report(fit, delta, reference, bounds_from_data, verbose, from_file)
-    return _release(out, fit, book, reservation, save, from_file, from_csv=csv is not None)
+    return _release(out, fit, book, reservation, save, from_file)
 
 
 def _check_options(epsilon, delta, save, ledger, budget_options: tuple) -> None:
@@ -401,18 +401,18 @@ def _report(
     return out
 
 
-def _release(out: dict, fit: _Fit, book, reservation, save, from_file: bool, from_csv: bool):
+def _release(out: dict, fit: _Fit, book, reservation, save, from_file: bool):
     """``--save`` and ``--ledger`` after the fit: the reservation is committed before the
     model file is in place (:func:`_save_model`), then ``out`` gains the ``ledger_*`` keys.
     A saved model of a file (``from_file``) holds its public schema (the pipeline scores
-    raw rows) and, for a ``--csv`` file (``from_csv``), predicts the file's labels."""
+    raw rows) and predicts the public names of its labels (``--classes``)."""
     commit = None
     if book is not None:
         label = f"dperm fit {fit.ds.name} {fit.model} {fit.mechanism}"
         commit = functools.partial(commit_fit, reservation, fit.est, label)
     if save is not None:
         encoder = fit.ds.encoder if from_file else None
-        names = getattr(fit.ds, "label_names", None) if from_csv else None
+        names = getattr(fit.ds, "label_names", None) if from_file else None
         bounds_from_data = bool(out.get("bounds_from_data"))
         out.update(_save_model(fit.est, Path(save), bounds_from_data, encoder, commit, names))
     elif commit is not None:
