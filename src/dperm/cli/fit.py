@@ -389,10 +389,10 @@ def _report(
     out = measure(fit.est, fit.ds, fit.model, fit.mechanism, delta, fit.seconds, reference, verbose)
     out["bounds_from_data"] = bounds_from_data
     if from_file:
-        out["n_imputed"] = int(getattr(fit.ds, "n_imputed", 0))
-        out["n_clipped_labels"] = int(getattr(fit.ds, "n_clipped_labels", 0))
+        counts = {k: getattr(fit.ds, k, None) for k in ("n_imputed", "n_clipped_labels")}
+        out.update({k: int(v) for k, v in counts.items() if v is not None})  # Dask: none
         metric = "r2" if fit.ds.task == "regression" else "accuracy"
-        extra = [f"test_{metric}", "n_imputed", "n_clipped_labels"]
+        extra = [f"test_{metric}", *(k for k in counts if k in out)]
         if metric == "r2":
             extra.insert(1, "test_rmse")
         out["outside_guarantee"] = [*out["outside_guarantee"], *extra]

@@ -289,6 +289,8 @@ def _to_arrays(frame, schema, target, rule: LabelRule, dtype, path) -> Dataset:
         description=desc,
         classes=rule.dataset_classes,
         label_names=rule.names,
+        n_imputed=None,  # imputed on the workers, not counted (a count is a pass)
+        n_clipped_labels=None,
         encoder=SchemaEncoder.from_schema(schema, normalize_rows=True),  # the same map
     )
 

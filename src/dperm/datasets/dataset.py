@@ -78,13 +78,15 @@ class Dataset(TrainTestSizes):
         read off the file; ``dperm fit --csv … --save`` gives them to the saved model,
         so that ``dperm predict`` prints them.  None for the built-in datasets and
         regression.
-    n_imputed : int, default 0
+    n_imputed : int or None, default 0
         Number of missing cells of a user's file imputed by the public rule (the
         declared value, else the midpoint of the column's public range or the
         all-zero block): no row is dropped, so n does not depend on the data.  A count
-        of the private data without noise (not private).
-    n_clipped_labels : int, default 0
-        Regression: number of targets clipped to ``label_bound`` (not private).
+        of the private data without noise (not private).  None when not counted (the
+        Dask readers impute on the workers and count nothing: a count is a pass).
+    n_clipped_labels : int or None, default 0
+        Regression: number of targets clipped to ``label_bound`` (not private; None
+        when not counted, as ``n_imputed``).
     encoder : dperm.schema.SchemaEncoder or None
         The public map from the raw records to ``X_train``/``X_test`` (fitted; it learns
         nothing), when the loader has one: ``dperm fit --csv … --save`` saves it in front
@@ -105,8 +107,8 @@ class Dataset(TrainTestSizes):
     classes: tuple | None = field(default=None, repr=False)
     encoder: Any = field(default=None, repr=False)
     label_names: tuple | None = field(default=None, repr=False)
-    n_imputed: int = 0
-    n_clipped_labels: int = 0
+    n_imputed: int | None = 0
+    n_clipped_labels: int | None = 0
 
     def __post_init__(self):
         if self.classes is None and self.task == "binary":
