@@ -79,6 +79,7 @@ _AUDITED_ELSEWHERE = {
     "estimator-dp-sgd",
     "network-dp-sgd",  # tests/test_networks_audit.py (torch; in-process runs)
     "network-dp-sgd-final-model",
+    "cli-csv",  # tests/test_audit_cli_csv.py (a file per run; at ε = 0.5, 1 and 4)
 }
 
 

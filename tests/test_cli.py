@@ -43,7 +43,7 @@ def files(tmp_path):
     return {"tmp": tmp_path, **paths}
 
 
-_FIT_GOOD = ["fit", "--csv", "{good}", "--target", "y"]
+_FIT_GOOD = ["fit", "--csv", "{good}", "--target", "y", "--classes", "0,1"]
 
 #: (argv, a word of the one error line); "{name}" stands for the path files[name]
 BAD_INPUTS = [
@@ -60,9 +60,17 @@ BAD_INPUTS = [
     # the noise is ~1e300: the perturbed objective cannot be minimized, nothing is released
     # (objective perturbation named: the default, auto, picks DP-SGD on this data)
     (["fit", "--epsilon", "1e-300", "--mechanism", "objective"], "exact minimizer"),
-    (["fit", "--csv", "{empty}", "--target", "y"], "empty"),
-    (["fit", "--csv", "{header}", "--target", "y", "--bounds", "a=0:7"], "no rows"),
-    (["fit", "--csv", "{good}", "--target", "nope", "--bounds", "a=0:7"], "nope"),
+    (["fit", "--csv", "{empty}", "--target", "y", "--classes", "0,1"], "empty"),
+    (
+        ["fit", "--csv", "{header}", "--target", "y", "--classes", "0,1", "--bounds", "a=0:7"],
+        "no rows",
+    ),
+    (
+        ["fit", "--csv", "{good}", "--target", "nope", "--classes", "0,1", "--bounds", "a=0:7"],
+        "nope",
+    ),
+    # the task and the labels are never read off the file: the options that decide them
+    (["fit", "--csv", "{good}", "--target", "y", "--bounds", "a=0:7"], "--classes"),
     ([*_FIT_GOOD, "--bounds", "a=0:7", "--bounds", "zz=0:1"], "zz"),
     ([*_FIT_GOOD, "--bounds", "a=0"], "lo:hi"),
     ([*_FIT_GOOD, "--bounds", "a=7:0"], "lo < hi"),

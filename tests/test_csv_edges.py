@@ -105,14 +105,15 @@ def test_raw_csv_scores_as_the_rows_scaled_by_its_public_schema(wdbc):
     unit = dict.fromkeys(features, (0.0, 1.0))
     accs = []
     for seed in range(3):
-        a = run_fit(csv=raw, target="target", bounds=bounds, seed=seed, reference=False)
-        b = run_fit(csv=pre, target="target", bounds=unit, seed=seed, reference=False)
+        kw = dict(target="target", classes="0,1", seed=seed, reference=False)
+        a = run_fit(csv=raw, bounds=bounds, **kw)
+        b = run_fit(csv=pre, bounds=unit, **kw)
         assert a["test_accuracy"] == pytest.approx(b["test_accuracy"])
         accs.append(a["test_accuracy"])
     # the worst-case division (normalize_rows=True) fitted the majority class (0.63)
     # here; "unit" rows keep the signal
     assert np.mean(accs) > 0.8
-    ds = load_csv(raw, "target", bounds=bounds)
+    ds = load_csv(raw, "target", bounds=bounds, classes=[0, 1])
     np.testing.assert_allclose(np.linalg.norm(ds.X_train, axis=1), 1.0)
 
 
@@ -123,14 +124,19 @@ def test_log_bounds_on_the_command_line(wdbc, tmp_path):
     res = runner.invoke(
         app,
         [
-            *("fit", "--csv", str(raw), "--target", "target", "--bounds", str(schema)),
+            *("fit", "--csv", str(raw), "--target", "target", "--classes", "0,1"),
+            *("--bounds", str(schema)),
             *("--json", "--seed", "0", "--no-reference", "--quiet"),
         ],
     )
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout.splitlines()[-1])["test_accuracy"] > 0.8
     res = runner.invoke(
-        app, ["fit", "--csv", str(raw), "--target", "target", "--bounds", "mean_area=0:5:sqrt"]
+        app,
+        [
+            *("fit", "--csv", str(raw), "--target", "target", "--classes", "0,1"),
+            *("--bounds", "mean_area=0:5:sqrt"),
+        ],
     )
     assert res.exit_code == 2
     assert "can only be 'log'" in res.output
@@ -141,7 +147,9 @@ def test_single_class_model_is_flagged_with_the_fixes(wdbc):
     loose = dict.fromkeys(features, (0.0, 1e6))  # honest but useless bounds
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = run_fit(csv=raw, target="target", bounds=loose, seed=0, reference=False)
+        out = run_fit(
+            csv=raw, target="target", classes="0,1", bounds=loose, seed=0, reference=False
+        )
     assert out["test_accuracy"] < 0.7
     messages = [str(w.message) for w in caught]
     assert any("predicts one class for every test row" in m and "--bounds" in m for m in messages)
@@ -160,6 +168,7 @@ def _named_model(tmp_path):
         app,
         [
             *("fit", "--csv", str(train), "--target", "label", "--bounds", "x=0:10"),
+            *("--classes", "ham,spam"),
             *("--categories", "colour=red,blue", "--epsilon", "5", "--seed", "0"),
             *("--save", str(model), "--quiet", "--no-reference"),
         ],
@@ -176,7 +185,9 @@ def test_predict_prints_the_files_labels(tmp_path):
     assert res.exit_code == 0, res.output
     assert res.stdout.split() == ["prediction", "spam", "ham"]
     statement = (tmp_path / "m.dperm.privacy.txt").read_text()
-    assert "read from the training labels" in statement  # the names came from the file
+    # the names are the public --classes (issue #36), not read off the file
+    assert "read from the training labels" not in statement
+    assert "classes = ['ham', 'spam']" in statement
 
 
 def test_predict_refuses_an_unknown_category(tmp_path):
@@ -244,3 +255,119 @@ def test_the_pipeline_the_refusal_names_fits_raw_rows(wdbc):
         )
         accs.append(pipe.fit(X[train], y[train]).score(X[test], y[test]))
     assert np.mean(accs) > 0.8
+
+
+# ----------------------------------------------------------------------------- issue #36
+def _spam_file(tmp_path, n=600, classes=("ham", "spam")):
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 10, n)
+    colour = rng.choice(["red", "blue"], n)
+    k = len(classes)
+    code = np.clip(((x + 3 * (colour == "red")) / 13 * k).astype(int), 0, k - 1)
+    path = tmp_path / f"train{k}.csv"
+    frame = pd.DataFrame({"x": x, "colour": colour, "label": np.asarray(classes)[code]})
+    frame.to_csv(path, index=False)
+    return path, frame
+
+
+@pytest.mark.parametrize(
+    "names", [("ham", "spam"), ("spam", "ham"), ("c", "a", "b")], ids=lambda v: ",".join(v)
+)
+def test_saved_model_predicts_the_public_names_in_any_order(tmp_path, names):
+    """--classes in any order: the saved model keeps the public names (sorted, with its
+    coefficient rows or sign moved to match) and predicts them; the file loads."""
+    import dperm
+
+    path, frame = _spam_file(tmp_path, classes=tuple(sorted(names)))
+    model = tmp_path / "m.dperm"
+    res = runner.invoke(
+        app,
+        [
+            *("fit", "--csv", str(path), "--target", "label", "--bounds", "x=0:10"),
+            *("--categories", "colour=red,blue", "--classes", ",".join(names)),
+            *("--epsilon", "8", "--seed", "0", "--save", str(model), "--quiet", "--no-reference"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    pipe = dperm.load(model)
+    assert list(pipe[-1].classes_) == sorted(names)
+    assert pipe[-1].get_params()["classes"] == sorted(names)
+    pred = pipe.predict(frame)
+    assert set(pred) <= set(names) and np.mean(pred == frame["label"]) > 0.7
+    statement = dperm.privacy_statement(pipe)
+    assert "read from the training labels" not in statement
+    assert "a training label outside it was refused" in statement
+
+
+def test_integer_targets_with_a_label_bound_fit_a_regression(tmp_path):
+    rng = np.random.default_rng(4)
+    x = rng.uniform(0, 1, 2000)
+    y = np.clip(np.round(25 * x + rng.normal(0, 1.5, 2000)), 0, 25).astype(int)
+    path = tmp_path / "ints.csv"
+    pd.DataFrame({"x": x, "y": y}).to_csv(path, index=False)
+    out = run_fit(csv=path, target="y", bounds=["x=0:1"], label_bound=30, seed=0, reference=False)
+    assert out["metric"] == "r2" and out["model"] == "linear" and out["test_r2"] > 0.5
+
+
+def test_a_two_row_file_gets_a_small_default_delta(tmp_path):
+    path = tmp_path / "two.csv"
+    pd.DataFrame({"x": [1.0, 2.0], "y": ["no", "yes"]}).to_csv(path, index=False)
+    argv = ["fit", "--csv", str(path), "--target", "y", "--classes", "no,yes", "--bounds"]
+    argv += ["x=0:10"]
+    res = runner.invoke(app, [*argv, "--no-reference", "--quiet", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout.splitlines()[-1])["delta"] == 1e-5
+    table = runner.invoke(app, [*argv, "--no-reference", "--quiet"]).stdout
+    assert "(default min(1/n², 1e-5))" in table
+
+
+def test_the_file_test_metric_is_marked_not_private(tmp_path):
+    path, _ = _spam_file(tmp_path)
+    argv = ["fit", "--csv", str(path), "--target", "label", "--bounds", "x=0:10"]
+    argv += ["--categories", "colour=red,blue", "--classes", "ham,spam", "--quiet"]
+    res = runner.invoke(app, [*argv, "--no-reference"])
+    assert res.exit_code == 0, res.output
+    assert "│ test accuracy (not private)" in res.stdout
+    assert "cells imputed (not private)" in res.stdout
+    out = json.loads(runner.invoke(app, [*argv, "--no-reference", "--json"]).stdout)
+    assert "test_accuracy" in out["outside_guarantee"] and out["n_imputed"] == 0
+    builtin = runner.invoke(app, ["fit", "--quiet", "--no-reference", "--mechanism", "objective"])
+    assert "│ test accuracy (not private)" not in builtin.stdout  # a public test split
+    assert "│ test accuracy " in builtin.stdout
+
+
+def test_schema_options_on_the_command_line(tmp_path):
+    path, frame = _spam_file(tmp_path)
+    frame["k"] = np.arange(len(frame)) % 3
+    frame.loc[5, "x"] = np.nan
+    frame.to_csv(path, index=False)
+    base = ["fit", "--csv", str(path), "--target", "label", "--bounds", "x=0:10"]
+    base += ["--classes", "ham,spam", "--quiet", "--no-reference", "--json"]
+    cats = ["--categories", "colour=red,blue", "--categories", "k=0,1,2"]
+    res = runner.invoke(app, [*base, *cats])
+    assert res.exit_code == 2 and "--categorical" in res.output  # a list on a numeric column
+    res = runner.invoke(app, [*base, *cats, "--categorical", "k", "--impute", "x=2.5"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout.splitlines()[-1])
+    assert out["n_imputed"] == 1 and out["n_features"] == 6
+    schema = tmp_path / "cats.json"
+    schema.write_text(json.dumps({"colour": "red"}))
+    res = runner.invoke(app, [*base, "--categories", str(schema), "--bounds", "k=0:2"])
+    assert res.exit_code == 2 and "where a list is expected" in res.output
+    one = runner.invoke(
+        app,
+        [
+            *("audit", "--one-run", "--csv", str(path), "--target", "label", "--bounds", "x=0:10"),
+            *cats, "--categorical", "k", "--classes", "ham,spam", "--epsilon", "1",
+            *("--canaries", "100", "--seed", "0", "--json", "--quiet"),
+        ],
+    )  # fmt: skip
+    assert one.exit_code == 0, one.output
+    assert json.loads(one.stdout)["dataset"] == path.stem
+
+
+def test_the_multiclass_warning_names_the_real_option():
+    from dperm.cli._common import cli_message
+
+    msg = cli_message("Pass the public label set, e.g. classes=[0, 1] or classes=range(10).")
+    assert msg == "Pass the public label set, e.g. --classes 0,1 or --classes 0,1,…,9."

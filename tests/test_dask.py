@@ -606,7 +606,7 @@ def test_read_dask_refuses_what_is_not_public(table_dir):
         )
     with pytest.raises(InvalidPrivacyParameter, match="no public category list"):
         read_dask(table_dir / "pq", "label", positive_label="hi", bounds=_SCHEMA["bounds"])
-    with pytest.raises(InvalidPrivacyParameter, match="public label encoding"):
+    with pytest.raises(InvalidPrivacyParameter, match="not read off the data"):
         read_dask(table_dir / "pq", "label", **_SCHEMA)
 
 

@@ -286,13 +286,14 @@ def _write_csv(path: Path, n: int = 200, seed: int = 0) -> pd.DataFrame:
 
 BOUNDS = {"age": (18, 100), "income": (0, 1e6)}
 CATS = {"city": ["paris", "oslo", "rome", "lima"]}
+LABELS = ["no", "yes"]
 
 
 def test_csv_requires_bounds(tmp_path):
     p = tmp_path / "d.csv"
     _write_csv(p)
     with pytest.raises(InvalidPrivacyParameter) as e:
-        D.load_csv(p, "label", categories=CATS, bounds={"age": (18, 100)})
+        D.load_csv(p, "label", categories=CATS, bounds={"age": (18, 100)}, classes=LABELS)
     assert "income" in str(e.value) and "allow_data_bounds" in str(e.value)
 
 
@@ -335,7 +336,7 @@ def test_csv_public_schema(tmp_path):
     np.testing.assert_allclose(ds.X_train[order_g], expect[order_e], atol=TOL)
     np.testing.assert_array_equal(ds.y_train[order_g], y_expect[order_e])
     # the normalised version has ‖x‖ ≤ 1
-    _check_bounded(D.load_csv(p, "label", bounds=BOUNDS, categories=CATS))
+    _check_bounded(D.load_csv(p, "label", bounds=BOUNDS, categories=CATS, classes=LABELS))
 
 
 def test_csv_regression_centers_numeric_columns_at_public_midpoints(tmp_path):
@@ -366,19 +367,22 @@ def test_csv_regression_centers_numeric_columns_at_public_midpoints(tmp_path):
 
 
 def test_csv_one_record_changes_one_row(tmp_path):
-    """End to end: two files differing in one record give features differing in one row."""
+    """End to end: two files differing in one record give features differing in one row
+    (the split is the same: it reads the row count only)."""
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     frame = _write_csv(a)
-    frame.loc[17, ["age", "income"]] = [150, 1e12]  # an outlier, same label
-    frame.loc[17, "city"] = "atlantis"  # and an unknown category
+    frame.loc[17, ["age", "income"]] = [150, 1e12]  # an outlier (clipped to the bounds)
+    frame.loc[17, "city"] = "lima"  # a category no other record holds
+    frame.loc[17, "label"] = "yes" if frame.loc[17, "label"] == "no" else "no"  # its label
     frame.to_csv(b, index=False)
-    kw = dict(bounds=BOUNDS, categories=CATS, test_size=0.25, random_state=5)
+    kw = dict(bounds=BOUNDS, categories=CATS, test_size=0.25, random_state=5, classes=LABELS)
     da, db = D.load_csv(a, "label", **kw), D.load_csv(b, "label", **kw)
-    assert db.n_unknown_categories == da.n_unknown_categories + 1
-    diff_tr = np.flatnonzero(np.any(da.X_train != db.X_train, axis=1))
-    diff_te = np.flatnonzero(np.any(da.X_test != db.X_test, axis=1))
+    assert (da.n_train, da.n_test) == (db.n_train, db.n_test)
+    diff_tr = np.flatnonzero(np.any(da.X_train != db.X_train, axis=1) | (da.y_train != db.y_train))
+    diff_te = np.flatnonzero(np.any(da.X_test != db.X_test, axis=1) | (da.y_test != db.y_test))
     assert len(diff_tr) + len(diff_te) == 1
     assert da.row_norm_bound == db.row_norm_bound == 1.0
+    assert da.task == db.task and da.classes == db.classes and da.label_names == db.label_names
 
 
 def test_csv_data_bounds_warn(tmp_path):
@@ -392,6 +396,7 @@ def test_csv_data_bounds_warn(tmp_path):
             bounds={"age": (18, 100)},
             allow_data_bounds=True,
             normalize_rows=False,
+            classes=LABELS,
         )
     assert "privacy leak" in ds.description
     j = ds.feature_names.index("income")
@@ -401,9 +406,9 @@ def test_csv_data_bounds_warn(tmp_path):
     assert frame["income"].max() > 0
     # a category list is a bound: refused without the opt-in, like a numeric bound
     with pytest.raises(InvalidPrivacyParameter, match=r"categorical column\(s\) \['city'\]"):
-        D.load_csv(p, "label", bounds=BOUNDS)
+        D.load_csv(p, "label", bounds=BOUNDS, classes=LABELS)
     with pytest.warns(PrivacyLeakWarning, match="city"):
-        ds = D.load_csv(p, "label", bounds=BOUNDS, allow_data_bounds=True)
+        ds = D.load_csv(p, "label", bounds=BOUNDS, allow_data_bounds=True, classes=LABELS)
     assert ds.encoder.dp_event_.to_dict()["kind"] == "NonPrivate"
     assert [f for f in ds.feature_names if f.startswith("city=")] == [
         "city=oslo",
@@ -417,7 +422,7 @@ def test_csv_no_warning_with_public_schema(tmp_path):
     _write_csv(p)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        D.load_csv(p, "label", bounds=BOUNDS, categories=CATS)
+        D.load_csv(p, "label", bounds=BOUNDS, categories=CATS, classes=LABELS)
 
 
 def test_csv_labels_and_tasks(tmp_path):
@@ -432,27 +437,41 @@ def test_csv_labels_and_tasks(tmp_path):
             "c": rng.choice(["a", "b", "c"], n),
         }
     ).to_csv(p, index=False)
+    # label_bound implies regression
     reg = D.load_csv(
-        p, "y", bounds={"x": (0, 1), "k": (0, 2)}, categories={"c": list("abc")}, label_bound=2.0
+        p, "y", bounds={"x": (0, 1), "k": (0, 2)}, categories={"c": list("abc")}, label_bound=9.0
     )
-    assert reg.task == "regression" and reg.label_bound == 2.0
-    assert np.abs(np.concatenate([reg.y_train, reg.y_test])).max() <= 2.0
-    multi = D.load_csv(p, "c", bounds={"x": (0, 1), "k": (0, 2), "y": (-10, 10)})
+    assert reg.task == "regression" and reg.label_bound == 9.0 and reg.classes is None
+    assert np.abs(np.concatenate([reg.y_train, reg.y_test])).max() <= 9.0
+    assert reg.n_clipped_labels == int(np.sum(np.abs(pd.read_csv(p)["y"]) > 9.0))
+    # the public label list decides the task and the encoding (0..k−1 in list order)
+    num = {"x": (0, 1), "k": (0, 2), "y": (-10, 10)}
+    multi = D.load_csv(p, "c", bounds=num, classes=["c", "b", "a"])
     assert multi.task == "multiclass" and multi.y_train.dtype == np.int64
-    assert multi.classes is None  # read off the file: no public label set to pass
-    assert set(np.unique(multi.y_train)) == {0, 1, 2}
+    assert multi.classes == (0, 1, 2) and multi.label_names == ("c", "b", "a")
+    raw = pd.read_csv(p)["c"].to_numpy()
+    enc = np.concatenate([multi.y_train, multi.y_test])
+    order = np.concatenate(D._prepare.file_split(n, 0.2, 0))
+    np.testing.assert_array_equal(
+        enc, np.array([2, 1, 0])[np.searchsorted(["a", "b", "c"], raw)][order]
+    )
     # integer-valued categorical column read as text: categories given as ints match
     cat_k = D.load_csv(
-        p, "c", categorical=["k"], categories={"k": [0, 1, 2]}, bounds={"x": (0, 1), "y": (-10, 10)}
+        p,
+        "c",
+        categorical=["k"],
+        categories={"k": [0, 1, 2]},
+        bounds={"x": (0, 1), "y": (-10, 10)},
+        classes=list("abc"),
     )
     assert cat_k.n_unknown_categories == 0
     assert "k=0" in cat_k.feature_names
     with pytest.raises(UnknownNameError, match="task"):
-        D.load_csv(p, "c", bounds={"x": (0, 1), "k": (0, 2), "y": (-10, 10)}, task="ranking")
-    with pytest.raises(LabelError, match="zebra"):
-        D.load_csv(
-            p, "c", bounds={"x": (0, 1), "k": (0, 2), "y": (-10, 10)}, positive_label="zebra"
-        )
+        D.load_csv(p, "c", bounds=num, task="ranking")
+    # positive_label: one-vs-rest (a public rule), names ("not zebra", "zebra")
+    ovr = D.load_csv(p, "c", bounds=num, positive_label="zebra")
+    assert ovr.task == "binary" and ovr.label_names == ("not zebra", "zebra")
+    assert (ovr.y_train == -1).all()
 
 
 def test_csv_bad_inputs(tmp_path):
@@ -460,12 +479,13 @@ def test_csv_bad_inputs(tmp_path):
     _write_csv(p)
     with pytest.raises(DataFileNotFoundError, match=r"missing\.csv"):
         D.load_csv(tmp_path / "missing.csv", "label")
+    kw = dict(categories=CATS, classes=LABELS)
     with pytest.raises(UnknownNameError, match="target"):
-        D.load_csv(p, "nope", bounds=BOUNDS, categories=CATS)
+        D.load_csv(p, "nope", bounds=BOUNDS, **kw)
     with pytest.raises(UnknownNameError, match="weight"):
-        D.load_csv(p, "label", bounds={**BOUNDS, "weight": (0, 1)}, categories=CATS)
+        D.load_csv(p, "label", bounds={**BOUNDS, "weight": (0, 1)}, **kw)
     with pytest.raises(InvalidPrivacyParameter, match="age"):
-        D.load_csv(p, "label", bounds={**BOUNDS, "age": (5, 5)}, categories=CATS)
+        D.load_csv(p, "label", bounds={**BOUNDS, "age": (5, 5)}, **kw)
 
 
 # ---------------------------------------------------------------------------
@@ -489,7 +509,7 @@ def test_svmlight_sparse_unit_rows(tmp_path):
     p, q = tmp_path / "train.svm", tmp_path / "test.svm"
     X, y = _write_svmlight(p, labels=(1, 2))
     _write_svmlight(q, n=20, seed=1, labels=(1, 2))
-    ds = D.load_svmlight(p, n_features=30, test_path=q)
+    ds = D.load_svmlight(p, n_features=30, test_path=q, classes=[1, 2])
     assert sp.isspmatrix_csr(ds.X_train) and sp.isspmatrix_csr(ds.X_test)
     assert ds.X_train.dtype == np.float64
     assert ds.X_train.shape == (50, 30) and ds.X_test.shape == (20, 30)
@@ -511,13 +531,17 @@ def test_svmlight_sparse_unit_rows(tmp_path):
 def test_svmlight_raw_and_errors(tmp_path):
     p = tmp_path / "a.svm"
     X, _ = _write_svmlight(p)
-    ds = D.load_svmlight(p, normalize_rows=False, n_features=30)
+    ds = D.load_svmlight(p, normalize_rows=False, n_features=30, classes=[0, 1])
     assert ds.row_norm_bound == math.inf and ds.X_test is None
     np.testing.assert_allclose(ds.X_train.toarray(), X.toarray(), rtol=1e-6)
     with pytest.raises(DataFileNotFoundError, match=r"b\.svm"):
         D.load_svmlight(tmp_path / "b.svm")
     with pytest.raises(DataFileNotFoundError, match=r"t\.svm"):
         D.load_svmlight(p, test_path=tmp_path / "t.svm")
+    with pytest.raises(InvalidPrivacyParameter, match="not read off the data"):
+        D.load_svmlight(p, n_features=30)  # the task is never read off the labels
+    with pytest.raises(LabelError, match=r"outside the public label list \[0, 2\]"):
+        D.load_svmlight(p, n_features=30, classes=[0, 2])
 
 
 # ---------------------------------------------------------------------------

@@ -68,7 +68,8 @@ def shop(tmp_path):
     return path, new
 
 
-FIT = ["fit", "--target", "buys", "--bounds", "x=0:10", "--no-reference", "--quiet"]
+FIT = ["fit", "--target", "buys", "--classes", "no,yes", "--bounds", "x=0:10", "--no-reference"]
+FIT += ["--quiet"]
 CATS = ["--categories", "colour=red,blue,green"]
 
 
@@ -79,7 +80,10 @@ def test_cli_errors_are_one_line_in_cli_terms(shop, tmp_path, capsys):
     msg = assert_cli_error([*FIT, "--csv", csv], capsys, "colour", "--categories")
     assert "--allow-data-bounds" in msg
     assert_cli_error(
-        ["fit", "--csv", csv, "--target", "buys", *CATS, "--quiet"], capsys, "x", "--bounds"
+        ["fit", "--csv", csv, "--target", "buys", "--classes", "no,yes", *CATS, "--quiet"],
+        capsys,
+        "x",
+        "--bounds",
     )
     # options that would do nothing
     assert_cli_error(["fit", "--ledger-epsilon", "1", "--quiet"], capsys, "--ledger")
@@ -214,7 +218,8 @@ def test_fit_save_then_predict_raw_rows(shop, tmp_path, capsys):
 def test_data_bounds_mark_the_saved_pipeline(shop, tmp_path, capsys):
     csv, new = shop
     model = tmp_path / "leak.dperm"
-    argv = ["fit", "--csv", csv, "--target", "buys", "--allow-data-bounds", "--quiet"]
+    argv = ["fit", "--csv", csv, "--target", "buys", "--classes", "no,yes"]
+    argv += ["--allow-data-bounds", "--quiet"]
     status, out, err = run([*argv, "--no-reference", "--json", "--save", model], capsys)
     assert status == 0 and json.loads(out)["bounds_from_data"] is True
     assert "PrivacyLeakWarning" in err
@@ -302,7 +307,7 @@ def test_messages_never_echo_values(tmp_path):
     p = tmp_path / "b.csv"
     pd.DataFrame({"x": [1.0, 2.0, 3.0], "y": [0.123, 4.567, 8.901]}).to_csv(p, index=False)
     with pytest.raises(LabelError) as info:
-        dperm.datasets.load_csv(p, "y", bounds={"x": (0, 5)}, task="binary")
+        dperm.datasets.load_csv(p, "y", bounds={"x": (0, 5)}, classes=[0, 1])
     assert "4.567" not in str(info.value)
     with pytest.raises(InvalidDataError) as info:
         from dperm.schema import NumericColumn
@@ -314,9 +319,13 @@ def test_messages_never_echo_values(tmp_path):
 def test_load_csv_needs_public_categories(shop):
     csv, _ = shop
     with pytest.raises(InvalidPrivacyParameter, match=r"\['colour'\].*allow_data_bounds"):
-        dperm.datasets.load_csv(csv, "buys", bounds={"x": (0, 10)})
+        dperm.datasets.load_csv(csv, "buys", bounds={"x": (0, 10)}, classes=["no", "yes"])
     ds = dperm.datasets.load_csv(
-        csv, "buys", bounds={"x": (0, 10)}, categories={"colour": ["red", "blue", "green"]}
+        csv,
+        "buys",
+        bounds={"x": (0, 10)},
+        categories={"colour": ["red", "blue", "green"]},
+        classes=["no", "yes"],
     )
     assert ds.encoder.dp_event_.to_dict()["kind"] == "NoOp"
     assert np.array_equal(

@@ -145,7 +145,7 @@ def check_delta_size(delta, n: int, name: str = "delta", size: str = "n") -> flo
     Raises
     ------
     InvalidPrivacyParameter
-        Naming δ, n and the default 1/n².
+        Naming δ, n and 1/n².
     """
     d = check_delta(delta, name)
     n = int(n)
@@ -153,7 +153,8 @@ def check_delta_size(delta, n: int, name: str = "delta", size: str = "n") -> flo
         raise InvalidPrivacyParameter(
             f"{name}={delta!r} is ≥ 1/{size} = 1/{n}: an (ε, δ) guarantee with δ ≥ 1/n is "
             "void (publishing one random record in the clear is (0, 1/n)-DP); use "
-            f"δ ≪ 1/n, e.g. the default 1/n² = {1.0 / max(n, 1) ** 2:.3g}"
+            f"δ ≪ 1/n, e.g. 1/n² = {1.0 / max(n, 1) ** 2:.3g} (the default δ is "
+            "min(1/n², 1e-5))"
         )
     return d
 

@@ -66,11 +66,16 @@ class NumericColumn:
         Where the bounds come from (documentation, domain knowledge, user).
     center : bool, default False
         Map to ``[−1, 1]`` (public midpoint ↦ 0) instead of ``[0, 1]``.
+    impute : float, optional
+        The raw value a missing (NaN) cell takes — a public rule, so the row count never
+        depends on the data (the file loaders default to :attr:`midpoint`).  None: a
+        missing value is an error (the built-in datasets have none).
 
     Raises
     ------
     InvalidPrivacyParameter
-        If the bounds are not finite, ``lo ≥ hi``, or ``lo < 0`` with ``log``.
+        If the bounds are not finite, ``lo ≥ hi``, ``lo < 0`` with ``log``, or
+        ``impute`` is not a finite number.
     """
 
     name: str
@@ -79,8 +84,18 @@ class NumericColumn:
     log: bool = False
     source: str = ""
     center: bool = False
+    impute: float | None = None
+
+    @property
+    def midpoint(self) -> float:
+        """The raw value mapped to the middle of the feature range (the public midpoint of
+        ``[lo, hi]``, on the log1p scale when ``log``): the default imputation."""
+        if self.log:
+            return float(np.expm1(0.5 * (np.log1p(self.lo) + np.log1p(self.hi))))
+        return 0.5 * (self.lo + self.hi)
 
     def __post_init__(self):
+        _check_impute_number(self)
         lo, hi = float(self.lo), float(self.hi)
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise InvalidPrivacyParameter(
@@ -103,8 +118,11 @@ class NumericColumn:
             raise InvalidDataError(
                 f"column {self.name!r} must be numeric, but holds a value that is not a number"
             ) from None
-        if np.isnan(x).any():
-            raise InvalidDataError(f"column {self.name!r} has missing values")
+        nan = np.isnan(x)
+        if nan.any():
+            if self.impute is None:
+                raise InvalidDataError(f"column {self.name!r} has missing values")
+            x = np.where(nan, self.impute, x)  # a new array: the caller's frame is kept
         return x
 
     def _finish(self, z: np.ndarray) -> np.ndarray:
@@ -175,6 +193,7 @@ class SquashedColumn(NumericColumn):
         object.__setattr__(self, "log", True)
         object.__setattr__(self, "source", source)
         object.__setattr__(self, "center", bool(center))
+        object.__setattr__(self, "impute", None)
 
     def _map(self, x: np.ndarray) -> np.ndarray:
         """x ↦ s(x) = L/(1 + L) ∈ [0, 1), L = log1p(max(x, 0))."""
@@ -189,23 +208,42 @@ class SquashedColumn(NumericColumn):
 class CategoricalColumn:
     """A categorical column with a public category list (one-hot encoded).
 
-    A value outside ``categories`` (or missing) is encoded as the all-zero
-    vector and counted in :attr:`Dataset.n_unknown_categories`.  Values are
-    compared as strings.
+    A value outside ``categories`` is encoded as the all-zero vector and counted in
+    :attr:`Dataset.n_unknown_categories` (the file loaders refuse it instead, as
+    ``dperm predict`` does); a missing value (NaN) is encoded as ``impute`` or, when
+    None, as the all-zero vector.  Values are compared as strings.
 
     Parameters
     ----------
     name : str
-    categories : sequence of str
-        Public, duplicate-free list; its order is the order of the one-hot columns.
+    categories : list or tuple of str
+        Public, duplicate-free list; its order is the order of the one-hot columns.  A
+        string is refused (``"red"`` is not the list ``["red"]``).
     source : str
+    impute : str, optional
+        The category of a missing cell (one of ``categories``); None: the all-zero block.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        ``categories`` is a string or not a list; ``impute`` not in it.
+    InvalidDataError
+        An empty list or duplicates.
     """
 
     name: str
     categories: tuple[str, ...]
     source: str = ""
+    impute: str | None = None
 
     def __post_init__(self):
+        if isinstance(self.categories, str | bytes) or not isinstance(
+            self.categories, list | tuple | np.ndarray | pd.Index
+        ):
+            raise InvalidPrivacyParameter(
+                f"the categories of column {self.name!r} must be a list of values, e.g. "
+                f"['red', 'blue'], got {type(self.categories).__name__}: {self.categories!r}"
+            )
         cats = tuple(str(c) for c in self.categories)
         if len(cats) == 0:
             raise InvalidDataError(f"categorical column {self.name!r} has an empty category list")
@@ -214,14 +252,30 @@ class CategoricalColumn:
                 f"category list of column {self.name!r} has duplicates: {list(cats)}"
             )
         object.__setattr__(self, "categories", cats)
+        if self.impute is not None:
+            if str(self.impute) not in cats:
+                raise InvalidPrivacyParameter(
+                    f"impute value {self.impute!r} of column {self.name!r} is not in its "
+                    f"category list {list(cats)}"
+                )
+            object.__setattr__(self, "impute", str(self.impute))
 
     def codes(self, values) -> np.ndarray:
-        """Index of each value in ``categories``, −1 when unknown; shape (n,)."""
+        """Index of each value in ``categories``, −1 when unknown (and when missing with
+        no ``impute``); shape (n,)."""
         s = pd.Series(values)
+        missing = s.isna().to_numpy()
         if not (pd.api.types.is_string_dtype(s.dtype) or s.dtype == object):
             s = s.astype(str)
         index = pd.Index(list(self.categories), dtype=object)
-        return np.asarray(index.get_indexer(s.to_numpy(dtype=object)), dtype=np.int64)
+        codes = np.asarray(index.get_indexer(s.to_numpy(dtype=object)), dtype=np.int64)
+        codes[missing] = -1 if self.impute is None else self.categories.index(self.impute)
+        return codes
+
+    def n_unknown(self, values) -> int:
+        """Number of present (non-missing) values outside ``categories``."""
+        s = pd.Series(values)
+        return int(np.count_nonzero((self.codes(s) < 0) & s.notna().to_numpy()))
 
 
 @dataclass(frozen=True)
@@ -283,7 +337,7 @@ class Schema:
     def to_list(self) -> list[dict[str, Any]]:
         """The schema as plain data: one dict per column (``kind`` "numeric", "squashed"
         or "categorical", ``name``, ``source``, and ``lo``/``hi``/``log``/``center`` or
-        ``categories``); :meth:`from_list` is its inverse."""
+        ``categories``, and ``impute`` when set); :meth:`from_list` is its inverse."""
         out: list[dict[str, Any]] = []
         for c in self.columns:
             if isinstance(c, CategoricalColumn):
@@ -295,6 +349,8 @@ class Schema:
                         "source": c.source,
                     }
                 )
+                if c.impute is not None:
+                    out[-1]["impute"] = c.impute
             elif isinstance(c, SquashedColumn):
                 out.append(
                     {"kind": "squashed", "name": c.name, "center": c.center, "source": c.source}
@@ -311,6 +367,8 @@ class Schema:
                         "source": c.source,
                     }
                 )
+                if c.impute is not None:
+                    out[-1]["impute"] = c.impute
         return out
 
     @classmethod
@@ -336,9 +394,9 @@ class Schema:
                 raise InvalidPrivacyParameter(f"columns[{i}] must be a dict with a 'name'")
             kind, name, source = spec.get("kind"), spec["name"], str(spec.get("source", ""))
             keys = {
-                "numeric": {"kind", "name", "lo", "hi", "log", "center", "source"},
+                "numeric": {"kind", "name", "lo", "hi", "log", "center", "source", "impute"},
                 "squashed": {"kind", "name", "center", "source"},
-                "categorical": {"kind", "name", "categories", "source"},
+                "categorical": {"kind", "name", "categories", "source", "impute"},
             }.get(kind)
             if keys is None:
                 raise InvalidPrivacyParameter(
@@ -355,7 +413,11 @@ class Schema:
                         raise InvalidPrivacyParameter(
                             f"the categories of column {name!r} must be a list"
                         )
-                    cols.append(CategoricalColumn(name, tuple(cats), source=source))
+                    cols.append(
+                        CategoricalColumn(
+                            name, tuple(cats), source=source, impute=spec.get("impute")
+                        )
+                    )
                 elif kind == "squashed":
                     cols.append(SquashedColumn(name, source, bool(spec.get("center", False))))
                 else:
@@ -367,6 +429,7 @@ class Schema:
                             log=bool(spec.get("log", False)),
                             source=source,
                             center=bool(spec.get("center", False)),
+                            impute=spec.get("impute"),
                         )
                     )
             except (TypeError, ValueError) as exc:
@@ -399,7 +462,13 @@ class Schema:
                 lo, hi = _as_bound_pair(bounds[c.name], c.name)
                 log = c.log and not isinstance(c, SquashedColumn)
                 c = NumericColumn(
-                    c.name, lo, hi, log=log, source="user-supplied bound", center=c.center
+                    c.name,
+                    lo,
+                    hi,
+                    log=log,
+                    source="user-supplied bound",
+                    center=c.center,
+                    impute=c.impute,
                 )
             cols.append(c)
         return Schema(tuple(cols))
@@ -445,6 +514,22 @@ class Schema:
         return X, n_unknown
 
 
+def _check_impute_number(col: NumericColumn) -> None:
+    """``col.impute`` as a finite float (or None)."""
+    v = col.impute
+    if v is None:
+        return
+    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+        raise InvalidPrivacyParameter(
+            f"impute value of column {col.name!r} must be a number, got {v!r}"
+        )
+    if not math.isfinite(float(v)):
+        raise InvalidPrivacyParameter(
+            f"impute value of column {col.name!r} must be finite, got {v!r}"
+        )
+    object.__setattr__(col, "impute", float(v))
+
+
 def _as_bound_pair(b, name: str) -> tuple[float, float]:
     try:
         lo, hi = b
@@ -483,9 +568,12 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
     read off the data (``data_dependent``, e.g. ``dperm fit --allow-data-bounds``): then
     ``dp_event_`` is ``NonPrivate`` and a pipeline holding it has no guarantee.
 
-    A value outside a category list (or a missing one) is encoded as an all-zero block
-    (a public per-record rule); a missing or non-numeric numeric value is an error naming
-    the column (never the value).  Columns not in the schema (e.g. the label) are ignored.
+    A value outside a category list is encoded as an all-zero block (a public per-record
+    rule; ``dperm predict`` and the file loaders refuse it before encoding); a missing
+    cell takes its column's public ``impute`` value (the file loaders set it: the
+    midpoint of a numeric column's public range, the all-zero block of a categorical
+    one), else a missing numeric value is an error naming the column (never the value),
+    as is a non-numeric one.  Columns not in the schema (e.g. the label) are ignored.
 
     Parameters
     ----------

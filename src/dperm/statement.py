@@ -286,7 +286,13 @@ def estimator_statement(model) -> str:
         f"ε = {_fmt(eps)}" + ("" if pure else f" and δ = {_fmt(delta)}") + ", protecting "
         f"one training record under the neighbouring relation {relation_text(relation)}. "
         "Predictions and anything else computed from the released parameters alone inherit "
-        "the guarantee (post-processing).",
+        "the guarantee (post-processing)."
+        + (
+            " δ is the default min(1/n², 10⁻⁵) for n training rows, or a share of an "
+            "active budget's remaining δ if smaller."
+            if "delta" in params and params["delta"] is None and not pure
+            else ""
+        ),
         "",
         f"Mechanism. {desc}.",
     ]
@@ -328,6 +334,13 @@ def estimator_statement(model) -> str:
             "",
             "Public bounds assumed (inputs, never read from the data; rows above data_norm "
             f"were clipped to it before training): {items}.",
+        ]
+    if getattr(model, "classes_", None) is not None and params.get("classes") is not None:
+        lines += [
+            "",
+            "Labels. The label set classes_ is the public classes= given to the fit, not a "
+            "statistic of the training data; a training label outside it was refused (the "
+            "fit does not drop or remap it).",
         ]
     not_covered = []
     if getattr(model, "classes_", None) is not None and params.get("classes") is None:

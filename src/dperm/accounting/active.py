@@ -558,45 +558,59 @@ def accounted_fit(fit: F) -> F:
 DEFAULT_DELTA_SHARE = 0.5
 
 
-def default_delta(n: int) -> float:
-    """The δ of a fit whose ``delta=None``: 1/n², or less inside an active budget.
+def default_delta(n: int, *, budget_share: bool = True) -> float:
+    """The δ of a fit whose ``delta=None``: min(1/n², 10⁻⁵), or less inside an active budget.
 
-    Outside a budget: δ = 1/n² (n = the number of training rows, public under the
-    estimators' replace-one relation).  Inside ``dperm.budget`` / ``Ledger.active()``:
-    δ = min(1/n², ½·remaining δ of every active ledger) — a public function of n and
-    of what the budget has recorded (itself the output of earlier private fits), so
-    a sequence of default-δ fits never exhausts the budget's δ (the shares halve: their
-    sum stays below the budget's δ), and only ε can run out.  A budget with δ = 0 leaves
-    the default at 1/n² (the fit is then refused with a message naming δ).
+    Outside a budget: δ = min(1/n², 10⁻⁵), n the public size of the run — the number of
+    training rows under the estimators' replace-one relation (the same for D and D′),
+    the caller's public ``dataset_size`` under add/remove (the row count is private
+    there).  1/n² keeps δ ≪ 1/n (publishing one random record in the clear is
+    (0, 1/n)-DP); the cap 10⁻⁵ keeps a small file from a meaningless default (issue #36:
+    a 2-row CSV was saved "ε = 1, δ = 0.25").  Inside ``dperm.budget`` /
+    ``Ledger.active()`` (``budget_share=True``): δ = min(that, ½·remaining δ of every
+    active ledger) — a public function of n and of what the budget has recorded
+    (itself the output of earlier private fits), so a sequence of default-δ fits never
+    exhausts the budget's δ (the shares halve: their sum stays below the budget's δ),
+    and only ε can run out.  A budget with δ = 0 leaves the default as it is (the fit
+    is then refused with a message naming δ).  This is the one place of the rule: the
+    estimators, the function API (``delta=None``), the networks, the private search and
+    ``dperm fit`` call it.
 
     Parameters
     ----------
     n : int ≥ 2
+    budget_share : bool, default True
+        Take the share of the active budgets into account (False: the rule of n alone,
+        e.g. for a public tuning rule evaluated at the default δ).
 
     Returns
     -------
-    float in (0, 1)
+    float in (0, 10⁻⁵]
 
     Raises
     ------
     InvalidPrivacyParameter
-        n < 2 (1/n² would be ≥ ¼: pass delta explicitly).
+        n < 2 (pass delta explicitly).
 
     Examples
     --------
     >>> import dperm
     >>> default_delta(1000)
     1e-06
+    >>> default_delta(20)
+    1e-05
     >>> with dperm.budget(3.0, 1e-7):
     ...     default_delta(1000)
     5e-08
     """
     if isinstance(n, bool) or not isinstance(n, int | float) or n < 2:
         raise InvalidPrivacyParameter(
-            f"the default delta = 1/n² needs n_samples ≥ 2, got n_samples = {n!r}; "
+            f"the default delta = min(1/n², 1e-5) needs n_samples ≥ 2, got n_samples = {n!r}; "
             "pass delta explicitly"
         )
-    delta = 1.0 / float(n) ** 2
+    delta = min(1.0 / float(n) ** 2, 1e-5)
+    if not budget_share:
+        return delta
     for ledger in ACTIVE.get():
         share = DEFAULT_DELTA_SHARE * ledger.remaining_delta()
         if share > 0:

@@ -68,6 +68,7 @@ from .._validation import (
     check_positive,
     check_probability,
 )
+from ..accounting.active import default_delta
 from ..accounting.events import Composed, EpsilonDelta
 from ..constraints import Constraint, Polytope, constraint_l2_radius
 from ..design import as_design, check_X_y
@@ -555,7 +556,7 @@ def _run(
     delta = cal_kwargs.pop("delta")
     delta_default = delta is None
     if delta_default:
-        delta = 1.0 / float(n) ** 2
+        delta = default_delta(int(n), budget_share=False)
     delta = check_delta_size(check_delta(delta, allow_zero=False), n)  # δ < 1/n (#32)
     rng = check_random_state(random_state)
     X = as_design(X, data_norm)  # [AMP-0] ‖x‖ ≤ R by a per-row scale (X not copied)
@@ -641,7 +642,7 @@ def fit(
     y : ndarray of shape (n,)
     epsilon : float > 0
     delta : float in (0, 1) or None, default None
-        None → δ = 1/n² (``diagnostics["delta_default"]`` is True).
+        None → δ = min(1/n², 10⁻⁵) (``diagnostics["delta_default"]`` is True).
     data_norm : float > 0
         Public bound R on ‖xᵢ‖₂.
     alpha : float > 0, optional
@@ -755,7 +756,7 @@ def fit_nt(
     y : ndarray of shape (n,)
     epsilon : float > 0
     delta : float in (0, 1) or None
-        None → 1/n² (the paper's setting).
+        None → min(1/n², 10⁻⁵) (the paper: 1/n²).
     data_norm : float, default 1.0
         Kept as a parameter for interface uniformity; the published setting is 1.
     constraint : Constraint, optional

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_data_norm, check_delta, check_delta_size, check_epsilon
-from ..accounting.active import accounted_call
+from ..accounting.active import accounted_call, default_delta
 from ..accounting.events import ADD_REMOVE, REPLACE_ONE, DpEvent, EpsilonDelta
 from ..design import check_X_y
 from ..exceptions import DpermError
@@ -65,8 +65,9 @@ def planned_event(
     releases; the commit then keeps the tighter of it and the reported event), with
 
     * ``delta`` the call's δ (0 for a function without one); ``delta=None``, which the
-      functions that have it resolve to 1/n² (replace-one: n = ``X.shape[0]`` is
-      public), reserves 1/n² — read off the shape, never off the values;
+      functions that have it resolve to :func:`~dperm.accounting.active.default_delta`
+      = min(1/n², 10⁻⁵) (replace-one: n = ``X.shape[0]`` is public), reserves that —
+      read off the shape, never off the values;
     * the relation the call's ``neighbouring`` names; None, DP-SGD's default, is
       add/remove for ``sampling="poisson"`` and replace-one otherwise; replace-one for
       the functions without the parameter (every one of them is a replace-one
@@ -89,9 +90,9 @@ def planned_event(
     delta = a.get("delta", 0.0)
     if delta is None:
         n = _public_rows(a)
-        if n is None:
+        if n is None or n < 2:
             return None
-        delta = 1.0 / float(n) ** 2
+        delta = default_delta(int(n), budget_share=False)
     relation = a.get("neighbouring")
     if relation is None:
         poisson = "neighbouring" in a and a.get("sampling", "poisson") == "poisson"

@@ -86,6 +86,7 @@ from .._validation import (
     check_nonnegative,
     check_positive,
 )
+from ..accounting.active import default_delta
 from ..accounting.events import EpsilonDelta, PureEpsilon
 from ..constraints import Constraint, Polytope, constraint_l2_radius
 from ..design import as_design, check_X_y
@@ -162,7 +163,7 @@ def _check_constraint(constraint, regularizer):
 
 
 def _resolve_noise(noise, delta, n: int) -> tuple[str, float, bool]:
-    """(noise kind, δ, whether δ was defaulted to 1/n²)."""
+    """(noise kind, δ, whether δ was defaulted to min(1/n², 10⁻⁵): :func:`default_delta`)."""
     if noise not in _NOISES:
         raise UnknownNameError(f"unknown noise {noise!r}; choose one of {list(_NOISES)}")
     if noise == "gamma":
@@ -170,7 +171,7 @@ def _resolve_noise(noise, delta, n: int) -> tuple[str, float, bool]:
             check_delta(delta)
         return "gamma", 0.0, False
     if delta is None:
-        return "gaussian", 1.0 / float(n) ** 2, True
+        return "gaussian", default_delta(int(n), budget_share=False), True
     delta = check_delta(delta, allow_zero=(noise == "auto"))
     if noise == "auto" and delta == 0.0:
         return "gamma", 0.0, False
@@ -204,7 +205,7 @@ class _Prepared:
     rng: np.random.Generator = dataclasses.field(init=False)
 
     def check_run(self, noise, delta, tol, max_iter, random_state) -> None:
-        """Validate the solver settings and the noise choice (δ = None → 1/n²),
+        """Validate the solver settings and the noise choice (δ = None → min(1/n², 10⁻⁵)),
         and make the noise generator."""
         self.tol = check_positive(tol, "tol")
         self.max_iter = check_count(max_iter, "max_iter")
@@ -385,7 +386,7 @@ def fit(
     epsilon : float > 0
     delta : float in [0, 1) or None, default 0.0
         0 → ε-DP with Gamma-norm noise (``noise="auto"``).  None → the
-        Gaussian form with δ = 1/n² (``diagnostics["delta_default"]`` is True).
+        Gaussian form with δ = min(1/n², 10⁻⁵) (``diagnostics["delta_default"]`` is True).
     data_norm : float > 0
         Public bound R on ‖xᵢ‖₂; rows above it are clipped to it.
     alpha : float ≥ 0

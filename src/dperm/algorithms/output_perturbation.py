@@ -121,7 +121,7 @@ def fit(
         ±1 for classification GLM losses, 0 … k−1 for Softmax.
     epsilon : float > 0
     delta : float in [0, 1) or None, default 0.0
-        0 → ε-DP, Gamma-norm noise.  None → Gaussian noise with δ = 1/n².
+        0 → ε-DP, Gamma-norm noise.  None → Gaussian noise with δ = min(1/n², 10⁻⁵).
     data_norm : float > 0
         Public bound on ‖xᵢ‖₂; rows above it are clipped.
     alpha : float ≥ 0

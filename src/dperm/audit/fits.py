@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import check_count
 from ..exceptions import DpermError
 
 __all__ = ["AlgorithmRun", "ssp_release_statistic"]
@@ -504,3 +505,126 @@ def _run_tukey_unsafe(X, y, epsilon, delta, rng):
     Xp, yp = _tukey_unsafe_public_rows(epsilon, delta)
     Xf, yf = np.vstack([X, Xp]), np.concatenate([y, yp])
     return fit(Xf, yf, epsilon=epsilon, delta=delta, n_models=Xf.shape[0], random_state=rng).theta
+
+
+# ============================================================ a user's file (issue #36)
+# The "cli-csv" runner treats the *file* as the dataset: the pair is two CSV files that
+# differ in one record (the row, label included), and each run writes the file and fits
+# it through the code of `dperm fit --csv`: dperm.datasets.load_csv (the split, the label
+# rule, the public schema and the default row scaling) and the estimator dperm fit builds
+# for it (DPLogisticRegression with every default, the file's public label set, the
+# schema's row bound; dperm.cli.fit.make_estimator, checked equal in the tests).
+#: the public schema of the pair's files: every feature in [−1, 1], labels "no"/"yes"
+CSV_BOUND = 1.0
+CSV_CLASSES = ("no", "yes")
+#: rows of the pair's files, a typical user's file: mechanism="auto" runs clipped DP-SGD
+#: there at every ε ≤ 4 (nε/√D < 5000), whose final model is a sum of the noisy clipped
+#: steps: with the clipping norm below the logistic loss's Lipschitz bound, the canary's
+#: label flip moves every step it is sampled in by the full replace-one sensitivity 2C
+CSV_ROWS = 1000
+#: the training rows of such a file under load_csv's default split (a public function of
+#: CSV_ROWS and the seed: tests/test_file_neighbours.py checks it), hence its default δ
+CSV_TRAIN_ROWS = 807
+#: the file's default split (dperm fit --csv: load_csv's test_size and random_state)
+_CSV_TEST_SIZE, _CSV_SEED = 0.2, 0
+
+
+def _csv_frame(X, y):
+    """The pair's rows as the table a user's file holds: columns x0 … x{d−1} and the
+    label column with the public names (−1 ↦ "no", +1 ↦ "yes")."""
+    import pandas as pd
+
+    frame = pd.DataFrame(np.asarray(X, dtype=float), columns=[f"x{j}" for j in range(X.shape[1])])
+    frame["label"] = np.where(np.asarray(y) > 0, CSV_CLASSES[1], CSV_CLASSES[0])
+    return frame
+
+
+def load_csv_pair_file(X, y):
+    """Write the rows (X, y) to a CSV file and load it as ``dperm fit --csv FILE --target
+    label --bounds xj=-1:1 … --classes no,yes`` does (:func:`dperm.datasets.load_csv`)."""
+    import os
+    import tempfile
+
+    from ..datasets import load_csv
+
+    bounds = {f"x{j}": (-CSV_BOUND, CSV_BOUND) for j in range(np.asarray(X).shape[1])}
+    fd, name = tempfile.mkstemp(suffix=".csv", prefix="dperm-audit-")
+    os.close(fd)
+    try:
+        _csv_frame(X, y).to_csv(name, index=False)
+        return load_csv(name, "label", bounds=bounds, classes=list(CSV_CLASSES))
+    finally:
+        os.unlink(name)
+
+
+def _run_cli_csv(X, y, epsilon, delta, rng):
+    """The released model of ``dperm fit --csv`` on the file of rows (X, y), read at the
+    canary's raw row: f(canary) − f(midpoint row), f the saved pipeline's decision
+    function (the file's public schema, then the model) — post-processing of the release,
+    independent of how the schema encodes the rows."""
+    from ..estimators import DPLogisticRegression
+
+    ds = load_csv_pair_file(X, y)
+    est = DPLogisticRegression(
+        epsilon=epsilon,
+        delta=delta,
+        data_norm=ds.row_norm_bound,
+        classes=list(ds.classes),
+        random_state=rng,
+    ).fit(ds.X_train, ds.y_train)
+    d = np.asarray(X).shape[1]
+    probes = _csv_frame(np.vstack([np.eye(d) * CSV_BOUND, np.zeros((1, d))]), np.ones(d + 1))
+    f = est.decision_function(ds.encoder.transform(probes))
+    return f[:d] - f[d]
+
+
+def csv_split(y, test_size: float = _CSV_TEST_SIZE, random_state=_CSV_SEED):
+    """The train rows of a file with labels ``y`` under the split ``load_csv`` runs (looked
+    up at each call, so that a mutant's patch of it is seen)."""
+    from ..datasets import tabular
+
+    return tabular._split_rows(np.asarray(y), test_size, random_state)[0]
+
+
+def csv_pair(n: int = CSV_ROWS, random_state=0, *, split=csv_split):
+    """Two files of n rows that differ in one record — the canary row x = (1,) (its
+    feature at the top of the public range [−1, 1]) with the label "no" in D and "yes"
+    in D′ — and the direction of the statistic of :func:`_run_cli_csv`.
+
+    The other rows hold the label "no" and "yes" in turn and, when the split keeps the
+    same training rows for both files (any split that reads the row count only), the
+    midpoint x = 0, which the schema maps to a zero row: θ's feature then reacts to the
+    canary alone, placed at a training position.  A split that reads the labels moves
+    rows between train and test when the canary's label changes (the stratified split
+    of dperm before issue #36 moved about a quarter of them); the rows that train under
+    one file only are given x = ±1 so that they push θ the way that file's canary does
+    (x = −y under D, x = y under D′).  ``split(y)`` returns the training rows of a file
+    with labels y (default: the split ``load_csv`` runs).
+
+    Returns
+    -------
+    CanaryPair
+    """
+    from .canary import CanaryPair
+
+    n = check_count(n, "n", minimum=4)
+    y = np.where(np.arange(n) % 2 == 0, -1.0, 1.0)
+    canary = int(np.flatnonzero(np.isin(np.arange(n), split(y)))[-1])  # a training row
+    y_d, y_p = y.copy(), y.copy()
+    y_d[canary], y_p[canary] = -1.0, 1.0
+    train_d, train_p = set(split(y_d).tolist()), set(split(y_p).tolist())
+    X = np.zeros((n, 1))
+    only_d = np.array(sorted(train_d - train_p), dtype=int)
+    only_p = np.array(sorted(train_p - train_d), dtype=int)
+    X[only_d, 0] = -y[only_d]  # under D these rows push θ down, as the canary "no" does
+    X[only_p, 0] = y[only_p]  # under D′ up, as the canary "yes" does
+    X[canary, 0] = CSV_BOUND
+    return CanaryPair(
+        X=X,
+        y=y_d,
+        X_prime=X.copy(),
+        y_prime=y_p,
+        direction=np.ones(1),
+        neighbouring="replace-one",
+        canary_norm=CSV_BOUND,
+    )

@@ -31,6 +31,10 @@ patch                              the bug
                                    rows are clipped to f(ε)·R (and calibrates L, Λ and the
                                    noise there) but leaves them at R
                                    (``estimators._output_rows.as_design``)
+``stratified-split``               a file's train/test split stratified on its labels (dperm
+                                   before issue #36): one changed label moves about a
+                                   quarter of the rows between train and test
+                                   (``datasets.tabular._split_rows``)
 =================================  =========================================================
 
 :data:`MUTANT_TABLE` registers one runner (``kind="mutant"``) per row; ``dperm audit
@@ -57,7 +61,7 @@ from ..design import Design
 from ..losses.huber import Huber
 from ..sampling import PoissonSampler, Sampler
 from .canary import CanaryPair
-from .fits import _GRAD_LR, _hinge
+from .fits import _GRAD_LR, _hinge, csv_pair
 from .objective_llr import _run_estimator_auto_regression_llr, pushed_pair
 from .registry import _RUNNERS, get_runner, register_runner
 
@@ -148,6 +152,29 @@ def _output_row_clipping_dropped() -> Iterator[None]:
         yield
 
 
+def _stratified_split_rows(y, test_size, random_state):
+    """The split of ``load_csv`` before issue #36: a permutation per label stratum, drawn
+    in turn from one generator (the test part of each stratum ``round(test_size · size)``)."""
+    from .._rng import check_random_state
+    from ..datasets._prepare import _split_indices
+
+    return _split_indices(len(y), test_size, check_random_state(random_state), stratify=y)
+
+
+def stratified_train_rows(y) -> np.ndarray:
+    """The training rows of a file with labels ``y`` under :func:`_stratified_split_rows`
+    at ``load_csv``'s defaults (the mutant's pair: :func:`~dperm.audit.fits.csv_pair`)."""
+    return _stratified_split_rows(np.asarray(y), 0.2, 0)[0]
+
+
+@contextlib.contextmanager
+def _stratified_split() -> Iterator[None]:
+    from ..datasets import tabular
+
+    with mock.patch.object(tabular, "_split_rows", _stratified_split_rows):
+        yield
+
+
 #: the injected bugs: name → context manager factory (module docstring)
 PATCHES: dict[str, Callable[[], contextlib.AbstractContextManager]] = {
     "clip-above-calibration": _clip_above_calibration,
@@ -157,6 +184,7 @@ PATCHES: dict[str, Callable[[], contextlib.AbstractContextManager]] = {
     "pca-noise-dropped": _pca_noise_dropped,
     "huber-label-bound-ignored": _huber_label_bound_ignored,
     "output-row-clipping-dropped": _output_row_clipping_dropped,
+    "stratified-split": _stratified_split,
 }
 
 
@@ -306,6 +334,12 @@ MUTANT_TABLE: tuple[dict[str, Any], ...] = (
             description="DPLogisticRegression(mechanism='output', classes=[0, 1, 2]) default "
             "path whose rows are left at R while L, Λ and the noise are calibrated to the "
             "clipped bound f(ε)·R (issue #30's row clipping dropped)"),
+    _mutant("cli-csv", "stratified-split", default_runs=200,
+            pair=functools.partial(csv_pair, split=stratified_train_rows),
+            description="dperm fit --csv whose train/test split is stratified on the file's "
+            "labels (dperm before issue #36): the canary's label moves rows between train "
+            "and test; the pair's rows that train under one file only push the model the "
+            "way that file's canary does"),
 )
 # fmt: on
 

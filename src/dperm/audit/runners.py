@@ -56,11 +56,14 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from ..accounting.active import default_delta
 from .fits import (
     _AR_SIZE,
     _LABELS,
     _SOFTMAX_K,
     _TUKEY_PUBLIC_ROWS,
+    CSV_ROWS,
+    CSV_TRAIN_ROWS,
     OUTPUT_MULTI_CANARIES,
     OUTPUT_MULTI_N,
     AlgorithmRun,
@@ -71,6 +74,7 @@ from .fits import (
     _fit_linear_regression,
     _fit_logistic,
     _fit_softmax,
+    _run_cli_csv,
     _run_discrete_gaussian,
     _run_estimator_auto,
     _run_estimator_auto_multinomial,
@@ -82,6 +86,7 @@ from .fits import (
     _run_snapping,
     _run_tukey,
     _run_tukey_unsafe,
+    csv_pair,
     mirrored_class_pair,
     ssp_release_statistic,
 )
@@ -222,7 +227,7 @@ _SSP = {
     "module": "dperm.algorithms.ssp",
     "n": _SSP_N,
     "d": 2,
-    "default_delta": 1.0 / _SSP_N**2,  # the estimator's default δ = 1/n²
+    "default_delta": default_delta(_SSP_N, budget_share=False),  # the estimator's default
     "noise": "gaussian",
     "default_runs": 2000,
     "statistic": ssp_release_statistic,
@@ -414,6 +419,22 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         "exact log-likelihood ratio of the released θ; Clopper–Pearson (the LLR is not "
         "Gaussian)",
     ),
+    # ---------------------------------------------------------------- a user's file (#36)
+    dict(
+        name="cli-csv", fn=_run_cli_csv, module="dperm.datasets", neighbouring="replace-one",
+        n=CSV_ROWS, d=1, default_delta=default_delta(CSV_TRAIN_ROWS, budget_share=False),
+        # the score sums the noisy clipped steps along the canary's feature: Gaussian
+        # with one variance on both files, so the Gaussian fit reads μ from every run
+        noise="gaussian", default_runs=2000, pair=csv_pair, method="gdp-fit",
+        threat_model="final model (black box): the model dperm fit --csv saves, read at the "
+        "canary's raw row; the file's split is public (its seed)",
+        description="the file is the dataset: two CSV files of "
+        f"{CSV_ROWS} rows that differ in one record (its label), each fitted as dperm fit "
+        "--csv does — load_csv (the public split, the --classes label rule, the public "
+        "schema, the default row scaling) and DPLogisticRegression with every default "
+        "(mechanism='auto': clipped DP-SGD here) — scoring the released model at the "
+        "canary's raw row",
+    ),
     # ---------------------------------------------------------------- networks (#24)
     dict(
         name="network-dp-sgd", fn=_run_network_whitebox, module="torch",
@@ -477,7 +498,7 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
     dict(
         name="adassp", fn=functools.partial(_fit_linear_regression, "adassp"), **_SSP,
         description="DPLinearRegression(mechanism='adassp') — AdaSSP (Wang 2018, Alg. 2) — "
-        f"every other default (R = 1, B = 1, intercept, δ = 1/n²), n = {_SSP_N}, d = 2; "
+        f"every other default (R = 1, B = 1, intercept, δ = min(1/n², 10⁻⁵)), n = {_SSP_N}, d = 2; "
         "scores the released Xᵀy along the canary row (one of three composed Gaussian "
         "releases)",
     ),

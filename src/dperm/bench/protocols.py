@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import lookup
+from ..accounting.active import default_delta
 from ..datasets.dataset import TrainTestSizes
 from ..exceptions import UnknownNameError
 
@@ -71,8 +72,8 @@ class Split(TrainTestSizes):
 
     @property
     def delta(self) -> float:
-        """δ = 1/n_train² (both protocols)."""
-        return 1.0 / float(self.n_train) ** 2
+        """δ = the estimators' default min(1/n_train², 10⁻⁵) (both protocols)."""
+        return default_delta(self.n_train, budget_share=False)
 
 
 @dataclasses.dataclass(frozen=True)

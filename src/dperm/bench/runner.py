@@ -232,7 +232,7 @@ def _theory(alg: str, model, n: int) -> float:
         "n": n,
         "d": d,
         "epsilon": float(model.epsilon_) / k,
-        "delta": float(model.delta) / k if model.delta is not None else 1.0 / n**2 / k,
+        "delta": float(model.delta_) / k,
         "lipschitz": loss.lipschitz(R),
         "smoothness": loss.smoothness(R),
         "strong_convexity": float(model.l2_),

@@ -27,6 +27,7 @@ import typer
 from ..exceptions import DpermError
 
 __all__ = [
+    "FILE_SCHEMA",
     "JSON",
     "QUIET",
     "REQUIRED",
@@ -62,19 +63,32 @@ _CLI_SPELLING = (
     (re.compile(r"bounds=\{column: \(lo, hi\)\}"), "--bounds COL=LO:HI (or a JSON file)"),
     (re.compile(r"categories=\{column: \[values\]\}"), "--categories COL=A,B,C (or a JSON file)"),
     (re.compile(r"allow_data_bounds=True"), "--allow-data-bounds"),
-    (re.compile(r"\bcategorical="), "--categories"),
+    (re.compile(r"\bcategorical="), "--categorical"),
     (re.compile(r"\bcategories="), "--categories"),
     (re.compile(r"\bbounds="), "--bounds"),
+    (re.compile(r"\bimpute="), "--impute"),
     (re.compile(r"\bpositive_label="), "--positive-label"),
     (re.compile(r"\btask='(\w+)'"), r"--task \1"),
     (re.compile(r"\blabel_bound=([\d.eE+-]+)"), r"--label-bound \1"),
-    (re.compile(r"\blabel_bound=?\b"), "--label-bound"),
+    (re.compile(r"\blabel_bound=?(?![\w-])"), "--label-bound"),
     (re.compile(r"\bdata_norm=([\d.eE+-]+)"), r"--data-norm \1"),
-    (re.compile(r"\bclasses=(\[[^\]]*\]|range\(\d+\))"), "the public label set"),
+    (re.compile(r"\bclasses=range\((\d+)\)"), lambda m: f"--classes 0,1,…,{int(m[1]) - 1}"),
+    (re.compile(r"\bclasses=\[([^\]]*)\]"), lambda m: "--classes " + _list_item(m[1])),
+    (re.compile(r"\bclasses=(?!\w)"), "--classes"),
     (re.compile(r"\bmulti_class='(\w+)'"), r"--multi-class \1"),
     (re.compile(r"\bmechanism='([\w-]+)'"), r"--mechanism \1"),
     (re.compile(r"\bmechanism=([\w-]+)\b"), r"--mechanism \1"),
 )
+
+
+def _list_item(inner: str) -> str:
+    """``'no', 'yes'`` (a Python list's inside) → ``no,yes``; ``...`` → ``A,B,…``."""
+    items = [v.strip().strip("'\"") for v in inner.split(",") if v.strip()]
+    if not items or items == ["..."]:
+        return "A,B,…"
+    return ",".join(items).replace(" ", "_") if len(items) > 1 else "A,B,…"
+
+
 #: parameter names that are also flags: "name must …" becomes "--name must …"
 _FLAG_NAMES = (
     "epsilon",
@@ -174,6 +188,58 @@ def _metavar(kind: Any) -> str | None:
             return name
     return None
 
+
+#: the public schema of a user's file (``--csv``; ``--parquet``/``--csv-dir``), shared by
+#: ``dperm fit`` and ``dperm audit --one-run`` (issue #36): nothing of it is read off the
+#: data — the task and the labels included
+FILE_SCHEMA = {
+    "target": Opt(str | None, None, "Label column of --csv (--parquet, --csv-dir)."),
+    "bounds": Opt(
+        list[str] | None,
+        None,
+        "Public bounds: a JSON file {col: [lo, hi]} or col=lo:hi (repeat); lo:hi:log "
+        "scales a heavy-tailed column on the log1p scale.",
+        metavar="COL=LO:HI|FILE",
+    ),
+    "categories": Opt(
+        list[str] | None,
+        None,
+        "Public category list of a categorical column: a JSON file {col: [a, b]} or "
+        "col=a,b,c (repeat); required for every categorical column, like --bounds.",
+        metavar="COL=A,B,C|FILE",
+    ),
+    "categorical": Opt(
+        list[str] | None,
+        None,
+        "A column of numbers to one-hot encode (integer codes) against its --categories "
+        "list (repeat); text columns are categorical anyway.",
+        metavar="COL",
+    ),
+    "classes": Opt(
+        str | None,
+        None,
+        "The public label list: two labels → binary (the second is +1), more → "
+        "multiclass; a label outside it is refused. Never read off the data.",
+        metavar="A,B,…",
+    ),
+    "task": Opt(
+        str | None,
+        None,
+        "binary | multiclass | regression; never read off the labels (--classes, "
+        "--label-bound or --positive-label decide it too).",
+    ),
+    "label_bound": Opt(
+        float | None, None, "Regression: public bound B on |y| (implies --task regression)."
+    ),
+    "positive_label": Opt(str | None, None, "Binary: the label mapped to +1 (every other → −1)."),
+    "impute": Opt(
+        list[str] | None,
+        None,
+        "Public value of a column's missing cells: col=value or a JSON file (repeat); "
+        "default the midpoint of its --bounds (no row is dropped).",
+        metavar="COL=VALUE|FILE",
+    ),
+}
 
 #: ``--json``, an option of every command but bench
 JSON = Opt(bool, False, "Print one JSON object.", "--json")

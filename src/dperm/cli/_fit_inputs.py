@@ -27,7 +27,10 @@ __all__ = [
     "load_dask_dataset",
     "load_fit_dataset",
     "parse_bounds",
+    "parse_categorical",
     "parse_categories",
+    "parse_classes",
+    "parse_impute",
     "public_data_norm",
     "split_bounds",
 ]
@@ -67,7 +70,14 @@ def _items(items: Sequence[str] | None, option: str, parse_value) -> dict[str, A
                     f"{option}: {item!r} is neither an existing schema file nor a col=… item"
                 )
             data = _read_schema_file(path, option)
-            out.update({str(k): parse_value(str(k), v, option) for k, v in data.items()})
+            for k, v in data.items():
+                if isinstance(v, str) and parse_value is not _impute_value:
+                    # a file holds lists: "red" is not ["red"], "0:10" not [0, 10]
+                    raise InvalidPrivacyParameter(
+                        f"{option}: {str(path)!r} gives {str(k)!r} the string {v!r} where a "
+                        'list is expected (e.g. [0, 10] or ["red", "blue"])'
+                    )
+                out[str(k)] = parse_value(str(k), v, option)
             continue
         col, _, value = item.partition("=")
         if not col.strip():
@@ -152,6 +162,45 @@ def parse_categories(items: Sequence[str] | None) -> dict[str, list[str]]:
     return _items(items, "--categories", _category_value)
 
 
+def _impute_value(col: str, value: Any, option: str) -> Any:
+    if isinstance(value, list | dict) or value is None or (isinstance(value, str) and not value):
+        raise InvalidPrivacyParameter(
+            f"{option}: the value of {col!r} must be one number or category, got {value!r}"
+        )
+    return value.strip() if isinstance(value, str) else value
+
+
+def parse_impute(items: Sequence[str] | None) -> dict[str, Any]:
+    """``--impute``: files ``{"col": value}`` and/or ``col=value`` items — the public value
+    of a column's missing cells (a number, or a category of its list)."""
+    return _items(items, "--impute", _impute_value)
+
+
+def parse_classes(value: str | Sequence | None) -> list | None:
+    """``--classes A,B,C``: the public label list (a list is returned as it is)."""
+    if value is None or isinstance(value, list | tuple):
+        return None if value is None else list(value)
+    return [v.strip() for v in str(value).split(",")]
+
+
+def parse_categorical(items: Sequence[str] | None) -> list[str] | None:
+    """``--categorical COL`` (repeat, or ``A,B``): columns of numbers to one-hot encode."""
+    if not items:
+        return None
+    return [c.strip() for item in items for c in str(item).split(",") if c.strip()]
+
+
+def _label_value(label):
+    """A number on the command line means the numeric label (``--positive-label 1``)."""
+    if label is None or not isinstance(label, str):
+        return label
+    try:
+        num = float(label)
+    except ValueError:
+        return label
+    return int(num) if num.is_integer() else num
+
+
 # ----------------------------------------------------------------------------- Dask path
 @contextmanager
 def dask_scheduler(address: str | None) -> Iterator[Any]:
@@ -193,42 +242,46 @@ def dask_scheduler(address: str | None) -> Iterator[Any]:
             cluster.close()
 
 
-def load_dask_dataset(
-    path,
-    fmt: str,
-    target: str | None,
-    bounds,
-    categories,
-    task: str | None,
-    label_bound: float | None,
-    positive_label: str | None,
-):
+def load_dask_dataset(path, fmt: str, schema: dict[str, Any]):
     """``--parquet`` / ``--csv-dir``: :func:`dperm.datasets.dask_io.read_dask` with the
-    public schema of the command line (bounds and categories from the user only)."""
+    public schema of the command line (``schema``: the :data:`~dperm.cli._common.FILE_SCHEMA`
+    options; bounds, category lists and labels from the user only)."""
     from ..datasets.dask_io import read_dask
 
     option = "--parquet" if fmt == "parquet" else "--csv-dir"
-    if target is None:
+    if schema.get("target") is None:
         raise InvalidPrivacyParameter(f"{option} needs --target COLUMN (the label column)")
-    label = positive_label
-    if label is not None:  # a number on the command line means the numeric label
-        try:
-            num = float(label)
-            label = int(num) if num.is_integer() else num
-        except ValueError:
-            pass
-    pairs, log_columns = split_bounds(bounds)
-    return read_dask(
-        path,
-        target,
-        bounds=pairs,
-        log_columns=log_columns,
-        categories=categories if isinstance(categories, dict) else parse_categories(categories),
-        positive_label=label,
-        task=task,
-        label_bound=label_bound,
-        format=fmt,
-    )
+    return read_dask(path, schema["target"], **_schema_kwargs(schema), format=fmt)
+
+
+def _schema_kwargs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of the readers for the command line's ``schema`` options."""
+    pairs, log_columns = split_bounds(schema.get("bounds"))
+    cats = schema.get("categories")
+    impute = schema.get("impute")
+    return {
+        "bounds": pairs,
+        "log_columns": log_columns,
+        "categories": cats if isinstance(cats, dict) else parse_categories(cats),
+        "categorical": _categorical(schema),
+        "classes": parse_classes(schema.get("classes")),
+        "task": schema.get("task"),
+        "label_bound": schema.get("label_bound"),
+        "positive_label": _label_value(schema.get("positive_label")),
+        "impute": impute if isinstance(impute, dict) else parse_impute(impute),
+    }
+
+
+def _categorical(schema: dict[str, Any]) -> list[str] | None:
+    """The categorical columns: the text columns (None: the readers' default) plus the
+    ``--categorical`` columns of numbers, which are then listed with the text columns
+    of ``--categories``."""
+    listed = parse_categorical(schema.get("categorical"))
+    if listed is None:
+        return None
+    cats = schema.get("categories")
+    named = list(cats if isinstance(cats, dict) else parse_categories(cats))
+    return list(dict.fromkeys([*named, *listed]))
 
 
 # ------------------------------------------------------------------ the fit's data source
@@ -239,17 +292,18 @@ def load_fit_dataset(
     csv=None,
     parquet=None,
     csv_dir=None,
-    target: str | None = None,
-    positive_label: str | None = None,
-    bounds=None,
-    categories=None,
-    task: str | None = None,
-    label_bound: float | None = None,
     allow_data_bounds: bool = False,
     verbose: bool = False,
+    **schema: Any,
 ):
-    """The data of ``dperm fit``: a Dask source (``parquet``/``csv_dir``, never
-    gathered), a ``csv`` file with its public schema, or the built-in ``dataset``.
+    """The data of ``dperm fit`` and ``dperm audit --one-run``: a Dask source
+    (``parquet``/``csv_dir``, never gathered), a ``csv`` file with its public schema, or
+    the built-in ``dataset``.
+
+    ``schema`` holds the options of :data:`~dperm.cli._common.FILE_SCHEMA` (``target``,
+    ``bounds``, ``categories``, ``categorical``, ``classes``, ``task``, ``label_bound``,
+    ``positive_label``, ``impute``): command-line items or files, or parsed dicts and
+    lists.
 
     Returns
     -------
@@ -263,6 +317,9 @@ def load_fit_dataset(
     InvalidPrivacyParameter
         Options of two sources, or an option the chosen source does not use.
     """
+    unknown = sorted(set(schema) - set(_SCHEMA_KEYS))
+    if unknown:
+        raise TypeError(f"load_fit_dataset() got unexpected options {unknown}")
     if parquet is not None or csv_dir is not None:  # Dask (docs/cluster.md): never gathered
         if dataset is not None or csv is not None or (parquet and csv_dir) or allow_data_bounds:
             raise InvalidPrivacyParameter(
@@ -270,47 +327,52 @@ def load_fit_dataset(
                 "not available with --parquet/--csv-dir (bounds must be public)"
             )
         fmt = "parquet" if parquet is not None else "csv"
-        ds = load_dask_dataset(
-            parquet or csv_dir, fmt, target, bounds, categories, task, label_bound, positive_label
-        )
-        return ds, False
+        return load_dask_dataset(parquet or csv_dir, fmt, schema), False
     if csv is not None:
         if dataset is not None:
             raise InvalidPrivacyParameter("give either --dataset or --csv, not both")
-        return _load_csv(csv, target, bounds, categories, task, label_bound, allow_data_bounds)
+        return _load_csv(csv, schema, allow_data_bounds)
     from .. import datasets
 
-    if target is not None or bounds or categories or task is not None:
+    given = [k for k in _SCHEMA_KEYS if schema.get(k) not in (None, [], {}, ())]
+    if given:
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
         raise InvalidPrivacyParameter(
-            "--target, --bounds, --categories and --task are only used with --csv"
+            f"{flags}: the public schema of a file, only used with --csv (or --parquet, "
+            "--csv-dir); a built-in dataset has its own"
         )
     with step(f"loading {dataset or datasets.DEFAULT_DATASET}", verbose):
         ds = datasets.load(dataset or datasets.DEFAULT_DATASET, data_home)
-    if label_bound is not None:
-        raise InvalidPrivacyParameter("--label-bound is only used with --csv")
     return ds, False
 
 
-def _load_csv(csv, target, bounds, categories, task, label_bound, allow_data_bounds):
+#: the options of a file's public schema (:data:`dperm.cli._common.FILE_SCHEMA`)
+_SCHEMA_KEYS = (
+    "target",
+    "bounds",
+    "categories",
+    "categorical",
+    "classes",
+    "task",
+    "label_bound",
+    "positive_label",
+    "impute",
+)
+
+
+def _load_csv(csv, schema: dict[str, Any], allow_data_bounds: bool):
     """``--csv``: :func:`dperm.datasets.load_csv` with the public schema of the command
     line; its warnings are re-emitted, and a leak warning means data bounds."""
     from .. import datasets
 
-    if target is None:
+    if schema.get("target") is None:
         raise InvalidPrivacyParameter("--csv needs --target COLUMN (the label column)")
-    bounds_map, log_columns = split_bounds(bounds)
-    cats_map = categories if isinstance(categories, dict) else parse_categories(categories)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ds = datasets.load_csv(
             csv,
-            target,
-            bounds=bounds_map,
-            log_columns=log_columns,
-            categories=cats_map,
-            categorical=list(cats_map) or None,
-            task=task,
-            label_bound=label_bound,
+            schema["target"],
+            **_schema_kwargs(schema),
             allow_data_bounds=allow_data_bounds,
         )
     bounds_from_data = False

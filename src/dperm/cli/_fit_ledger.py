@@ -137,21 +137,24 @@ def open_ledger(
 
 
 def charged_delta(n: int, remaining: float) -> float:
-    """The default δ of a fit charged to a ledger: 1/n² (``n`` training rows), capped at
-    a half of the ledger's ``remaining`` δ (:data:`~dperm.accounting.active.DEFAULT_DELTA_SHARE`,
-    the share ``dperm.budget`` gives a default-δ fit) — a public function of n and of
-    what the ledger recorded.  The shares halve, so default-δ fits never exhaust the
-    budget's δ."""
-    from ..accounting.active import DEFAULT_DELTA_SHARE
+    """The default δ of a fit charged to a ledger: min(1/n², 1e-5) (``n`` training rows;
+    :func:`~dperm.accounting.active.default_delta`), capped at a half of the ledger's
+    ``remaining`` δ (:data:`~dperm.accounting.active.DEFAULT_DELTA_SHARE`, the share
+    ``dperm.budget`` gives a default-δ fit) — a public function of n and of what the
+    ledger recorded.  The shares halve, so default-δ fits never exhaust the budget's δ."""
+    from ..accounting.active import DEFAULT_DELTA_SHARE, default_delta
 
-    return min(1.0 / n**2, DEFAULT_DELTA_SHARE * remaining) or 1.0 / n**2
+    rule = default_delta(n, budget_share=False)
+    return min(rule, DEFAULT_DELTA_SHARE * remaining) or rule
 
 
 def delta_source(delta: float, n: int) -> str:
     """Where the default δ of a ``--ledger`` fit came from, in words (the δ label)."""
-    if delta < 1.0 / n**2:
+    from ..accounting.active import default_delta
+
+    if delta < default_delta(n, budget_share=False):
         return "default: ½ of the ledger's remaining δ"
-    return "default 1/n², within ½ of the ledger's remaining δ"
+    return "default min(1/n², 1e-5), within ½ of the ledger's remaining δ"
 
 
 def reserve_fit(book, epsilon: float, delta: float | None, n: int, label: str, wait=None):

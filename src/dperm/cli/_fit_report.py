@@ -154,6 +154,11 @@ def _ledger_rows(result: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     )
 
 
+def _note(result: dict[str, Any], key: str) -> str:
+    """ " (not private)" when ``key`` is listed outside the guarantee (a file's test rows)."""
+    return " (not private)" if key in (result.get("outside_guarantee") or ()) else ""
+
+
 def print_fit_table(result: dict[str, Any]) -> None:
     """Print the result of ``dperm fit`` (the dict of :func:`run_fit`) as a table; the
     keys computed from the training data without noise are marked "(not private)"."""
@@ -166,7 +171,7 @@ def print_fit_table(result: dict[str, Any]) -> None:
     def fmt(v, spec=".4f"):
         return "—" if v is None else format(v, spec)
 
-    delta_note = " (default 1/n²)" if result["delta_default"] else ""
+    delta_note = " (default min(1/n², 1e-5))" if result["delta_default"] else ""
     if result.get("delta_source"):  # --ledger: a share of the ledger's remaining δ
         delta_note = f" ({result['delta_source']})"
     np_note = " (not private)"  # rows computed from the training data without noise
@@ -193,8 +198,13 @@ def print_fit_table(result: dict[str, Any]) -> None:
             if result.get("bounds_from_data")
             else ()
         ),
-        (f"test {metric}", fmt(result[f"test_{key}"])),
-        *((("test RMSE", fmt(result.get("test_rmse"), ".4g")),) if key == "r2" else ()),
+        # the test rows of a user's file are its own records: outside the guarantee
+        (f"test {metric}{_note(result, f'test_{key}')}", fmt(result[f"test_{key}"])),
+        *(
+            ((f"test RMSE{_note(result, 'test_rmse')}", fmt(result.get("test_rmse"), ".4g")),)
+            if key == "r2"
+            else ()
+        ),
         (f"train {metric}{np_note}", fmt(result[f"train_{key}"])),
         (f"excess empirical risk{np_note}", fmt(result["excess_empirical_risk"], ".4g")),
         (
@@ -222,6 +232,11 @@ def print_fit_table(result: dict[str, Any]) -> None:
             if result.get(key) is not None
         ),
         (f"rows clipped{np_note}", str(result["n_clipped"])),
+        *(
+            (f"{label}{np_note}", str(result[k]))
+            for k, label in (("n_imputed", "cells imputed"), ("n_clipped_labels", "labels clipped"))
+            if k in result
+        ),
         (f"fit seconds{np_note}", fmt(result["fit_seconds"], ".3f")),
     ]
     for k, v in rows:

@@ -13,13 +13,14 @@ Examples (shell)::
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import typer
 
 from ..exceptions import InvalidPrivacyParameter
-from ._common import JSON, QUIET, Opt, one_line_errors, step, with_options
-from ._fit_inputs import public_data_norm
+from ._common import FILE_SCHEMA, JSON, QUIET, Opt, one_line_errors, step, with_options
+from ._fit_inputs import load_fit_dataset, public_data_norm
 from .fit import make_estimator
 
 __all__ = [
@@ -111,9 +112,6 @@ def one_run_command(
     dataset: str | None = None,
     data_home: str | None = None,
     csv: str | None = None,
-    target: str | None = None,
-    task: str | None = None,
-    label_bound: float | None = None,
     model: str | None = None,
     mechanism: str | None = None,
     epsilon: float = 1.0,
@@ -125,10 +123,16 @@ def one_run_command(
     canaries: int = 1000,
     confidence: float = 0.95,
     seed: int | None = None,
+    **schema: Any,
 ) -> dict[str, Any]:
     """``dperm audit --one-run``: the estimator ``dperm fit`` would build from these
     options, audited from one fit with ``canaries`` canary slots
     (:func:`dperm.audit.one_run.one_run_audit`; a sanity check, not a proof).
+
+    ``schema`` holds a ``csv`` file's public schema, the options of ``dperm fit``
+    (:data:`~dperm.cli._common.FILE_SCHEMA`: ``target``, ``bounds``, ``categories``,
+    ``classes``, ``task``, ``label_bound``, …), read by the same loader
+    (:func:`~dperm.cli._fit_inputs.load_fit_dataset`).
 
     Returns
     -------
@@ -140,17 +144,11 @@ def one_run_command(
     DpermError
         Bad options or data (as ``dperm fit``).
     """
-    from .. import datasets
     from .._validation import check_epsilon
     from ..audit.one_run import one_run_audit
 
     check_epsilon(epsilon)
-    if csv is not None:
-        if target is None:
-            raise InvalidPrivacyParameter("--csv needs --target COLUMN (the label column)")
-        ds = datasets.load_csv(csv, target, task=task, label_bound=label_bound)
-    else:
-        ds = datasets.load(dataset or datasets.DEFAULT_DATASET, data_home)
+    ds, _ = load_fit_dataset(dataset, data_home, csv=csv, **schema)
     est, model = make_estimator(
         ds,
         model,
@@ -286,9 +284,8 @@ _OPTIONS = {
     "dataset": Opt(str | None, None, "--one-run: dataset (default breast-cancer)."),
     "data_home": Opt(str | None, None, "--one-run: folder with the data files."),
     "csv": Opt(str | None, None, "--one-run: a CSV file instead of --dataset."),
-    "target": Opt(str | None, None, "--one-run: label column of --csv."),
-    "task": Opt(str | None, None, "--one-run --csv: binary | multiclass | regression."),
-    "label_bound": Opt(float | None, None, "--one-run --csv regression: public bound B on |y|."),
+    # --one-run --csv: the file's public schema, the options of dperm fit (one definition)
+    **{k: replace(opt, help="--one-run --csv: " + opt.help) for k, opt in FILE_SCHEMA.items()},
     "model": Opt(str | None, None, "--one-run: logistic | svm | linear (as dperm fit)."),
     "data_norm": Opt(float | None, None, "--one-run: row ℓ2 bound (default the dataset's)."),
     "batch_size": Opt(int | None, None, "--one-run: DP-SGD expected batch size."),
@@ -303,9 +300,7 @@ _ONE_RUN_ONLY = (
     "dataset",
     "data_home",
     "csv",
-    "target",
-    "task",
-    "label_bound",
+    *FILE_SCHEMA,
     "model",
     "data_norm",
     "batch_size",

@@ -4,8 +4,9 @@ Examples (shell)::
 
     dperm fit                                   # breast-cancer, logistic, objective, ε = 1
     dperm fit --dataset adult --data-home ../shared/data --epsilon 1 --json
-    dperm fit --csv data.csv --target label --model svm --mechanism output --delta 0 \\
-        --bounds age=17:90 --bounds hours=1:99 --categories colour=red,green,blue
+    dperm fit --csv data.csv --target label --classes no,yes --model svm \\
+        --mechanism output --delta 0 --bounds age=17:90 --bounds hours=1:99 \\
+        --categories colour=red,green,blue
     dperm fit --csv data.csv --target y --task regression --bounds schema.json \\
         --label-bound 5 --ledger budget.db --ledger-epsilon 3 --ledger-delta 1e-5
 
@@ -42,6 +43,7 @@ from ..exceptions import (
     UnknownNameError,
 )
 from ._common import (
+    FILE_SCHEMA,
     JSON,
     QUIET,
     Opt,
@@ -152,8 +154,11 @@ def run_fit(
     tune: bool = False,
     bounds: list[str] | dict | None = None,
     categories: list[str] | dict | None = None,
+    categorical: list[str] | None = None,
+    classes: str | list | None = None,
     label_bound: float | None = None,
     task: str | None = None,
+    impute: list[str] | dict | None = None,
     multi_class: str | None = None,
     batch_size: int | None = None,
     epochs: int | None = None,
@@ -178,9 +183,12 @@ def run_fit(
     slower than a second.  ``save`` writes the fitted model with
     :func:`dperm.io.save` and its privacy statement to ``<save>.privacy.txt``.
 
-    ``bounds`` / ``categories`` (``col=lo:hi`` / ``col=a,b,c`` items or schema
-    files, or dicts), ``label_bound`` and ``task`` are the public schema of a
-    ``csv`` file (CSV, or Parquet by suffix ``.parquet``).  ``ledger`` names a
+    ``bounds`` / ``categories`` / ``impute`` (``col=lo:hi`` / ``col=a,b,c`` /
+    ``col=value`` items or schema files, or dicts), ``categorical``, ``classes``
+    (``"a,b,c"`` or a list), ``label_bound``, ``task`` and ``positive_label`` are the
+    public schema of a ``csv`` file (CSV, or Parquet by suffix ``.parquet``) or a Dask
+    source (:data:`~dperm.cli._common.FILE_SCHEMA`): nothing of it is read off the data,
+    the task and the labels included.  ``ledger`` names a
     store (a SQLite file, a JSON store or a ``postgresql://`` URL) holding the
     budget ``ledger_budget`` (default "default", created with budget
     ``ledger_epsilon``, ``ledger_delta``) spent across invocations, processes and
@@ -225,14 +233,17 @@ def run_fit(
         csv=csv,
         parquet=parquet,
         csv_dir=csv_dir,
-        target=target,
-        positive_label=positive_label,
-        bounds=bounds,
-        categories=categories,
-        task=task,
-        label_bound=label_bound,
         allow_data_bounds=allow_data_bounds,
         verbose=verbose,
+        target=target,
+        bounds=bounds,
+        categories=categories,
+        categorical=categorical,
+        classes=classes,
+        task=task,
+        label_bound=label_bound,
+        positive_label=positive_label,
+        impute=impute,
     )
     data_norm = public_data_norm(ds, data_norm)
     fit_delta, reservation = _reserve(book, epsilon, delta, ds, wait)
@@ -240,7 +251,7 @@ def run_fit(
         ds,
         model,
         epsilon=epsilon,
-        delta=fit_delta,  # None → 1/n² inside the estimator
+        delta=fit_delta,  # None → the default min(1/n², 1e-5) inside the estimator
         data_norm=data_norm,
         seed=seed,
         constraint_radius=constraint_radius,
@@ -255,11 +266,11 @@ def run_fit(
         learning_rate=learning_rate,
     )
     fit = _private_fit(est, ds, model, tune, epsilon, fit_delta, verbose)
-    out = _report(fit, delta, reference, bounds_from_data, verbose)
+    from_file = (csv or parquet or csv_dir) is not None  # its public schema goes with the model
+    out = _report(fit, delta, reference, bounds_from_data, verbose, from_file)
     if book is not None and delta is None:  # the δ label says where δ came from
         out["delta_source"] = delta_source(fit_delta, ds.n_train)
-    from_file = (csv or parquet or csv_dir) is not None  # its public schema goes with the model
-    return _release(out, fit, book, reservation, save, from_file, from_csv=csv is not None)
+    return _release(out, fit, book, reservation, save, from_file)
 
 
 def _check_options(epsilon, delta, save, ledger, budget_options: tuple) -> None:
@@ -378,30 +389,42 @@ def _private_fit(est, ds, model: str, tune: bool, epsilon: float, delta, verbose
     return _Fit(est, ds, model, mechanism, tuned, seconds)
 
 
-def _report(fit: _Fit, delta: float | None, reference: bool, bounds_from_data: bool, verbose):
+def _report(
+    fit: _Fit, delta: float | None, reference: bool, bounds_from_data: bool, verbose, from_file
+):
     """The keys of ``dperm fit --json`` (:func:`~dperm.cli._fit_report.measure`) with
     ``bounds_from_data`` and, after ``--tune``, ``tuned``; ``delta`` is ``--delta``
-    (None: the default δ)."""
+    (None: the default δ).  The test rows of a user's file (``from_file``) are its own
+    held-out records: the test metric is then listed as outside the guarantee, with the
+    file's imputed cells and clipped labels (counts of the private data)."""
     reference = reference and fit.model != "mlp"  # no non-private reference of a network
     out = measure(fit.est, fit.ds, fit.model, fit.mechanism, delta, fit.seconds, reference, verbose)
     out["bounds_from_data"] = bounds_from_data
+    if from_file:
+        counts = {k: getattr(fit.ds, k, None) for k in ("n_imputed", "n_clipped_labels")}
+        out.update({k: int(v) for k, v in counts.items() if v is not None})  # Dask: none
+        metric = "r2" if fit.ds.task == "regression" else "accuracy"
+        extra = [f"test_{metric}", *(k for k in counts if k in out)]
+        if metric == "r2":
+            extra.insert(1, "test_rmse")
+        out["outside_guarantee"] = [*out["outside_guarantee"], *extra]
     if fit.tuned is not None:
         out["tuned"] = fit.tuned
     return out
 
 
-def _release(out: dict, fit: _Fit, book, reservation, save, from_file: bool, from_csv: bool):
+def _release(out: dict, fit: _Fit, book, reservation, save, from_file: bool):
     """``--save`` and ``--ledger`` after the fit: the reservation is committed before the
     model file is in place (:func:`_save_model`), then ``out`` gains the ``ledger_*`` keys.
     A saved model of a file (``from_file``) holds its public schema (the pipeline scores
-    raw rows) and, for a ``--csv`` file (``from_csv``), predicts the file's labels."""
+    raw rows) and predicts the public names of its labels (``--classes``)."""
     commit = None
     if book is not None:
         label = f"dperm fit {fit.ds.name} {fit.model} {fit.mechanism}"
         commit = functools.partial(commit_fit, reservation, fit.est, label)
     if save is not None:
         encoder = fit.ds.encoder if from_file else None
-        names = getattr(fit.ds, "label_names", None) if from_csv else None
+        names = getattr(fit.ds, "label_names", None) if from_file else None
         bounds_from_data = bool(out.get("bounds_from_data"))
         out.update(_save_model(fit.est, Path(save), bounds_from_data, encoder, commit, names))
     elif commit is not None:
@@ -424,19 +447,15 @@ def _save_model(
     encoder, model): ``dperm.load(path).predict(raw_frame)`` and ``dperm predict``.
     ``commit`` (``--ledger``) is called with (path, staged file) once the model is
     written next to ``path``, before it is moved there: a model file in place is
-    always charged.  ``label_names`` (a file's own labels, :attr:`Dataset.label_names`)
+    always charged.  ``label_names`` (a file's public labels, :attr:`Dataset.label_names`)
     replace the encoded ones in ``classes_``, so that the saved model predicts the
     file's labels (a relabelling of the released model: post-processing); the parameter
-    ``classes`` becomes None, so the statement says the labels were read off the data."""
+    ``classes`` becomes the names (public: the file's ``--classes``, never read off the
+    data; :func:`_name_classes`)."""
     from ..io import privacy_statement, save
 
-    classes = getattr(est, "classes_", None)
-    if label_names is not None and classes is not None and len(classes) == len(label_names):
-        import numpy as np
-
-        est.classes_ = np.asarray(list(label_names))
-        if "classes" in est.get_params(deep=False):
-            est.set_params(classes=None)
+    if label_names is not None:
+        _name_classes(est, label_names)
 
     if bounds_from_data:  # the statement must not claim public bounds
         est.privacy_caveats_ = (
@@ -472,6 +491,37 @@ def _save_model(
     return out if commit is None else {**out, "_entry": entry}
 
 
+def _name_classes(est, names) -> None:
+    """Relabel a fitted classifier with the public ``names`` of its encoded classes
+    (post-processing of the released model): ``classes_`` the sorted names — the order
+    the estimators keep ``classes_`` in, which a saved model is checked against — with
+    the coefficient rows permuted to match (a binary model's sign flipped when its
+    positive class sorts first), and the parameter ``classes`` the names, so the
+    statement says the label set is public.  A model without one coefficient row per
+    class or a binary sign (a network) keeps its encoded labels when the names are not
+    in sorted order."""
+    import numpy as np
+
+    classes = getattr(est, "classes_", None)
+    names = [str(v) for v in names]
+    if classes is None or len(classes) != len(names) or len(set(names)) != len(names):
+        return
+    order = np.argsort(np.asarray(names), kind="stable")  # sorted position → class code
+    coef = getattr(est, "coef_", None)
+    if not np.array_equal(order, np.arange(len(names))):
+        if coef is None or not hasattr(est, "intercept_"):
+            return
+        if len(names) == 2 and np.atleast_2d(coef).shape[0] == 1:
+            est.coef_, est.intercept_ = -coef, -est.intercept_  # +1 is the other class now
+        elif np.atleast_2d(coef).shape[0] == len(names):
+            est.coef_, est.intercept_ = coef[order], est.intercept_[order]
+        else:
+            return
+    est.classes_ = np.asarray(names)[order]
+    if "classes" in est.get_params(deep=False):
+        est.set_params(classes=[names[i] for i in order])
+
+
 #: the options of ``dperm fit``, in the order of ``--help``
 _OPTIONS = {
     "dataset": Opt(
@@ -479,13 +529,12 @@ _OPTIONS = {
     ),
     "data_home": Opt(Path | None, None, "Folder with the data files (default $DPERM_DATA_HOME)."),
     "csv": Opt(Path | None, None, "Fit on a CSV (or .parquet) file instead."),
-    "target": Opt(str | None, None, "Label column of --csv."),
+    **FILE_SCHEMA,  # the public schema of a file: shared with dperm audit --one-run
     "allow_data_bounds": Opt(
         bool, False, "CSV: read missing bounds and category lists from the data (LEAKS)."
     ),
     "parquet": Opt(Path | None, None, "Fit with Dask on a Parquet directory (docs/cluster.md)."),
     "csv_dir": Opt(Path | None, None, "Fit with Dask on a directory (or glob) of CSV files."),
-    "positive_label": Opt(str | None, None, "--parquet/--csv-dir: target value mapped to +1."),
     "scheduler": Opt(
         str | None, None, "Dask scheduler: local (a LocalCluster) or ADDRESS (tcp://…)."
     ),
@@ -499,7 +548,9 @@ _OPTIONS = {
         "| objective | output | amp | dp-sgd | any registered mechanism",
     ),
     "epsilon": Opt(float, 1.0, "Privacy budget ε."),
-    "delta": Opt(float | None, None, "δ (default 1/n², n = training rows; 0 = pure ε-DP)."),
+    "delta": Opt(
+        float | None, None, "δ (default min(1/n², 1e-5), n = training rows; 0 = pure ε-DP)."
+    ),
     "data_norm": Opt(float | None, None, "Row ℓ2 bound (default: the dataset's public bound)."),
     "constraint_radius": Opt(
         float | None, None, "Radius of the constraint set (default: the estimator's public rule)."
@@ -511,22 +562,6 @@ _OPTIONS = {
     "save": Opt(Path | None, None, "Write the model (dperm.load) and PATH.privacy.txt."),
     "json_output": JSON,
     "tune": Opt(bool, False, "Private search around the auto choice; ε, δ cover it all."),
-    "bounds": Opt(
-        list[str] | None,
-        None,
-        "Public bounds: a JSON file {col: [lo, hi]} or col=lo:hi (repeat); lo:hi:log "
-        "scales a heavy-tailed column on the log1p scale.",
-        metavar="COL=LO:HI|FILE",
-    ),
-    "categories": Opt(
-        list[str] | None,
-        None,
-        "Public category list of a categorical column: a JSON file {col: [a, b]} or "
-        "col=a,b,c (repeat); required for every categorical column, like --bounds.",
-        metavar="COL=A,B,C|FILE",
-    ),
-    "label_bound": Opt(float | None, None, "CSV regression: public bound B on |y|."),
-    "task": Opt(str | None, None, "CSV: binary | multiclass | regression (default: inferred)."),
     "multi_class": Opt(
         str | None, None, "auto (default: multinomial where supported) | ovr | multinomial."
     ),

@@ -54,21 +54,22 @@ def _check_categories(encoder, frame) -> None:
     column and the value (the rows scored are the caller's, not training records).
     Values are compared as exact strings — case counts: ``RED`` is not ``red`` — since
     at fit time an unknown value is encoded as all zeros, which would silently change
-    the prediction of the row (issue #32)."""
+    the prediction of the row (issue #32).  A missing cell is not unknown: the encoder
+    imputes it by the schema's public rule, as at fit (issue #36)."""
     import numpy as np
 
     for col in encoder.schema_.columns:
         if not hasattr(col, "categories") or col.name not in frame.columns:
             continue  # a missing column: the encoder's own error names it
-        codes = col.codes(frame[col.name])
-        if (codes >= 0).all():
+        unknown = (col.codes(frame[col.name]) < 0) & frame[col.name].notna().to_numpy()
+        if not unknown.any():
             continue
-        value = str(frame[col.name].to_numpy(dtype=object)[int(np.argmax(codes < 0))])
+        value = str(frame[col.name].to_numpy(dtype=object)[int(np.argmax(unknown))])
         near = [c for c in col.categories if c.strip().lower() == value.strip().lower()]
         hint = f" (did you mean {near[0]!r}? values are case-sensitive)" if near else ""
         raise InvalidDataError(
             f"column {col.name!r} has the value {value!r}, outside its public category "
-            f"list {list(col.categories)}{hint}; {int((codes < 0).sum())} row(s) affected"
+            f"list {list(col.categories)}{hint}; {int(unknown.sum())} row(s) affected"
         )
 
 

@@ -9,7 +9,11 @@ by :meth:`dperm.datasets.Schema.transform` on the workers — the very per-recor
 map of the one-machine loaders — and divided by the schema's public worst-case
 norm.  The only things the client learns are the column names and dtypes
 (metadata) and the number of rows of each partition (a count, needed to align the
-partitions; n is public under the estimators' replace-one relation).
+partitions; n is public under the estimators' replace-one relation).  No row is
+dropped: a missing cell is imputed by the public rule of the one-machine reader (the
+declared value, else the midpoint of the column's public range or the all-zero block),
+so n is the files' row count; a missing label, a label outside the public list and a
+category outside its list are refused (when the partition is computed).
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ from ..exceptions import (
     UnknownNameError,
 )
 from ..schema import SchemaEncoder
+from ._prepare import LabelRule, label_rule
 from .dataset import Dataset
-from .schema import Schema, _column_check, _user_schema
+from .schema import Schema, _column_check, _refuse_unknown_categories, _user_schema
 
 
 def _require_dask() -> None:
@@ -74,22 +79,16 @@ def _files(path: Path, kind: str | None) -> tuple[str, str]:
     return kind, where
 
 
-def _encode_target(values, positive_label, label_bound) -> np.ndarray:
-    """The label map of one partition: ±1 (binary, ``positive_label`` ↦ +1) or the
-    float target clipped to ±``label_bound`` (regression)."""
-    values = np.asarray(values)
-    if positive_label is not None:
-        if values.dtype.kind in "OUST" or isinstance(positive_label, str):
-            return np.where(values.astype(str) == str(positive_label), 1.0, -1.0)
-        return np.where(values == positive_label, 1.0, -1.0)
-    y = values.astype(np.float64)
-    if label_bound is not None:
-        y = np.clip(y, -label_bound, label_bound)
-    return y
+def _encode_target(values, rule: LabelRule, column: str) -> np.ndarray:
+    """The public label map of one partition (:meth:`LabelRule.encode`): ±1 or the
+    float target clipped to ±``label_bound``."""
+    return rule.encode(np.asarray(values), column)[0]
 
 
 def _features(frame, schema: Schema, scale: float, dtype) -> np.ndarray:
-    """The schema's per-record map of one partition, divided by the public ``scale``."""
+    """The schema's per-record map of one partition, divided by the public ``scale``
+    (a category outside its public list is refused, a missing cell imputed)."""
+    _refuse_unknown_categories(schema, frame)
     X, _ = schema.transform(frame)
     X /= scale
     return X.astype(dtype, copy=False)
@@ -106,6 +105,8 @@ def read_dask(
     positive_label=None,
     task: str | None = None,
     label_bound: float | None = None,
+    classes=None,
+    impute: Mapping[str, object] | None = None,
     center: bool | None = None,
     dtype=np.float64,
     format: str | None = None,
@@ -114,12 +115,13 @@ def read_dask(
     """Read a Parquet or CSV directory as Dask arrays with a public schema.
 
     The one-machine counterpart is :func:`dperm.datasets.load_csv`; the schema
-    rules are the same, with two differences that keep every constant public on
-    a cluster: a numeric column without a bound and a categorical column without
-    its category list are refused (there is no ``allow_data_bounds``), and the
-    label encoding must be given (``positive_label`` for a binary task, or
-    ``task="regression"``) instead of read off the distinct values.  Rows with a
-    missing value are dropped (a per-record filter); there is no test split.
+    rules are the same (the label encoding is given — ``classes=[negative,
+    positive]``, ``positive_label`` or ``task="regression"``/``label_bound`` —
+    never read off the values; no row is dropped: missing cells are imputed by the
+    same public rule), with two differences: a numeric column without a bound and a
+    categorical column without its category list are always refused (there is no
+    ``allow_data_bounds``), and the task is binary or regression.  There is no test
+    split.
 
     Parameters
     ----------
@@ -140,7 +142,13 @@ def read_dask(
     task : {"binary", "regression"}, optional
         "regression" keeps the float target, clipped to ``label_bound``.
     label_bound : float, optional
-        Regression: public bound on ``|y|``.
+        Regression (implies it): public bound on ``|y|``.
+    classes : list of two labels, optional
+        The public labels of a binary task (the second ↦ +1); a label outside them is
+        refused.
+    impute : dict column → value, optional
+        The public value of a missing cell (default: the midpoint of the public range,
+        the all-zero block of a categorical column).
     center : bool, optional
         As :func:`~dperm.datasets.load_csv` (default: centered for regression).
     dtype : numpy dtype, default float64
@@ -177,23 +185,38 @@ def read_dask(
 
     path = Path(path)
     kind, where = _files(path, format)
+    for c, vals in dict(categories or {}).items():
+        if isinstance(vals, str | bytes) or not isinstance(vals, Sequence | np.ndarray):
+            raise InvalidPrivacyParameter(
+                f"the categories of column {c!r} must be a list of values, e.g. "
+                f"['red', 'blue'], got {type(vals).__name__}: {vals!r}"
+            )
     cats = {k: [str(v) for v in vals] for k, vals in dict(categories or {}).items()}
-    categorical = list(cats) if categorical is None else list(categorical)
-    dtypes = dict.fromkeys(categorical, "str")
+    listed = [] if categorical is None else list(categorical)
+    categorical = list(dict.fromkeys([*listed, *cats]))
     if kind == "parquet":
         frame = dd.read_parquet(where)
-    else:
+        meta = frame._meta
+    else:  # the inferred dtypes first (a sample), then the categorical columns as text
+        meta = dd.read_csv(where, blocksize=blocksize)._meta
+        dtypes = dict.fromkeys([c for c in categorical if c in meta.columns], "str")
         frame = dd.read_csv(where, dtype=dtypes or None, blocksize=blocksize)
     header = [str(c) for c in frame.columns]
     require = _column_check(header, path)
     require([target], "target")
     require(categorical, "categorical")
     require(cats, "categories")
+    numbers = [c for c in cats if c not in listed and meta[c].dtype.kind in "biuf"]
+    if numbers:  # as load_csv: a category list on a column of numbers is a mistake
+        raise InvalidPrivacyParameter(
+            f"a category list is given for the numeric column(s) {numbers}: a numeric "
+            "column needs a public bound, bounds={column: (lo, hi)}; to one-hot encode its "
+            "codes instead, list it in categorical="
+        )
     bounds = dict(bounds or {})
     require(bounds, "bounds")
     require(log_columns, "log_columns")
     features = [c for c in header if c != target]
-    meta = frame._meta
     categorical += [
         c for c in features if c not in categorical and meta[c].dtype.kind not in "biuf"
     ]
@@ -211,42 +234,30 @@ def read_dask(
             f"categorical column(s) {no_cats} have no public category list: pass "
             "categories={column: [values]}; the Dask reader never reads them from the data"
         )
-    if task not in (None, "binary", "regression"):
+    if task == "multiclass" or (classes is not None and len(classes) > 2):
         raise UnknownNameError(
             f"task must be 'binary' or 'regression' on the Dask path, got {task!r} "
             "(multi-class models are not available on the Dask backend)"
         )
-    if task == "regression" and positive_label is not None:
-        raise InvalidPrivacyParameter("positive_label is for a binary task, not regression")
-    if task is None:
-        if positive_label is None:
-            raise InvalidPrivacyParameter(
-                "the Dask reader needs the public label encoding: positive_label= (binary: "
-                "that value ↦ +1, every other ↦ −1) or task='regression'"
-            )
-        task = "binary"
-    if task == "binary" and positive_label is None:
-        raise InvalidPrivacyParameter("task='binary' needs positive_label= on the Dask path")
-    if label_bound is not None:
-        label_bound = float(label_bound)
-        if not label_bound > 0 or not np.isfinite(label_bound):
-            raise InvalidPrivacyParameter(f"label_bound must be > 0 and finite, got {label_bound}")
+    rule = label_rule(task, positive_label, label_bound, classes)
+    task = rule.task
     center = task == "regression" if center is None else bool(center)
-    schema = _user_schema(features, categorical, cats, bounds, log_columns, center)
+    impute = dict(impute or {})
+    require(impute, "impute")
+    schema = _user_schema(features, categorical, cats, bounds, log_columns, center, impute)
     if categorical and kind == "parquet":
-        frame = frame.astype(dict.fromkeys(categorical, str))
-    frame = frame.dropna()
-    return _to_arrays(frame, schema, target, positive_label, label_bound, task, dtype, path)
+        frame = frame.astype(dict.fromkeys(categorical, "string"))  # missing stays missing
+    return _to_arrays(frame, schema, target, rule, dtype, path)
 
 
-def _to_arrays(frame, schema, target, positive_label, label_bound, task, dtype, path) -> Dataset:
+def _to_arrays(frame, schema, target, rule: LabelRule, dtype, path) -> Dataset:
     import dask.array as da
     from dask import compute, delayed
 
     parts = frame.to_delayed()
     lengths = compute(*[delayed(len)(p) for p in parts])  # counts only
     if sum(lengths) == 0:
-        raise InvalidDataError(f"{path}: no rows (after dropping rows with missing values)")
+        raise InvalidDataError(f"{path}: no rows")
     d = len(schema.feature_names)
     scale = schema.worst_case_norm
     dtype = np.dtype(dtype)
@@ -257,18 +268,13 @@ def _to_arrays(frame, schema, target, positive_label, label_bound, task, dtype, 
         if m == 0:
             continue
         xs.append(da.from_delayed(feat(p, schema, scale, dtype), shape=(m, d), dtype=dtype))
-        ys.append(
-            da.from_delayed(
-                lab(p[target], positive_label, label_bound), shape=(m,), dtype=np.float64
-            )
-        )
+        ys.append(da.from_delayed(lab(p[target], rule, target), shape=(m,), dtype=np.float64))
     X = da.concatenate(xs, axis=0)
     y = da.concatenate(ys, axis=0)
     desc = (
-        f"{path} read with dask ({len(xs)} partitions, {sum(lengths)} rows after dropping "
-        f"rows with missing values); target {target!r}: "
-        + (f"{positive_label!r} ↦ +1, other ↦ −1" if task == "binary" else "regression")
-        + f"; rows divided by the public worst-case norm {scale:.4g}"
+        f"{path} read with dask ({len(xs)} partitions, {sum(lengths)} rows; missing cells "
+        f"imputed by the public rule); target {target!r}: {rule.describe()}; rows divided "
+        f"by the public worst-case norm {scale:.4g}"
     )
     return Dataset(
         name=path.stem or str(path),
@@ -277,10 +283,14 @@ def _to_arrays(frame, schema, target, positive_label, label_bound, task, dtype, 
         X_test=None,
         y_test=None,
         feature_names=schema.feature_names,
-        task=task,
+        task=rule.task,
         row_norm_bound=1.0,
-        label_bound=label_bound if task == "regression" else None,
+        label_bound=rule.label_bound,
         description=desc,
+        classes=rule.dataset_classes,
+        label_names=rule.names,
+        n_imputed=None,  # imputed on the workers, not counted (a count is a pass)
+        n_clipped_labels=None,
         encoder=SchemaEncoder.from_schema(schema, normalize_rows=True),  # the same map
     )
 

@@ -63,20 +63,30 @@ class Dataset(TrainTestSizes):
         Human-readable provenance: source, schema, label mapping, split.
     n_unknown_categories : int, default 0
         Number of (row, categorical column) cells whose value is not in the
-        public category list; such cells are encoded as all-zero.
+        public category list; such cells are encoded as all-zero (a user's file
+        is refused instead: :func:`load_csv`).
     classes : tuple or None
         The *public* label set of a classification task, to pass to the
         estimators as ``classes=``: (−1.0, +1.0) for every binary task (the
-        loaders encode the positive class as +1), (0, …, 9) for MNIST.  None for
-        regression and for a multi-class CSV/svmlight file, whose label set was
-        read off the file (then the estimators warn that it is not protected).
+        loaders encode the positive class as +1), (0, …, k − 1) for a multi-class
+        task (MNIST's ten digits; a file's public ``classes=`` list).  None for
+        regression.
     label_names : tuple or None
-        A file's own label values, in the order of the encoded labels: (negative,
-        positive) for a binary task (−1, +1), the sorted classes (0 … k−1) for a
-        multi-class one; ``dperm fit --csv … --save`` gives them to the saved model, so
-        that ``dperm predict`` prints the file's labels.  Read off the file's target
-        column (like a multi-class file's label set, outside the guarantee).  None for
-        the built-in datasets and regression.
+        The public names of the encoded labels of a user's file: (negative, positive)
+        for a binary task (−1, +1; ``"not <positive_label>"`` for one-vs-rest), the
+        ``classes=`` list (0 … k−1) for a multi-class one — the caller's options, never
+        read off the file; ``dperm fit --csv … --save`` gives them to the saved model,
+        so that ``dperm predict`` prints them.  None for the built-in datasets and
+        regression.
+    n_imputed : int or None, default 0
+        Number of missing cells of a user's file imputed by the public rule (the
+        declared value, else the midpoint of the column's public range or the
+        all-zero block): no row is dropped, so n does not depend on the data.  A count
+        of the private data without noise (not private).  None when not counted (the
+        Dask readers impute on the workers and count nothing: a count is a pass).
+    n_clipped_labels : int or None, default 0
+        Regression: number of targets clipped to ``label_bound`` (not private; None
+        when not counted, as ``n_imputed``).
     encoder : dperm.schema.SchemaEncoder or None
         The public map from the raw records to ``X_train``/``X_test`` (fitted; it learns
         nothing), when the loader has one: ``dperm fit --csv … --save`` saves it in front
@@ -97,6 +107,8 @@ class Dataset(TrainTestSizes):
     classes: tuple | None = field(default=None, repr=False)
     encoder: Any = field(default=None, repr=False)
     label_names: tuple | None = field(default=None, repr=False)
+    n_imputed: int | None = 0
+    n_clipped_labels: int | None = 0
 
     def __post_init__(self):
         if self.classes is None and self.task == "binary":

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from .._validation import check_count, clip_rows, row_norms
 from ..exceptions import DataFileNotFoundError, InvalidDataError
-from ._prepare import _encode_labels
+from ._prepare import _encode_labels, label_rule
 from .dataset import Dataset
 
 
@@ -32,6 +32,7 @@ def load_svmlight(
     task: str | None = None,
     positive_label=None,
     label_bound: float | None = None,
+    classes=None,
 ) -> Dataset:
     """Load a LIBSVM / svmlight file as a sparse CSR dataset.
 
@@ -50,8 +51,10 @@ def load_svmlight(
         ``row_norm_bound = 1``.  This is a **per-record map** (each row is
         divided by its own norm), so it needs no privacy accounting.  With
         False, ``row_norm_bound = inf`` and the caller must pick ``data_norm``.
-    task, positive_label, label_bound
-        As in :func:`load_csv`; binary labels are mapped to {−1, +1}.
+    task, positive_label, label_bound, classes
+        As in :func:`load_csv`: the task and the labels come from these public options,
+        never from the file (a file that leaves them open is refused); binary labels
+        are mapped to {−1, +1}, a label outside ``classes`` is refused.
 
     Returns
     -------
@@ -73,6 +76,7 @@ def load_svmlight(
             raise DataFileNotFoundError(f"svmlight file not found: expected {p}")
     if n_features is not None:
         n_features = check_count(n_features, "n_features")
+    rule = label_rule(task, positive_label, label_bound, classes)  # before the data is read
     try:
         if test_path is None:
             X_tr, y_tr = load_svmlight_file(str(path), n_features=n_features, dtype=np.float64)
@@ -83,7 +87,8 @@ def load_svmlight(
             )
     except ValueError as exc:
         raise InvalidDataError(f"cannot parse svmlight file(s) {paths}: {exc}") from None
-    y_tr, y_te, task, label_text = _encode_labels(y_tr, y_te, task, positive_label, label_bound)
+    y_tr, y_te, n_clipped = _encode_labels(y_tr, y_te, rule, "label")
+    task, label_text = rule.task, rule.describe()
     X_tr = sp.csr_matrix(X_tr, dtype=np.float64)
     X_te = None if X_te is None else sp.csr_matrix(X_te, dtype=np.float64)
     if normalize_rows:
@@ -112,8 +117,9 @@ def load_svmlight(
         feature_names=[f"f{i}" for i in range(d)],
         task=task,
         row_norm_bound=1.0 if normalize_rows else math.inf,
-        label_bound=(
-            float(label_bound) if (task == "regression" and label_bound is not None) else None
-        ),
+        label_bound=rule.label_bound,
         description=desc,
+        classes=rule.dataset_classes,
+        label_names=rule.names,
+        n_clipped_labels=n_clipped,
     )

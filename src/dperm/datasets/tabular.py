@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._rng import check_random_state
 from ..exceptions import (
     DataFileNotFoundError,
     InvalidDataError,
@@ -17,9 +16,9 @@ from ..exceptions import (
     PrivacyLeakWarning,
     UnknownNameError,
 )
-from ._prepare import _check_test_size, _encode_labels, _finish_split, _norm_text, _split_indices
+from ._prepare import _check_test_size, _finish_split, _norm_text, file_split, label_rule
 from .dataset import Dataset
-from .schema import _column_check, _user_schema
+from .schema import _column_check, _refuse_unknown_categories, _user_schema
 
 
 def load_csv(
@@ -35,6 +34,8 @@ def load_csv(
     positive_label=None,
     task: str | None = None,
     label_bound: float | None = None,
+    classes: Sequence | None = None,
+    impute: Mapping[str, object] | None = None,
     allow_data_bounds: bool = False,
     normalize_rows: bool | str = "auto",
     center: bool | None = None,
@@ -52,9 +53,16 @@ def load_csv(
     :class:`~dperm.exceptions.PrivacyLeakWarning` (the resulting model then has
     **no** end-to-end DP guarantee: the bounds reveal the extreme records, a category
     list reveals that some record holds each value; the Dataset's encoder then has a
-    ``NonPrivate`` event).  A value outside its public list is encoded as all-zero.
+    ``NonPrivate`` event).  A value outside its public list is refused, as ``dperm
+    predict`` refuses it.
 
-    Rows with a missing value in any column are dropped (a per-record filter).
+    **Neighbouring files give neighbouring training sets** (issue #36,
+    ``docs/neighbouring.md``, "One record of a file"): the task and the label encoding
+    come from the caller's options (``task``, ``label_bound``, ``classes``,
+    ``positive_label``), never from the labels; no row is dropped (a missing cell is
+    imputed by a public rule, so n depends on the file's length only); the train/test
+    split is :func:`~dperm.datasets._prepare.file_split` — one coin per row position
+    from the public ``random_state``, nothing else of the file.
 
     Parameters
     ----------
@@ -63,24 +71,42 @@ def load_csv(
         Name of the label column.
     categorical : sequence of str, optional
         Categorical feature columns.  Default: every non-numeric column.
-        Listed columns are read as text, so ``categories`` are compared as strings.
+        Listed columns are read as text, so ``categories`` are compared as strings;
+        list a numeric column here to one-hot encode its codes (a category list on a
+        numeric column that is not listed is refused).
     bounds : dict column → (lo, hi), optional
         Public bounds of the numeric columns.
     categories : dict column → list, optional
-        Public category lists.
+        Public category lists (lists, never a string).
     log_columns : sequence of str, default ()
         Numeric columns to scale on a log1p scale (need ``lo ≥ 0``).
     test_size : float in [0, 1), default 0.2
-        Random split (stratified for classification); 0 → no test part.
+        Each row is a test row with this probability, by a coin of its position
+        (:func:`~dperm.datasets._prepare.file_split`); 0 → no test part.
     random_state : int, SeedSequence, Generator or None, default 0
+        The public seed of the split's coins (None: fresh, secret coins).
     positive_label : optional
         Target value mapped to +1 (every other value → −1); implies a binary task.
     task : {"binary", "multiclass", "regression"}, optional
-        Inferred when None: ``positive_label`` → binary; non-integer floats →
-        regression; otherwise 2 distinct values → binary (the larger/later
-        sorted value is +1), more → multiclass (sorted values → 0..k−1).
+        Never read off the labels: ``label_bound`` → regression; ``classes`` with two
+        labels → binary, three or more → multiclass; ``positive_label`` → binary.  A
+        file whose options leave the task open is refused, naming them.
     label_bound : float, optional
-        Regression: public bound on ``|y|``; targets are clipped to it.
+        Regression (implies ``task="regression"``): public bound on ``|y|``; targets
+        are clipped to it and counted (``Dataset.n_clipped_labels``); a file where more
+        than half of them are clipped is refused (a non-private usability check, like
+        the estimators' "mostly clipped" rows check).
+    classes : list, optional
+        The public label list of a classification task: two labels → binary (the first
+        ↦ −1, the second ↦ +1), more → multiclass (the j-th ↦ j).  Compared as numbers
+        when the target column is numeric, else as text.  A label outside the list is
+        refused (as a category outside its list).  ``Dataset.label_names`` keeps the
+        list, so a saved model predicts these names.
+    impute : dict column → value, optional
+        The public value of a missing cell of a feature column; default: the midpoint
+        of a numeric column's public range, the all-zero block of a categorical one.
+        A missing label is refused.  The cells imputed are counted
+        (``Dataset.n_imputed``, not private).
     allow_data_bounds : bool, default False
         Allow bounds and category lists read from the data (privacy leak, warned).
     normalize_rows : {"auto", True, False, "unit"}, default "auto"
@@ -113,12 +139,17 @@ def load_csv(
         If ``path`` does not exist.
     UnknownNameError
         If ``target`` or a column named in ``categorical``/``bounds``/``categories``/
-        ``log_columns`` is not in the file, or ``task`` is unknown.
+        ``log_columns``/``impute`` is not in the file, or ``task`` is unknown.
     InvalidPrivacyParameter
         If a numeric column has no bound or a categorical column no category list and
-        ``allow_data_bounds`` is False, or a bound is not a finite pair with ``lo < hi``.
-    InvalidDataError, LabelError
-        Empty data, a non-numeric column treated as numeric, bad labels.
+        ``allow_data_bounds`` is False, a bound is not a finite pair with ``lo < hi``,
+        a category list is a string or is given for a numeric column not listed in
+        ``categorical``, or the options leave the task open or contradict each other.
+    InvalidDataError
+        No rows, a non-numeric column treated as numeric, a category outside its public
+        list, most targets clipped, or no training row.
+    LabelError
+        A missing label, a label outside ``classes``, a non-numeric regression target.
 
     Warns
     -----
@@ -129,6 +160,7 @@ def load_csv(
     if not path.is_file():
         raise DataFileNotFoundError(f"CSV file not found: expected {path}")
     test_size = _check_test_size(test_size)
+    rule = label_rule(task, positive_label, label_bound, classes)  # before any data is read
     parquet = path.suffix.lower() in (".parquet", ".pq")
     try:
         if parquet:  # same schema rules; needs a Parquet engine (pyarrow)
@@ -145,15 +177,14 @@ def load_csv(
     require([target], "target")
     if categorical is not None:
         require(categorical, "categorical")
-    dtypes = {c: "str" for c in (categorical or [])}
     if parquet:
-        frame = whole.astype(dtypes) if dtypes else whole
+        frame = _text_columns(whole, categorical or [])
     else:
+        dtypes = {c: "str" for c in (categorical or [])}
         frame = pd.read_csv(path, dtype=dtypes or None, engine="c")
-    n_raw = len(frame)
-    frame = frame.dropna().reset_index(drop=True)
-    if len(frame) == 0:
-        raise InvalidDataError(f"{path}: no rows left after dropping rows with missing values")
+    n = len(frame)
+    if n == 0:
+        raise InvalidDataError(f"{path}: the file has no rows")
     features = [c for c in frame.columns if c != target]
     if categorical is None:
         categorical = [c for c in features if not pd.api.types.is_numeric_dtype(frame[c])]
@@ -162,20 +193,12 @@ def load_csv(
     numeric = [c for c in features if c not in categorical]
     bounds = dict(bounds or {})
     categories = dict(categories or {})
+    impute = dict(impute or {})
     require(bounds, "bounds")
     require(categories, "categories")
     require(log_columns, "log_columns")
-    not_numeric = [c for c in [*bounds, *log_columns] if c not in numeric]
-    if not_numeric:
-        raise UnknownNameError(
-            f"bounds or log_columns given for non-numeric column(s) {not_numeric}; "
-            f"numeric columns: {numeric}"
-        )
-    for c in numeric:
-        if not pd.api.types.is_numeric_dtype(frame[c]):
-            raise InvalidDataError(
-                f"column {c!r} is not numeric; list it in categorical= to one-hot encode it"
-            )
+    require(impute, "impute")
+    _check_schema_columns(frame, target, numeric, bounds, categories, log_columns, impute)
     no_bound = [c for c in numeric if c not in bounds]
     no_cats = [c for c in categorical if c not in categories]
     if (no_bound or no_cats) and not allow_data_bounds:
@@ -206,45 +229,102 @@ def load_csv(
         )
     for c in no_bound:
         lo, hi = float(frame[c].min()), float(frame[c].max())
+        lo, hi = (0.0, 1.0) if np.isnan(lo) else (lo, hi)  # an empty column
         bounds[c] = (lo, hi if hi > lo else lo + 1.0)
     for c in no_cats:
-        categories[c] = sorted(frame[c].astype(str).unique().tolist())
-    y_raw = frame[target].to_numpy()
-    y_enc, _, task, label_text = _encode_labels(y_raw, None, task, positive_label, label_bound)
-    center = task == "regression" if center is None else bool(center)
+        categories[c] = sorted(frame[c].dropna().astype(str).unique().tolist()) or ["(none)"]
+    center = rule.task == "regression" if center is None else bool(center)
     if isinstance(normalize_rows, str) and normalize_rows == "auto":
-        normalize_rows = "unit" if (task != "regression" and not categorical) else True
-    schema = _user_schema(features, categorical, categories, bounds, log_columns, center)
-    rng = check_random_state(random_state)
-    strat = y_enc if task != "regression" else None
-    tr, te = _split_indices(len(frame), test_size, rng, stratify=strat)
+        normalize_rows = "unit" if (rule.task != "regression" and not categorical) else True
+    schema = _user_schema(features, categorical, categories, bounds, log_columns, center, impute)
+    _refuse_unknown_categories(schema, frame)
+    n_imputed = int(frame[features].isna().to_numpy().sum())
+    y_enc, n_clipped = rule.encode(frame[target].to_numpy(), target)
+    if rule.label_bound is not None and 2 * n_clipped > n:
+        raise InvalidDataError(
+            f"{n_clipped} of the {n} targets have |y| above label_bound={rule.label_bound:g}, "
+            "so the fit would clip most of them and return a near-useless model; pass the "
+            "public bound of the target (its documented range), not a guess below it"
+        )
+    tr, te = _split_rows(y_enc, test_size, random_state)
+    if tr.size == 0:
+        raise InvalidDataError(
+            f"{path}: no training row ({n} rows, test_size={test_size}): lower test_size"
+        )
     desc = (
-        f"CSV file {path}; {n_raw} rows, {n_raw - len(frame)} dropped for missing values; "
-        f"target {target!r}: {label_text}. Split test_size={test_size}, "
-        f"random_state={random_state!r}. " + _norm_text(schema, normalize_rows)
+        f"CSV file {path}; {n} rows, {n_imputed} missing cells imputed by the public rule "
+        f"(the declared value, else the midpoint of the public range; not private); target "
+        f"{target!r}: {rule.describe()}. Split by a public coin per row position "
+        f"(test_size={test_size}, random_state={random_state!r}). "
+        + _norm_text(schema, normalize_rows)
     )
     if no_bound or no_cats:
         desc += " WARNING: bounds or categories were read from the data (privacy leak)."
-    bound = float(label_bound) if (task == "regression" and label_bound is not None) else None
+    bound = rule.label_bound if rule.task == "regression" else None
     dependent = tuple(c for c in features if c in no_bound or c in no_cats)
     ds = _finish_split(
-        path.stem, schema, frame, y_enc, tr, te, task, normalize_rows, bound, desc, dependent
+        path.stem, schema, frame, y_enc, tr, te, rule.task, normalize_rows, bound, desc, dependent
     )
-    ds.label_names = _label_names(y_raw, task, positive_label)
+    ds.classes = rule.dataset_classes
+    ds.label_names = rule.names
+    ds.n_imputed = n_imputed
+    ds.n_clipped_labels = n_clipped
     return ds
 
 
-def _label_names(y_raw: np.ndarray, task: str, positive_label) -> tuple | None:
-    """The file's label values in the order of :func:`_encode_labels`' encoding:
-    (value → −1, value → +1) for a binary task (``"not <positive_label>"`` when several
-    values map to −1), the sorted classes for a multi-class one; None for regression."""
-    if task == "regression":
-        return None
-    vals = np.unique(y_raw)
-    if task == "multiclass" or positive_label is None:  # binary: the larger value is +1
-        return tuple(vals.tolist())
-    pos = str(positive_label)
-    others = [v for v in vals.tolist() if str(v) != pos]
-    match = [v for v in vals.tolist() if str(v) == pos]
-    positive = match[0] if match else positive_label
-    return (others[0] if len(others) == 1 else f"not {pos}", positive)
+def _split_rows(y: np.ndarray, test_size: float, random_state) -> tuple[np.ndarray, np.ndarray]:
+    """The train/test rows of a file with encoded labels ``y``: :func:`file_split` of
+    ``len(y)`` — the labels are passed for their count only (a split that read them, the
+    stratified split of dperm before issue #36, is the audit mutant
+    ``cli-csv[stratified-split]``)."""
+    return file_split(len(y), test_size, random_state)
+
+
+def _text_columns(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """``frame`` with ``columns`` as text, missing cells kept missing (a Parquet file's
+    column of numbers read as categories)."""
+    if not columns:
+        return frame
+    frame = frame.copy()
+    for c in columns:
+        frame[c] = frame[c].where(frame[c].isna(), frame[c].astype(str))
+    return frame
+
+
+def _check_schema_columns(frame, target, numeric, bounds, categories, log_columns, impute):
+    """The caller's schema against the file's columns: bounds and log scales on numeric
+    columns, category lists on categorical ones, numeric columns that hold numbers.
+
+    Raises
+    ------
+    UnknownNameError, InvalidPrivacyParameter, InvalidDataError
+    """
+    if target in impute or target in bounds or target in categories:
+        raise InvalidPrivacyParameter(
+            f"{target!r} is the target column: its bound is label_bound=, its labels "
+            "classes= (not bounds=, categories= or impute=)"
+        )
+    not_numeric = [c for c in [*bounds, *log_columns] if c not in numeric]
+    if not_numeric:
+        raise UnknownNameError(
+            f"bounds or log_columns given for non-numeric column(s) {not_numeric}; "
+            f"numeric columns: {numeric}"
+        )
+    listed_numeric = [c for c in categories if c in numeric]
+    if listed_numeric:
+        raise InvalidPrivacyParameter(
+            f"a category list is given for the numeric column(s) {listed_numeric}: a numeric "
+            "column needs a public bound, bounds={column: (lo, hi)}; to one-hot encode its "
+            "codes instead, list it in categorical="
+        )
+    for c, values in categories.items():
+        if isinstance(values, str | bytes) or not isinstance(values, Sequence | np.ndarray):
+            raise InvalidPrivacyParameter(
+                f"the categories of column {c!r} must be a list of values, e.g. "
+                f"['red', 'blue'], got {type(values).__name__}: {values!r}"
+            )
+    for c in numeric:
+        if not pd.api.types.is_numeric_dtype(frame[c]):
+            raise InvalidDataError(
+                f"column {c!r} is not numeric; list it in categorical= to one-hot encode it"
+            )

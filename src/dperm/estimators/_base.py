@@ -395,7 +395,7 @@ class DPLinearModelBase(BaseEstimator):
         load), then those that need n and d."""
         validate_params(self)
         epsilon = check_epsilon(self.epsilon)
-        if self.delta is None:  # 1/n², or a share of an active budget's remaining δ
+        if self.delta is None:  # min(1/n², 1e-5), or a share of an active budget's remaining δ
             delta = default_delta(int(n))
         else:  # δ ≥ 1/n would be a void guarantee: refused (n public under replace-one)
             delta = check_delta_size(self.delta, int(n))

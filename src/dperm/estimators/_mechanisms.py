@@ -40,6 +40,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ..accounting.active import default_delta
 from ..algorithms import dp_sgd  # the classifiers' default: imported now, not in a fit
 from ..constraints import L1Ball
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
@@ -168,7 +169,7 @@ def objective_alpha_rule(
     the bias of the (Λ/2)‖θ‖² term for ‖θ*‖ ≤ B plus the expected excess risk of
     the perturbation (strong convexity: the bound of
     :func:`dperm.theory.theoretical_bound`), with the noise b of the tight
-    Gaussian calibration at (ε, δ = 1/n²) for the logistic (k = 1) or softmax
+    Gaussian calibration at (ε, the default δ = min(1/n², 10⁻⁵)) for the logistic (k = 1) or softmax
     (k ≥ 2) constants, whose ε_J itself depends on Λ.  Computed as the Δ that
     :func:`dperm.algorithms.objective_perturbation.tight_calibration` chooses
     for Λ = 0 (the same minimization), floored at R²/n (scikit-learn's C = 1;
@@ -189,7 +190,7 @@ def objective_alpha_rule(
     c = _logistic_constants(data_norm, k, d)
     cal = tight_calibration(
         float(epsilon),
-        1.0 / float(n) ** 2,
+        default_delta(int(n), budget_share=False),
         int(n),
         0.0,
         c["smoothness"],
@@ -248,7 +249,9 @@ def output_alpha_rule(
     D = c["n_coords"]
     tau = c["geometry"].get("hessian_trace", c["smoothness"])
     B = math.sqrt(k) * margin / data_norm
-    m = analytic_gaussian_noise_multiplier(float(epsilon), 1.0 / float(n) ** 2)
+    m = analytic_gaussian_noise_multiplier(
+        float(epsilon), default_delta(int(n), budget_share=False)
+    )
     lam = np.geomspace(1e-8, 1e2, 4001) * data_norm**2
     try:
         c2 = (2.0 * c["lipschitz"] * m / n) ** 2

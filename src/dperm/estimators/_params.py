@@ -118,7 +118,7 @@ PARAMETER_DOCS: dict[str, ParamDoc] = {
     ),
     "delta": ParamDoc(
         "float in [0, 1/n) or None",
-        """Total δ.  None → δ = 1/n² (n = number of training rows, public).  0 →
+        """Total δ.  None → δ = min(1/n², 10⁻⁵) (n = number of training rows, public).  0 →
         pure ε-DP (Gamma-norm noise for "objective" / "output").  δ ≥ 1/n is refused
         by ``fit`` (InvalidPrivacyParameter): such a δ guarantees nothing.""",
     ),

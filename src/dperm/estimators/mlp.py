@@ -169,7 +169,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
     epsilon : float, default=1.0
         Total ε of the fit (PCA and training together).
     delta : float or None, default=None
-        Default 1/n² under replace-one; required under add/remove.
+        Default min(1/n², 10⁻⁵) under replace-one; required under add/remove.
     n_components : int, "auto" or None, default="auto"
         PCA dimension k; "auto" = :func:`default_pca_components` (when n_features ≥
         100: 80 with quadratic features, 60 without; else no PCA); None: no PCA.

@@ -132,7 +132,7 @@ class PrivateRandomSearch(BaseEstimator):
     epsilon : float > 0, default 1.0
         Total ε of the search (runs, scores and selection included).
     delta : float in (0, 1) or None, default None
-        Total δ; None → 1/n² (n = rows passed to :meth:`fit`).
+        Total δ; None → min(1/n², 10⁻⁵) (n = rows passed to :meth:`fit`).
     repetitions : {"truncated_negative_binomial", "geometric", "poisson"}
         Law of K (see :mod:`dperm.model_selection.repetitions`).
     mean_runs : float, default 10
@@ -284,7 +284,7 @@ class PrivateRandomSearch(BaseEstimator):
     def _budget(self, n: int):
         """(route, law, ε_run, δ_run, ε_s, ε_total, δ_total, cap)."""
         epsilon = check_epsilon(self.epsilon)
-        # None: 1/n², or a share of an active budget's remaining δ (default_delta)
+        # None: min(1/n², 1e-5), or a share of an active budget's remaining δ (default_delta)
         delta = default_delta(int(n)) if self.delta is None else check_delta(self.delta)
         if delta == 0.0:
             raise InvalidPrivacyParameter(

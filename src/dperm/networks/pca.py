@@ -53,7 +53,7 @@ from .._validation import (
     check_positive,
     rows_per_chunk,
 )
-from ..accounting.active import accounted_fit, charge
+from ..accounting.active import accounted_fit, charge, default_delta
 from ..accounting.events import ADD_REMOVE, Gaussian, check_neighbouring
 from ..accounting.gaussian import analytic_gaussian_noise_multiplier
 from ..backends.rows import safe_row_norms
@@ -83,8 +83,9 @@ def covariance_sensitivity(data_norm: float, neighbouring: str) -> float:
 
 
 def resolve_delta(delta, neighbouring: str, n: int) -> float:
-    """δ of a fit: the given one, or 1/n² under replace-one (n public; the estimators'
-    default).  Under add/remove the record count is private, so δ must be given.
+    """δ of a fit: the given one, or :func:`~dperm.accounting.active.default_delta` =
+    min(1/n², 10⁻⁵) under replace-one (n public; the estimators' default).  Under
+    add/remove the record count is private, so δ must be given.
 
     Raises
     ------
@@ -98,11 +99,7 @@ def resolve_delta(delta, neighbouring: str, n: int) -> float:
             "under neighbouring='add-remove' delta must be given (the default 1/n² would "
             "read the private record count), got delta=None"
         )
-    if n < 2:
-        raise InvalidPrivacyParameter(
-            f"the default delta = 1/n² needs n_samples ≥ 2, got n_samples = {n}"
-        )
-    return 1.0 / float(n) ** 2
+    return default_delta(int(n), budget_share=False)  # n < 2: refused, naming delta
 
 
 def row_scales(X, data_norm: float, mode: str) -> tuple[np.ndarray, int]:
@@ -211,7 +208,7 @@ class DPPCA(TransformerMixin, BaseEstimator):
     n_components : int, default 60
     epsilon : float, default 1.0
     delta : float, optional
-        Default 1/n² under replace-one (n public); required under add/remove.
+        Default min(1/n², 10⁻⁵) under replace-one (n public); required under add/remove.
     data_norm : float, default 1.0
         Public row bound R.
     mode : {"ball", "sphere"}, default "ball"

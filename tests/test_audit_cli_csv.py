@@ -1,0 +1,81 @@
+"""Issue #36: the audit of the path users run on their own file (runner ``cli-csv``).
+
+The dataset is the *file*: two CSV files that differ in one record (its label), fitted
+through the code of ``dperm fit --csv`` (load_csv's public split, label rule and schema,
+then the estimator dperm fit builds with every default).  The honest runner is not
+refuted at ε = 0.5, 1, 4 and shows power at ε = 4 in CI (at ε = 1, 3000 runs per file:
+``docs/auditing.md``); the mutant with the stratified split of dperm before issue #36 is
+refuted (``tests/test_audit_mutants.py``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dperm
+from dperm.audit import audit, get_runner
+from dperm.audit.fits import CSV_ROWS, CSV_TRAIN_ROWS, _run_cli_csv, csv_pair, csv_split
+from dperm.audit.mutants import stratified_train_rows
+from dperm.cli.audit import list_runners
+from dperm.cli.fit import run_fit
+from dperm.datasets._prepare import file_split
+
+
+def test_the_runner_and_its_mutant_are_listed():
+    groups = list_runners()
+    assert "cli-csv" in [n for n, _ in groups["runners"]]
+    assert "cli-csv[stratified-split]" in [n for n, _ in groups["mutants"]]
+    r = get_runner("cli-csv")
+    assert r.neighbouring == "replace-one" and r.n == CSV_ROWS
+    assert CSV_TRAIN_ROWS == file_split(CSV_ROWS, 0.2, 0)[0].size  # its default δ's n
+    assert r.default_delta == min(1.0 / CSV_TRAIN_ROWS**2, 1e-5)
+
+
+def test_the_pair_is_two_files_that_differ_in_one_record():
+    p = csv_pair()
+    diff = np.flatnonzero((p.y != p.y_prime) | np.any(p.X != p.X_prime, axis=1))
+    assert diff.size == 1
+    (c,) = diff
+    assert c in set(csv_split(p.y)) and c in set(csv_split(p.y_prime))  # a training row
+    # the honest split keeps the training rows: every other row is the zero row
+    assert np.count_nonzero(p.X) == 1 and p.X[c, 0] == 1.0
+    # the split of dperm before issue #36 moved rows: they push the model
+    m = get_runner("cli-csv[stratified-split]").make_pair()
+    assert np.array_equal(m.y, p.y) and np.array_equal(m.y_prime, p.y_prime)
+    moved = set(stratified_train_rows(m.y)) ^ set(stratified_train_rows(m.y_prime))
+    assert len(moved) > 100 and np.count_nonzero(m.X) == len(moved - {c}) + 1
+
+
+def test_the_runner_fits_what_dperm_fit_csv_fits(tmp_path):
+    """The released model of the runner is the model `dperm fit --csv` saves for the same
+    file and seed (an independent path: the CLI's loader, make_estimator and --save)."""
+    p = csv_pair()
+    path = tmp_path / "d.csv"
+    frame = pd.DataFrame({"x0": p.X[:, 0], "label": np.where(p.y > 0, "yes", "no")})
+    frame.to_csv(path, index=False)
+    model = tmp_path / "m.dperm"
+    with warnings.catch_warnings():  # the pair has no signal to learn: one class predicted
+        warnings.simplefilter("ignore", UserWarning)
+        run_fit(
+            csv=path, target="label", bounds=["x0=-1:1"], classes="no,yes", epsilon=1.0,
+            seed=5, save=model, reference=False,
+        )  # fmt: skip
+    pipe = dperm.load(model)
+    probes = pd.DataFrame({"x0": [1.0, 0.0]})
+    f = pipe.decision_function(probes)
+    delta = get_runner("cli-csv").default_delta
+    assert pipe[-1].delta_ == pytest.approx(delta)
+    np.testing.assert_allclose(_run_cli_csv(p.X, p.y, 1.0, delta, 5), [f[0] - f[1]], rtol=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 4.0])
+def test_the_honest_runner_is_not_refuted(epsilon):
+    res = audit("cli-csv", epsilon=epsilon, runs=250, random_state=3, n_jobs=2)
+    assert not res.violated, res.summary()
+    if epsilon == 4.0:  # power: the canary's label shows through the released model
+        assert res.epsilon_lower_bound > 1.0, res.summary()
