@@ -534,6 +534,16 @@ def _dp_sgd_adapter(estimator, loss, X, y, epsilon, delta, rng):
         settings["clipping_norm"] = C
         if getattr(estimator, "learning_rate", None) is None:
             settings["learning_rate"] = float(rule["step_clip"]) / C
+        # adaptive clipping from C (Andrew et al. 2021): an explicit clipping_norm is fixed
+        for key in ("target_unclipped_quantile", "clipping_learning_rate"):
+            if rule.get(key) is not None:
+                settings[key] = rule[key]
+    if getattr(estimator, "feature_scaling", "public") == "private":  # issue #36
+        from ._auto import scaling_share
+
+        k = loss.n_classes if isinstance(loss, Softmax) else 2
+        share = rule.get("scaling_share") or scaling_share(*X.shape, k, epsilon)
+        settings.update(feature_scaling="private", scaling_share=share)
     return _gradient_fit(dp_sgd.fit, estimator, loss, X, y, epsilon, delta, rng, **settings)
 
 
