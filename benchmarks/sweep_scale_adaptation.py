@@ -27,7 +27,6 @@ import time
 import warnings
 
 import numpy as np
-
 from bench_csv_tables import csv_dataset  # benchmarks/ is on sys.path
 
 

@@ -62,11 +62,16 @@ from ..exceptions import InvalidPrivacyParameter
 __all__ = [
     "COUNT_NOISE_TARGET",
     "MAX_COUNT_SHARE",
+    "MAX_FRACTION_NOISE",
     "MIN_COUNT_SHARE",
     "AdaptiveClipping",
     "BatchOracle",
+    "check",
     "count_share",
+    "diagnostics",
+    "informative",
     "noise_split",
+    "start",
 ]
 
 #: the auto rule's target standard deviation of the noise on the released fraction b̃ₜ
@@ -75,6 +80,10 @@ COUNT_NOISE_TARGET = 0.05
 #: bounds of the count's share f of the noise budget z⁻² (:func:`count_share`)
 MIN_COUNT_SHARE = 0.01
 MAX_COUNT_SHARE = 0.1
+#: the largest noise on the released fraction b̃ₜ with which the default runs adaptive
+#: clipping (:func:`informative`): beyond it the count is noise, and the clipping stays
+#: fixed at no cost
+MAX_FRACTION_NOISE = 0.15
 
 
 def count_share(noise_multiplier: float, normalizer: float, sensitivity_factor: float) -> float:
@@ -91,6 +100,22 @@ def count_share(noise_multiplier: float, normalizer: float, sensitivity_factor: 
     m = check_positive(normalizer, "normalizer")
     f = (sensitivity_factor * z / (2.0 * COUNT_NOISE_TARGET * m)) ** 2
     return float(min(MAX_COUNT_SHARE, max(MIN_COUNT_SHARE, f)))
+
+
+def informative(noise_multiplier: float, normalizer: float, sensitivity_factor: float) -> bool:
+    """Whether the count of unclipped examples can see the quantile: with the largest
+    share :data:`MAX_COUNT_SHARE` the noise on the released fraction, k·z/(2√f·m), is at
+    most :data:`MAX_FRACTION_NOISE`.  Public inputs only (z, m, k).
+
+    Examples
+    --------
+    >>> informative(0.9, 160.0, 2.0), informative(27.8, 506.0, 2.0)
+    (True, False)
+    """
+    f = MAX_COUNT_SHARE
+    return sensitivity_factor * noise_multiplier / (2.0 * math.sqrt(f) * normalizer) <= (
+        MAX_FRACTION_NOISE
+    )
 
 
 def noise_split(
@@ -134,6 +159,8 @@ class AdaptiveClipping:
         m, the public normaliser of the batch (the expected batch size).
     share : float
         f, the count's share of z⁻² (reported).
+    max_clipping_norm : float, default inf
+        A public ceiling of Cₜ (post-processing: Cₜ₊₁ = min(ceiling, update)).
     scale_steps : bool
         Scale each step by C₀/Cₜ (the learning rate η·C₀/Cₜ: the longest step of one
         clipped gradient stays η·C₀ whatever Cₜ is, so the run is invariant to the units
@@ -156,6 +183,7 @@ class AdaptiveClipping:
     normalizer: float
     share: float = 0.0
     scale_steps: bool = False
+    max_clipping_norm: float = math.inf
     norms: list = dataclasses.field(default_factory=list)
     step_scale: float = 1.0
 
@@ -172,7 +200,8 @@ class AdaptiveClipping:
         fraction = min(1.0, max(0.0, noisy / self.normalizer + 0.5))
         self.norms.append(C)
         self.step_scale = self.initial / C if self.scale_steps else 1.0
-        self.clipping_norm = C * math.exp(-self.learning_rate * (fraction - self.quantile))
+        C = C * math.exp(-self.learning_rate * (fraction - self.quantile))
+        self.clipping_norm = min(C, self.max_clipping_norm)
         return g
 
 
@@ -260,3 +289,76 @@ class BatchOracle:
 
 def _dense(rows):
     return rows.toarray() if hasattr(rows, "toarray") else rows
+
+
+def check(quantile, learning_rate, share, max_clipping_norm):
+    """The settings of adaptive clipping, validated: (γ, η_C, f, ceiling), or None when
+    ``quantile`` is None (fixed clipping).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        γ or f outside (0, 1), η_C or the ceiling not positive.
+    """
+    if quantile is None:
+        return None
+    q = check_probability(quantile, "target_unclipped_quantile")
+    if q >= 1.0:
+        raise InvalidPrivacyParameter(
+            f"target_unclipped_quantile must be in (0, 1), got {quantile!r}"
+        )
+    lr = check_positive(learning_rate, "clipping_learning_rate")
+    if share is not None:
+        share = check_probability(share, "count_noise_share")
+        if share >= 1.0:
+            raise InvalidPrivacyParameter(f"count_noise_share must be in (0, 1), got {share!r}")
+    ceiling = math.inf
+    if max_clipping_norm is not None:
+        ceiling = check_positive(max_clipping_norm, "max_clipping_norm")
+    return q, lr, share, ceiling
+
+
+def start(settings, z: float, sampler, clipping_norm: float) -> AdaptiveClipping | None:
+    """The :class:`AdaptiveClipping` of a run with multiplier z, or None (fixed clipping):
+    no ``settings``, or the default share and a count that would be noise
+    (:func:`informative`).  The split of the one Gaussian event; public numbers only."""
+    if settings is None:
+        return None
+    quantile, lr, share, ceiling = settings
+    k, m = sampler.sensitivity_factor, sampler.normalizer
+    if z == 0:  # non-private: no noise on either release
+        vector, count, share = 0.0, 0.0, share or 0.0
+    else:
+        if share is None:
+            if not informative(z, m, k):
+                return None
+            share = count_share(z, m, k)
+        sigma, count = noise_split(z, share, k)
+        vector = sigma * k
+    C0 = min(float(clipping_norm), ceiling)
+    return AdaptiveClipping(C0, quantile, lr, vector, count, m, share, True, ceiling)
+
+
+def diagnostics(settings, clipping: AdaptiveClipping | None) -> dict:
+    """Adaptive clipping's public facts for a run's diagnostics: γ, η_C, the split, the
+    norms Cₜ used (released values), or why the clipping stayed fixed."""
+    if clipping is None:
+        if settings is None:
+            return {"clipping": "fixed"}
+        return {
+            "clipping": "fixed",
+            "adaptive_clipping": f"off: the count of unclipped examples would have noise "
+            f"above {MAX_FRACTION_NOISE:g} on the released fraction (informative())",
+        }
+    norms = np.asarray(clipping.norms, dtype=np.float64)
+    return {
+        "clipping": "adaptive",
+        "target_unclipped_quantile": clipping.quantile,
+        "clipping_learning_rate": clipping.learning_rate,
+        "count_noise_share": clipping.share,
+        "count_noise_std": clipping.count_noise,
+        "vector_noise_per_clip": clipping.vector_noise,
+        "max_clipping_norm": clipping.max_clipping_norm,
+        "clipping_norms": norms,
+        "final_clipping_norm": float(norms[-1]) if norms.size else clipping.clipping_norm,
+    }

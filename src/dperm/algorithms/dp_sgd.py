@@ -71,9 +71,6 @@ from .base import Result, private_fit
 
 __all__ = ["default_hyperparameters", "fit", "fit_single_sample", "prefetch_noise"]
 
-#: adaptive clipping scales each step by C₀/Cₜ (:class:`~.adaptive_clipping.AdaptiveClipping`)
-SCALE_STEPS = True
-
 
 def default_hyperparameters(
     n_samples: int,
@@ -243,6 +240,7 @@ def fit(
     target_unclipped_quantile: float | None = None,
     clipping_learning_rate: float = 0.2,
     count_noise_share: float | None = None,
+    max_clipping_norm: float | None = None,
     feature_scaling: str | None = None,
     scaling_share: float | None = None,
     per_example_grad=None,
@@ -343,9 +341,15 @@ def fit(
     clipping_learning_rate : float > 0, default 0.2
         η_C of the geometric update Cₜ₊₁ = Cₜ·exp(−η_C(b̃ₜ − γ)).
     count_noise_share : float in (0, 1), optional
-        f, the count's share of z⁻² (default
-        :func:`~dperm.algorithms.adaptive_clipping.count_share`: noise ≈ 0.05 on the
-        released fraction of unclipped examples).
+        f, the count's share of z⁻².  Default
+        :func:`~dperm.algorithms.adaptive_clipping.count_share` (noise ≈ 0.05 on the
+        released fraction of unclipped examples), and the clipping stays fixed when
+        even the largest share leaves that noise above
+        :data:`~dperm.algorithms.adaptive_clipping.MAX_FRACTION_NOISE` (the count would
+        be noise; ``diagnostics["clipping"]`` says so).  Given, adaptive clipping runs.
+    max_clipping_norm : float, optional
+        A public ceiling of Cₜ (the auto rule: its own C, so that the clipping only
+        comes down to the gradients).  Default: none.
     feature_scaling : {None, "private"}, default None
         "private": before the steps, a private location and scale of every column
         (:mod:`dperm.algorithms.private_scaling`: three Gaussian releases within the
@@ -447,7 +451,9 @@ def fit(
         )
     if learning_rate is not None:
         learning_rate = check_positive(learning_rate, "learning_rate")
-    adaptive = _check_adaptive(target_unclipped_quantile, clipping_learning_rate, count_noise_share)
+    adaptive = ac.check(
+        target_unclipped_quantile, clipping_learning_rate, count_noise_share, max_clipping_norm
+    )
     if epsilon is not None:
         check_epsilon(epsilon)
     scaling = ps.plan(
@@ -498,9 +504,9 @@ def fit(
         scaled = scaling.run(run.X, rng)
         transform = scaled.transform
     noise_std_sum = z * sampler.sensitivity_factor * clipping_norm
-    clipping = None
-    if adaptive is not None:  # the same event; the count takes a share of z⁻²
-        clipping = _adaptive_state(adaptive, z, sampler, clipping_norm)
+    # adaptive clipping: the same event, the count takes a share of z⁻² (or None: fixed)
+    clipping = ac.start(adaptive, z, sampler, clipping_norm)
+    if clipping is not None:
         noise_std_sum = clipping.vector_noise * clipping_norm
     theta0 = run.initial_theta(theta0)
     if lr_default:
@@ -523,61 +529,13 @@ def fit(
         **gl.sampler_diagnostics(sampler, z, steps, accountant, clipping_norm, noise_std_sum),
         "lipschitz": run.lipschitz,
         "dataset_size": size,
-        **_clipping_diagnostics(clipping),
+        **ac.diagnostics(adaptive, clipping),
     }
     if scaling is not None:  # θ on the original features (post-processing)
         theta = scaled.unscale(theta)
         head["feature_scaling"] = scaled.diagnostics
     diagnostics = run.diagnostics(head, sampler, learning_rate, sched, epsilon, delta, spent)
     return Result(theta=theta, event=event, diagnostics=diagnostics)
-
-
-def _check_adaptive(quantile, learning_rate, share):
-    """(γ, η_C, f) of adaptive clipping, validated; None when ``quantile`` is None."""
-    if quantile is None:
-        return None
-    q = check_probability(quantile, "target_unclipped_quantile")
-    if q >= 1.0:
-        raise InvalidPrivacyParameter(
-            f"target_unclipped_quantile must be in (0, 1), got {quantile!r}"
-        )
-    lr = check_positive(learning_rate, "clipping_learning_rate")
-    if share is not None:
-        share = check_probability(share, "count_noise_share")
-        if share >= 1.0:
-            raise InvalidPrivacyParameter(f"count_noise_share must be in (0, 1), got {share!r}")
-    return q, lr, share
-
-
-def _adaptive_state(adaptive, z: float, sampler, clipping_norm: float):
-    """The :class:`~dperm.algorithms.adaptive_clipping.AdaptiveClipping` of a run with
-    multiplier z: the noise split of the one Gaussian event (public numbers only)."""
-    quantile, lr, share = adaptive
-    k, m = sampler.sensitivity_factor, sampler.normalizer
-    if z == 0:  # non-private: no noise on either release
-        vector, count, share = 0.0, 0.0, share or 0.0
-    else:
-        share = ac.count_share(z, m, k) if share is None else share
-        sigma, count = ac.noise_split(z, share, k)
-        vector = sigma * k
-    return ac.AdaptiveClipping(clipping_norm, quantile, lr, vector, count, m, share, SCALE_STEPS)
-
-
-def _clipping_diagnostics(clipping) -> dict:
-    """Adaptive clipping's public facts: γ, η_C, the split, the norms Cₜ used."""
-    if clipping is None:
-        return {"clipping": "fixed"}
-    norms = np.asarray(clipping.norms, dtype=np.float64)
-    return {
-        "clipping": "adaptive",
-        "target_unclipped_quantile": clipping.quantile,
-        "clipping_learning_rate": clipping.learning_rate,
-        "count_noise_share": clipping.share,
-        "count_noise_std": clipping.count_noise,
-        "vector_noise_per_clip": clipping.vector_noise,
-        "clipping_norms": norms,
-        "final_clipping_norm": float(norms[-1]) if norms.size else clipping.clipping_norm,
-    }
 
 
 @private_fit  # an active dperm.budget: reserve, run, commit the event

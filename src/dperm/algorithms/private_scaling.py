@@ -111,7 +111,7 @@ class ScaleResult:
     diagnostics: dict
 
 
-def stage_multipliers(noise_multiplier: float, shares=STAGE_SHARES) -> tuple[float, ...]:
+def stage_multipliers(noise_multiplier: float, shares=None) -> tuple[float, ...]:
     """z₁, z₂, z₃ with zₖ = z/√wₖ (so Σ zₖ⁻² = z⁻²).
 
     Examples
@@ -121,6 +121,7 @@ def stage_multipliers(noise_multiplier: float, shares=STAGE_SHARES) -> tuple[flo
     True
     """
     z = check_positive(noise_multiplier, "noise_multiplier")
+    shares = STAGE_SHARES if shares is None else tuple(shares)
     if not (len(shares) == 3 and all(w > 0 for w in shares) and abs(sum(shares) - 1) < 1e-12):
         raise InvalidPrivacyParameter(
             f"stage shares must be 3 positive numbers summing to 1, got {shares!r}"
@@ -128,7 +129,7 @@ def stage_multipliers(noise_multiplier: float, shares=STAGE_SHARES) -> tuple[flo
     return tuple(z / math.sqrt(w) for w in shares)
 
 
-def event_of(noise_multiplier: float, shares=STAGE_SHARES) -> Composed:
+def event_of(noise_multiplier: float, shares=None) -> Composed:
     """The event of :func:`fit` with multiplier z (public: before any data is read)."""
     zs = stage_multipliers(noise_multiplier, shares)
     return Composed(tuple(Gaussian(v, neighbouring=REPLACE_ONE) for v in zs))
@@ -191,7 +192,7 @@ def _deviation_sums(X, m: np.ndarray, rho: np.ndarray, r: float):
     return s1, s2
 
 
-def fit(X, *, data_norm: float, noise_multiplier: float, rng, shares=STAGE_SHARES) -> ScaleResult:
+def fit(X, *, data_norm: float, noise_multiplier: float, rng, shares=None) -> ScaleResult:
     """Private location and scale of every column of the design ``X`` (module docstring).
 
     Parameters
@@ -204,7 +205,8 @@ def fit(X, *, data_norm: float, noise_multiplier: float, rng, shares=STAGE_SHARE
     noise_multiplier : float
         z of the equivalent single Gaussian mechanism.
     rng : numpy.random.Generator
-    shares : tuple of 3 floats, default :data:`STAGE_SHARES`
+    shares : tuple of 3 floats, optional
+        Default :data:`STAGE_SHARES`.
 
     Returns
     -------

@@ -534,10 +534,13 @@ def _dp_sgd_adapter(estimator, loss, X, y, epsilon, delta, rng):
         settings["clipping_norm"] = C
         if getattr(estimator, "learning_rate", None) is None:
             settings["learning_rate"] = float(rule["step_clip"]) / C
-        # adaptive clipping from C (Andrew et al. 2021): an explicit clipping_norm is fixed
-        for key in ("target_unclipped_quantile", "clipping_learning_rate"):
-            if rule.get(key) is not None:
-                settings[key] = rule[key]
+        # adaptive clipping below C (Andrew et al. 2021): an explicit clipping_norm is fixed
+        if rule.get("target_unclipped_quantile") is not None:
+            settings.update(
+                target_unclipped_quantile=rule["target_unclipped_quantile"],
+                clipping_learning_rate=rule["clipping_learning_rate"],
+                max_clipping_norm=C,
+            )
     if getattr(estimator, "feature_scaling", "public") == "private":  # issue #36
         from ._auto import scaling_share
 
