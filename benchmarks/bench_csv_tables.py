@@ -219,10 +219,9 @@ def baselines(name: str, seed: int) -> dict[str, float]:
 
         same_score = float(r2_score(yt, same.predict(Xt)))
     else:
-        names = ds.label_names or ds.classes
-        pred = np.asarray(names, dtype=object)[
-            np.searchsorted(np.asarray(ds.classes), same.predict(Xt))
-        ]
+        encoded = np.unique(ds.y_train)  # the encoding of ds.label_names, in order
+        names = np.asarray(ds.label_names, dtype=object)
+        pred = names[np.searchsorted(encoded, same.predict(Xt))]
         same_score = float(np.mean(pred.astype(str) == yt.astype(str)))
     return {"sklearn": _score(sk, test, regression), "non_private_same_features": same_score}
 
@@ -257,7 +256,7 @@ def main(argv=None) -> int:
                     fs = info.get("feature_scaling") or {}
                     shares.append(float(fs.get("share", 0.0)))
                     if not args.no_ablation:
-                        off = {"feature_scaling": "public", "adaptive_clipping": False}
+                        off = {"feature_scaling": "public"}
                         plain.append(dperm_fit(name, seed, eps, folder, **off)[0])
                 row[f"dperm eps={eps:g}"] = float(np.mean(scores))
                 row[f"scale share eps={eps:g}"] = float(np.mean(shares))

@@ -64,6 +64,7 @@ __all__ = [
     "MAX_COUNT_SHARE",
     "MAX_FRACTION_NOISE",
     "MIN_COUNT_SHARE",
+    "SCALE_STEPS",
     "AdaptiveClipping",
     "BatchOracle",
     "check",
@@ -84,6 +85,11 @@ MAX_COUNT_SHARE = 0.1
 #: clipping (:func:`informative`): beyond it the count is noise, and the clipping stays
 #: fixed at no cost
 MAX_FRACTION_NOISE = 0.15
+#: whether the default scales each step by C₀/Cₜ (:class:`AdaptiveClipping`
+#: ``scale_steps``): no — with the clipping norm below C₀, a smaller Cₜ then shrinks the
+#: steps with the noise (KDD Cup 99, ε = 0.1: 98.76 % without, 98.70 % with, on
+#: validation splits of the training rows)
+SCALE_STEPS = False
 
 
 def count_share(noise_multiplier: float, normalizer: float, sensitivity_factor: float) -> float:
@@ -336,7 +342,7 @@ def start(settings, z: float, sampler, clipping_norm: float) -> AdaptiveClipping
         sigma, count = noise_split(z, share, k)
         vector = sigma * k
     C0 = min(float(clipping_norm), ceiling)
-    return AdaptiveClipping(C0, quantile, lr, vector, count, m, share, True, ceiling)
+    return AdaptiveClipping(C0, quantile, lr, vector, count, m, share, SCALE_STEPS, ceiling)
 
 
 def diagnostics(settings, clipping: AdaptiveClipping | None) -> dict:

@@ -85,6 +85,8 @@ HISTOGRAM_BINS = 40
 #: mean absolute deviation (and at least FLOOR_POOLED × the pooled one)
 NOISE_FLOOR = 1.0
 FLOOR_POOLED = 0.1
+#: the standardized features are (x − m)/(s·κ), κ = NORM_FACTOR·√d
+NORM_FACTOR = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -321,7 +323,7 @@ class ScalingPlan:
             )
         (child,) = rng.spawn(1)
         res = fit(X, data_norm=R, noise_multiplier=self.noise_multiplier, rng=child)
-        return Scaled(res, math.sqrt(X.n_features), float(s), self.share)
+        return Scaled(res, NORM_FACTOR * math.sqrt(X.n_features), float(s), self.share)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -104,6 +104,10 @@ def _make_model(model: str, task: str, params: dict[str, Any], label_bound, cons
         # the estimator's own defaults (AdaSSP; default_constraint_radius when a
         # mechanism needs a radius) apply unless --constraint-radius is given
         extra = {} if constraint_radius is None else {"constraint_radius": constraint_radius}
+        if params.pop("feature_scaling", "public") != "public":
+            raise InvalidPrivacyParameter(
+                "--feature-scaling private is an option of classification (--model logistic)"
+            )
         params = {k: v for k, v in params.items() if k not in ("classes", "multi_class")}
         return DPLinearRegression(label_bound=label_bound, **extra, **params)
     if model == "linear":
@@ -120,6 +124,10 @@ def _make_model(model: str, task: str, params: dict[str, Any], label_bound, cons
                 "the linear models)"
             )
         return DPMLPClassifier(**{k: v for k, v in params.items() if k in _MLP_PARAMS})
+    if model != "logistic" and params.pop("feature_scaling", "public") != "public":
+        raise InvalidPrivacyParameter(
+            f"--feature-scaling private is an option of --model logistic, got --model {model}"
+        )
     cls = DPLogisticRegression if model == "logistic" else DPLinearSVC
     if constraint_radius is not None and params.get("constraint") is None:
         params = {**params, "constraint": "l2"}  # a radius alone means the ℓ2 ball
@@ -158,6 +166,7 @@ def run_fit(
     batch_size: int | None = None,
     epochs: int | None = None,
     learning_rate: float | None = None,
+    feature_scaling: str | None = None,
     ledger: str | Path | None = None,
     ledger_epsilon: float | None = None,
     ledger_delta: float | None = None,
@@ -178,7 +187,11 @@ def run_fit(
 
     ``bounds`` / ``categories`` (``col=lo:hi`` / ``col=a,b,c`` items or schema
     files, or dicts), ``label_bound`` and ``task`` are the public schema of a
-    ``csv`` file (CSV, or Parquet by suffix ``.parquet``).  ``ledger`` names a
+    ``csv`` file (CSV, or Parquet by suffix ``.parquet``).  ``feature_scaling``
+    (:class:`~dperm.estimators.DPLogisticRegression`'s parameter; None: "private" for a
+    ``csv`` file's classification with the logistic model, whose bounds a user writes
+    generously, else the estimator's default) finds the columns' location and scale
+    privately within the fit's (ε, δ) (issue #36).  ``ledger`` names a
     store (a SQLite file, a JSON store or a ``postgresql://`` URL) holding the
     budget ``ledger_budget`` (default "default", created with budget
     ``ledger_epsilon``, ``ledger_delta``) spent across invocations, processes and
@@ -247,11 +260,22 @@ def run_fit(
         batch_size=batch_size,
         epochs=epochs,
         learning_rate=learning_rate,
+        feature_scaling=_feature_scaling(feature_scaling, csv, ds, model),
     )
     fit = _private_fit(est, ds, model, tune, epsilon, fit_delta, verbose)
     out = _report(fit, delta, reference, bounds_from_data, verbose)
     from_file = (csv or parquet or csv_dir) is not None  # its public schema goes with the model
     return _release(out, fit, book, reservation, save, from_file, from_csv=csv is not None)
+
+
+def _feature_scaling(feature_scaling, csv, ds, model) -> str | None:
+    """``--feature-scaling``: as given, or "private" for the logistic model on a
+    ``--csv`` file's classification task (its bounds are a user's honest, generous ones;
+    the built-in loaders' schemas are tuned), else None (the estimator's default)."""
+    if feature_scaling is not None:
+        return feature_scaling
+    logistic = model in (None, "logistic")
+    return "private" if csv is not None and ds.task != "regression" and logistic else None
 
 
 def _check_options(epsilon, delta, save, ledger, budget_options: tuple) -> None:
@@ -521,6 +545,12 @@ _OPTIONS = {
     "batch_size": Opt(int | None, None, "DP-SGD expected batch size."),
     "epochs": Opt(int | None, None, "DP-SGD/DP-GD epochs."),
     "learning_rate": Opt(float | None, None, "DP-SGD/DP-GD step size."),
+    "feature_scaling": Opt(
+        str | None,
+        None,
+        "public | private: find the columns' location and scale privately, in the same "
+        "ε (default: private for --csv with --model logistic).",
+    ),
     "ledger": Opt(
         str | None,
         None,

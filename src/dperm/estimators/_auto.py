@@ -109,13 +109,14 @@ BINARY_STEP_CLIP = 0.65
 #: binary DP-SGD: adaptive clipping's target quantile γ of the per-example gradient norms
 #: (Andrew et al. 2021; :mod:`dperm.algorithms.adaptive_clipping`), starting at C₀ =
 #: BINARY_CLIP_FRACTION·L
-BINARY_CLIP_QUANTILE = 0.5
+BINARY_CLIP_QUANTILE = 0.9
 #: multinomial DP-SGD: adaptive clipping's target quantile γ (from C₀ = MULTI_CLIP_FRACTION·L)
-MULTI_CLIP_QUANTILE = 0.5
+MULTI_CLIP_QUANTILE = 0.9
 #: adaptive clipping's learning rate η_C (Cₜ₊₁ = Cₜ·exp(−η_C(b̃ₜ − γ)); the paper's 0.2)
 CLIPPING_LEARNING_RATE = 0.2
-#: feature_scaling="private": the share of the budget the scaling takes (:func:`scaling_share`)
-SCALING_SHARE = 0.25
+#: feature_scaling="private": the share of the budget the scaling takes for a binary model,
+#: SCALING_SHARE/√(k − 1) for k classes (:func:`scaling_share`)
+SCALING_SHARE = 0.3
 #: multinomial classification: AMP at or above s = nε/√(Dk) = MULTI_AMP_ABOVE, beyond
 #: every swept cell (up to 80 000, where AMP and clipped DP-SGD were level): the PLD
 #: of thousands of nearly noiseless steps (ε ≫ 100) needs a huge loss grid
@@ -286,7 +287,7 @@ def binary_dp_sgd_schedule(n_samples: int, epsilon: float) -> dict[str, Any]:
     --------
     >>> binary_dp_sgd_schedule(30_162, 0.1)  # doctest: +NORMALIZE_WHITESPACE
     {'batch_size': 506, 'epochs': 15, 'clip_fraction': 0.27, 'step_clip': 0.65,
-     'target_unclipped_quantile': 0.5, 'clipping_learning_rate': 0.2}
+     'target_unclipped_quantile': 0.9, 'clipping_learning_rate': 0.2}
     >>> binary_dp_sgd_schedule(1_600, 0.1)["batch_size"]
     320
     """
@@ -339,7 +340,7 @@ def multi_dp_sgd_schedule(n_samples: int, epsilon: float) -> dict[str, Any]:
     --------
     >>> multi_dp_sgd_schedule(60_000, 1.0)  # doctest: +NORMALIZE_WHITESPACE
     {'batch_size': 160, 'epochs': 15, 'clip_fraction': 0.15, 'step_clip': 3.0,
-     'target_unclipped_quantile': 0.5, 'clipping_learning_rate': 0.2}
+     'target_unclipped_quantile': 0.9, 'clipping_learning_rate': 0.2}
     """
     return _clipped_schedule(
         n_samples, epsilon, MULTI_CLIP_FRACTION, MULTI_STEP_CLIP, MULTI_CLIP_QUANTILE
@@ -639,20 +640,24 @@ def check_feature_scaling(feature_scaling, mechanism: str) -> str:
 
 def scaling_share(n_samples: int, n_coords: int, n_classes: int, epsilon: float) -> float:
     """The share of the fit's budget (of μ² = z⁻² of the Gaussian mechanism meeting
-    (ε, δ)) that the private feature scaling takes: :data:`SCALING_SHARE`.  A public rule
-    of (n, D, k, ε) (D = d + 1 coordinates per class, k classes); chosen on validation
-    splits of training rows (``benchmarks/sweep_adaptive_clipping.py --scaling``).
+    (ε, δ)) that the private feature scaling takes: :data:`SCALING_SHARE`/√(k − 1) for
+    k ≥ 2 classes (0.3 for a binary model, 0.21 for 3 classes, 0.1 for 10) — a public
+    rule of (n, D, k, ε) that reads k only: a multinomial model has k − 1 times the
+    coefficients of a binary one, and its noisy steps need more of the budget.  Chosen
+    on validation splits of the training rows of the CSV files of
+    ``benchmarks/bench_csv_tables.py`` (``benchmarks/sweep_scale_adaptation.py``; the
+    table in ``docs/choosing_a_mechanism.md``, "Private feature scaling").
 
     Examples
     --------
-    >>> scaling_share(341, 31, 2, 1.0)
-    0.25
+    >>> scaling_share(341, 31, 2, 1.0), round(scaling_share(1347, 65, 10, 8.0), 3)
+    (0.3, 0.1)
     """
     check_count(n_samples, "n_samples")
     check_count(n_coords, "n_coords")
-    check_count(n_classes, "n_classes")
+    k = check_count(n_classes, "n_classes", minimum=2)
     check_epsilon(epsilon)
-    return SCALING_SHARE
+    return float(SCALING_SHARE / math.sqrt(k - 1))
 
 
 def _with_private_scaling(out: AutoChoice, task, n, D, k, eps, choice) -> AutoChoice:
