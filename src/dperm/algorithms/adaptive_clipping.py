@@ -177,6 +177,8 @@ class AdaptiveClipping:
     norms : list of float
         C₁, …, C_T: the clipping norm each step used (released values: every Cₜ is a
         function of the releases before step t).
+    counts : list of float
+        The released noisy centred counts Σ(bᵢ − ½) + N(0, σ_b²) of every step.
     step_scale : float
         C₀/Cₜ of the last step released (1 without ``scale_steps``).
     """
@@ -191,6 +193,7 @@ class AdaptiveClipping:
     scale_steps: bool = False
     max_clipping_norm: float = math.inf
     norms: list = dataclasses.field(default_factory=list)
+    counts: list = dataclasses.field(default_factory=list)
     step_scale: float = 1.0
 
     def __post_init__(self):
@@ -205,6 +208,7 @@ class AdaptiveClipping:
         noisy = centred + self.count_noise * float(noise_rng.standard_normal())
         fraction = min(1.0, max(0.0, noisy / self.normalizer + 0.5))
         self.norms.append(C)
+        self.counts.append(noisy)
         self.step_scale = self.initial / C if self.scale_steps else 1.0
         C = C * math.exp(-self.learning_rate * (fraction - self.quantile))
         self.clipping_norm = min(C, self.max_clipping_norm)
@@ -366,5 +370,6 @@ def diagnostics(settings, clipping: AdaptiveClipping | None) -> dict:
         "vector_noise_per_clip": clipping.vector_noise,
         "max_clipping_norm": clipping.max_clipping_norm,
         "clipping_norms": norms,
+        "clipping_counts": np.asarray(clipping.counts, dtype=np.float64),
         "final_clipping_norm": float(norms[-1]) if norms.size else clipping.clipping_norm,
     }

@@ -27,6 +27,10 @@ patch                              the bug
 ``huber-label-bound-ignored``      the Huber surrogate's Lipschitz constant hR taken with
                                    h = 0.4 (the default label bound B = 1) while the loss
                                    uses h = 0.4·B of the user's B (``Huber.lipschitz``)
+``count-without-noise``            adaptive clipping updates the clipping norm from the
+                                   count of unclipped examples without its noise, which
+                                   the accounting still claims
+                                   (``AdaptiveClipping.release``)
 =================================  =========================================================
 
 :data:`MUTANT_TABLE` registers one runner (``kind="mutant"``) per row; ``dperm audit
@@ -48,6 +52,7 @@ import numpy as np
 from ..accounting.events import NonPrivate, PoissonSampled, SelfComposed
 from ..algorithms import _gradient_loop as gl
 from ..algorithms import dp_gd
+from ..algorithms.adaptive_clipping import AdaptiveClipping
 from ..losses.huber import Huber
 from ..sampling import PoissonSampler, Sampler
 from .canary import CanaryPair
@@ -59,14 +64,51 @@ __all__ = ["MUTANT_TABLE", "PATCHES", "Mutation", "patched"]
 
 
 # ============================================================ the bugs
+class _ClipsAtTwice:
+    """An oracle that clips at 2C whatever C it is asked for (adaptive clipping's Cₜ
+    included); every other attribute is the honest oracle's."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def clipped_sum_count(self, theta, idx, clipping_norm):
+        return self._inner.clipped_sum_count(theta, idx, 2.0 * clipping_norm)
+
+
 @contextlib.contextmanager
 def _clip_above_calibration() -> Iterator[None]:
     honest = gl.make_oracle
+    honest_release = AdaptiveClipping.release
 
-    def make_oracle(loss, X, y, clipping_norm, per_example_grad=None):
-        return honest(loss, X, y, 2.0 * clipping_norm, per_example_grad)
+    def make_oracle(loss, X, y, clipping_norm, per_example_grad=None, **kw):  # fixed C
+        return honest(loss, X, y, 2.0 * clipping_norm, per_example_grad, **kw)
 
-    with mock.patch.object(gl, "make_oracle", make_oracle):
+    def release(self, oracle, theta, idx, noise_rng):  # adaptive clipping's Cₜ
+        return honest_release(self, _ClipsAtTwice(oracle), theta, idx, noise_rng)
+
+    with (
+        mock.patch.object(gl, "make_oracle", make_oracle),
+        mock.patch.object(AdaptiveClipping, "release", release),
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def _count_without_noise() -> Iterator[None]:
+    honest = AdaptiveClipping.release
+
+    def release(self, oracle, theta, idx, noise_rng):
+        claimed = self.count_noise  # still reported: the bug does not show in the numbers
+        self.count_noise = 0.0
+        try:
+            return honest(self, oracle, theta, idx, noise_rng)
+        finally:
+            self.count_noise = claimed
+
+    with mock.patch.object(AdaptiveClipping, "release", release):
         yield
 
 
@@ -132,6 +174,7 @@ PATCHES: dict[str, Callable[[], contextlib.AbstractContextManager]] = {
     "add-remove-sensitivity": _add_remove_sensitivity,
     "pca-noise-dropped": _pca_noise_dropped,
     "huber-label-bound-ignored": _huber_label_bound_ignored,
+    "count-without-noise": _count_without_noise,
 }
 
 
@@ -240,6 +283,10 @@ MUTANT_TABLE: tuple[dict[str, Any], ...] = (
     _mutant("estimator-auto", "add-remove-sensitivity", default_runs=200,
             description="DPLogisticRegression() default path (white box) with the noise std "
             "z·C of the add/remove sensitivity under replace-one (sensitivity 2C)"),
+    _mutant("estimator-auto-clipping", "count-without-noise", default_runs=300,
+            description="DPLogisticRegression() default path (white box, sum and count) "
+            "whose adaptive clipping releases the count of unclipped examples without its "
+            "noise (the clipping norm then follows the exact count)"),
     _mutant("estimator-auto-multinomial", "clip-above-calibration", default_runs=10,
             description="DPLogisticRegression(classes=[0, 1, 2]) default path (white box, "
             "gradient canaries) with per-example clipping at 2C while the noise is "

@@ -101,6 +101,7 @@ from .whitebox import (
     intercept_orthogonal_pair,
     llr_statistic,
 )
+from .whitebox_clipping import _run_estimator_auto_clipping, clipping_pair
 
 __all__ = ["RUNNER_TABLE", "ssp_release_statistic", *_REGISTRY_API]
 
@@ -195,6 +196,14 @@ _WHITEBOX_ESTIMATOR = {
     "pair": intercept_orthogonal_pair,
     "threat_model": _WHITEBOX_THREAT,
 }
+#: the adaptive-clipping row: n = 400 (batch 80: the count is informative from ε ≈ 1)
+_CLIP_N = 400
+#: the adaptive-clipping row: the count of unclipped examples is observed too
+_CLIPPING_THREAT = (
+    "white box, one gradient canary: every step's noisy clipped sum and noisy count of "
+    "unclipped examples (adaptive clipping's two releases); a likelihood-ratio statistic "
+    "(the base rows' count modelled as Gaussian)"
+)
 #: the crafted-gradient rows: the adversary chooses the canaries' gradients
 _CRAFTED_THREAT = (
     "white box, gradient canaries: the adversary chooses the canary rows' per-example "
@@ -336,6 +345,22 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         "batch 160, 15 epochs), intercept, calibration; classes=[-1, 1]; "
         f"n = {_WB_N}, {_WB_K} Dirac canaries per run; scores the LLR of every step's "
         "noisy sum",
+    ),
+    dict(
+        name="estimator-auto-clipping", fn=_run_estimator_auto_clipping,
+        **{
+            **_WHITEBOX_ESTIMATOR,
+            "n": _CLIP_N,
+            "d": 3,
+            "default_runs": 1000,
+            "pair": clipping_pair,
+            "threat_model": _CLIPPING_THREAT,
+        },
+        description="DPLogisticRegression() with every default (adaptive clipping on this "
+        f"pair: the count of unclipped examples is released every step); n = {_CLIP_N}, one "
+        "gradient canary per run, never clipped under D and always clipped under D′; "
+        "scores the LLR of every step's noisy sum and noisy count "
+        "(dperm.audit.whitebox_clipping)",
     ),
     dict(
         name="estimator-auto-multinomial", fn=_run_estimator_auto_multinomial_crafted,
