@@ -103,7 +103,9 @@ class ScaleResult:
         z of the equivalent single Gaussian mechanism (z⁻² = Σ zₖ⁻²).
     diagnostics : dict
         ``radius`` (r), ``median_distance`` (r₅₀), ``shrinkage`` (λ of the location,
-        λ of the correction, λ of the scale), ``noise`` (σ₁, σ₃ in the units of x).
+        λ of the correction, λ of the scale), ``noise`` (σ₁, σ₃ in the units of x),
+        ``stage_multipliers``, ``released`` (the noisy row sum of step 1, the noisy sum of
+        clipped deviations of step 3 and the centre m it used: what the audit scores).
     """
 
     location: np.ndarray
@@ -229,8 +231,8 @@ def fit(X, *, data_norm: float, noise_multiplier: float, rng, shares=None) -> Sc
     total, sq, d = _features(X)
     # 1. the sum of the rows: location, shrunk towards the pooled mean
     sigma1 = 2.0 * R * z1 / n
-    raw = (total + rng.standard_normal(d) * (2.0 * R * z1)) / n
-    m, lam1 = _shrink(raw, sigma1)
+    row_sum = total + rng.standard_normal(d) * (2.0 * R * z1)  # release 1
+    m, lam1 = _shrink(row_sum / n, sigma1)
     # 2. the median distance to m (noisy histogram), the clipping radius
     rho = _distances(X, m, sq)
     r50 = _median_radius(rho, R, z2, n, rng)
@@ -249,6 +251,8 @@ def fit(X, *, data_norm: float, noise_multiplier: float, rng, shares=None) -> Sc
     scale = np.maximum(scale, max(NOISE_FLOOR * sigma3, FLOOR_POOLED * pooled))
     event = event_of(noise_multiplier, shares)
     info = {
+        # the raw releases of steps 1 and 3 and the centre and radius they used
+        "released": {"row_sum": row_sum, "deviation_sum": s1, "centre": m},
         "radius": r,
         "median_distance": r50,
         "shrinkage": (lam1, lam2, lam3),

@@ -27,6 +27,9 @@ patch                              the bug
 ``huber-label-bound-ignored``      the Huber surrogate's Lipschitz constant hR taken with
                                    h = 0.4 (the default label bound B = 1) while the loss
                                    uses h = 0.4·B of the user's B (``Huber.lipschitz``)
+``scaling-stages-not-composed``    the private feature scaling gives each of its three
+                                   releases the multiplier z of the whole, forgetting that
+                                   they compose (``private_scaling.stage_multipliers``)
 ``count-without-noise``            adaptive clipping updates the clipping norm from the
                                    count of unclipped examples without its noise, which
                                    the accounting still claims
@@ -113,6 +116,17 @@ def _count_without_noise() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _scaling_stages_not_composed() -> Iterator[None]:
+    from ..algorithms import private_scaling
+
+    def stage_multipliers(noise_multiplier, shares=None):  # each stage at the whole z
+        return (float(noise_multiplier),) * 3
+
+    with mock.patch.object(private_scaling, "stage_multipliers", stage_multipliers):
+        yield
+
+
+@contextlib.contextmanager
 def _sampling_rate_from_wrong_n() -> Iterator[None]:
     def step_event(self, noise_multiplier):
         return PoissonSampled(self.sampling_rate / 2.0, self.leaf(noise_multiplier))
@@ -175,6 +189,7 @@ PATCHES: dict[str, Callable[[], contextlib.AbstractContextManager]] = {
     "pca-noise-dropped": _pca_noise_dropped,
     "huber-label-bound-ignored": _huber_label_bound_ignored,
     "count-without-noise": _count_without_noise,
+    "scaling-stages-not-composed": _scaling_stages_not_composed,
 }
 
 
@@ -283,6 +298,9 @@ MUTANT_TABLE: tuple[dict[str, Any], ...] = (
     _mutant("estimator-auto", "add-remove-sensitivity", default_runs=200,
             description="DPLogisticRegression() default path (white box) with the noise std "
             "z·C of the add/remove sensitivity under replace-one (sensitivity 2C)"),
+    _mutant("private-scaling", "scaling-stages-not-composed", default_runs=1000,
+            description="private feature scaling whose three releases each get the "
+            "multiplier z of the whole (their composition forgotten: √3 times the μ)"),
     _mutant("estimator-auto-clipping", "count-without-noise", default_runs=300,
             description="DPLogisticRegression() default path (white box, sum and count) "
             "whose adaptive clipping releases the count of unclipped examples without its "

@@ -76,9 +76,11 @@ from .fits import (
     _run_gaussian,
     _run_laplace,
     _run_network_dp_sgd,
+    _run_private_scaling,
     _run_snapping,
     _run_tukey,
     _run_tukey_unsafe,
+    scaling_pair,
     ssp_release_statistic,
 )
 from .mutants import register_mutants
@@ -196,8 +198,8 @@ _WHITEBOX_ESTIMATOR = {
     "pair": intercept_orthogonal_pair,
     "threat_model": _WHITEBOX_THREAT,
 }
-#: the adaptive-clipping row: n = 400 (batch 80: the count is informative from ε ≈ 1)
-_CLIP_N = 400
+#: the adaptive-clipping row: n = 800 (batch 160: the count is informative from ε ≈ 1)
+_CLIP_N = 800
 #: the adaptive-clipping row: the count of unclipped examples is observed too
 _CLIPPING_THREAT = (
     "white box, one gradient canary: every step's noisy clipped sum and noisy count of "
@@ -345,6 +347,18 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         "batch 160, 15 epochs), intercept, calibration; classes=[-1, 1]; "
         f"n = {_WB_N}, {_WB_K} Dirac canaries per run; scores the LLR of every step's "
         "noisy sum",
+    ),
+    dict(
+        name="private-scaling", fn=_run_private_scaling,
+        module="dperm.algorithms.private_scaling", neighbouring="replace-one", n=50, d=2,
+        **_GAUSSIAN, default_runs=2000, statistic=llr_statistic, method="gdp-fit",
+        pair=scaling_pair,
+        threat_model="the scaling's releases 1 and 3 (the noisy row sum, and the noisy sum "
+        "of clipped deviations given the centre and radius released before it), scored by "
+        "their exact log-likelihood ratio",
+        description="private per-column location and scale (feature_scaling='private' of "
+        "DP-SGD; dperm.algorithms.private_scaling) with the whole (ε, δ), R = 1, default "
+        "stage shares; n = 50: base rows near 0, the canary e₀ against −e₀",
     ),
     dict(
         name="estimator-auto-clipping", fn=_run_estimator_auto_clipping,

@@ -10,10 +10,12 @@ calibrated for the wrong relation — leaves them blind.  This runner scores bot
 The pair (:func:`clipping_pair`): n − 1 base rows (two features, labels ±1) and one
 canary row e₂ (a feature of its own) with a **crafted gradient** (the gradient-canary
 threat model of Nasr et al., USENIX Security 2023, §3, as
-:func:`~dperm.audit.whitebox.gradient_canaries`): label −1 (D) gives the tiny gradient
-+:data:`_TINY`·e₂ — never clipped, bᵢ = 1 — and label +1 (D′) the huge −:data:`_HUGE`·e₂
-— always clipped to −Cₜe₂, bᵢ = 0.  When the canary is sampled it moves the sum's
-coordinate 2 by +0.01 or −Cₜ and the count by +½ or −½.
+:func:`~dperm.audit.whitebox.gradient_canaries`): label −1 (D) gives the gradient
+(1 − :data:`_GAP`)·C₀·e₂ — just under the rule's clipping norm C₀, unclipped while
+Cₜ ≥ (1 − _GAP)·C₀, bᵢ = 1 — and label +1 (D′) (1 + _GAP)·C₀·e₂ — always clipped (Cₜ ≤ C₀),
+bᵢ = 0.  The two move the sum alike (by ≈ Cₜe₂): the pair differs in the count of
+unclipped examples only, by 1 when the canary is sampled — the release this runner is
+about.
 
 The statistic is the log-likelihood ratio of every step's pair (oₜ, ñₜ) — o the noisy
 sum's coordinate 2 (noise σ_v,t = σ_Δ·2·Cₜ), ñ the released count (noise σ_b) — with
@@ -25,17 +27,20 @@ statistic gives a valid lower bound).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._rng import check_random_state
 from .._validation import check_count
+from ..estimators._auto import BINARY_CLIP_FRACTION
 from .canary import CanaryPair
 from .whitebox import _log_mixture, _noise, gradient_canaries, record_steps
 
 __all__ = ["clipping_pair"]
 
-#: the canary's gradient under D (never clipped) and the norm of its gradient under D′
-_TINY, _HUGE = 0.01, 50.0
+#: the canary's gradient norms are (1 ∓ _GAP)·C₀ under D and D′
+_GAP = 0.01
 #: the base rows' features (the canary's is the next one)
 _BASE = 2
 
@@ -72,11 +77,11 @@ def clipping_pair(n: int, *, random_state=0) -> CanaryPair:
     )
 
 
-def _crafted(mask, theta, Xb, yb) -> np.ndarray:
-    """The canary's gradient (b, d + 1): +_TINY·x (label −1) or −_HUGE·x (label +1),
-    the intercept masked out."""
+def _crafted(mask, theta, Xb, yb, *, clipping_norm: float) -> np.ndarray:
+    """The canary's gradient (b, d + 1): (1 − _GAP)·C₀·x (label −1) or (1 + _GAP)·C₀·x
+    (label +1), the intercept masked out."""
     Xb = np.asarray(Xb, dtype=float) * mask
-    scale = np.where(np.asarray(yb) < 0, _TINY, -_HUGE)
+    scale = np.where(np.asarray(yb) < 0, 1.0 - _GAP, 1.0 + _GAP) * clipping_norm
     return Xb * scale[:, None]
 
 
@@ -90,8 +95,9 @@ def _run_estimator_auto_clipping(X, y, epsilon, delta, rng):
     Xa = np.hstack([X, np.full((n, 1), 0.5)])[: n - 1]  # the base rows, intercept 0.5
     yb = np.asarray(y, dtype=float)[: n - 1]
     norms = np.linalg.norm(Xa, axis=1)
+    C0 = BINARY_CLIP_FRACTION * float(np.hypot(1.0, 0.5))  # the rule's C (R = 1, s = ½)
     with (
-        gradient_canaries(n - 1, gradient=_crafted),
+        gradient_canaries(n - 1, gradient=functools.partial(_crafted, clipping_norm=C0)),
         record_steps(lambda theta, g: (Xa @ theta, float(g[_BASE]))) as steps,
     ):
         est = DPLogisticRegression(
@@ -115,7 +121,10 @@ def _run_estimator_auto_clipping(X, y, epsilon, delta, rng):
     if not np.isfinite(count_noise):  # no count released
         spread[:] = np.inf
     obs = np.column_stack([o / sigma, (counts - mean) / spread])
-    c_d = np.column_stack([np.minimum(_TINY, C) / sigma, 0.5 / spread])
-    c_dprime = np.column_stack([-C / sigma, -0.5 / spread])
+    below = (1.0 - _GAP) * C0 <= C  # the canary under D is unclipped
+    c_d = np.column_stack(
+        [np.minimum((1.0 - _GAP) * C0, C) / sigma, np.where(below, 0.5, -0.5) / spread]
+    )
+    c_dprime = np.column_stack([C / sigma, -0.5 / spread])
     llr = np.sum(_log_mixture(obs, c_dprime, q, 1.0) - _log_mixture(obs, c_d, q, 1.0))
     return np.array([llr])
