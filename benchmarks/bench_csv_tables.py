@@ -248,13 +248,9 @@ def main(argv=None) -> int:
             for eps in epsilons:
                 scores, shares, plain = [], [], []
                 for seed in seeds:
-                    score, _, model = dperm_fit(name, seed, eps, folder)
+                    score, out, _ = dperm_fit(name, seed, eps, folder)
                     scores.append(score)
-                    est = model.steps[-1][1] if hasattr(model, "steps") else model
-                    info = getattr(est, "diagnostics_", {})
-                    info = info if isinstance(info, dict) else info[0]
-                    fs = info.get("feature_scaling") or {}
-                    shares.append(float(fs.get("share", 0.0)))
+                    shares.append(float(out.get("feature_scaling_share") or 0.0))
                     if not args.no_ablation:
                         off = {"feature_scaling": "public"}
                         plain.append(dperm_fit(name, seed, eps, folder, **off)[0])

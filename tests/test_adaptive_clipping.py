@@ -179,9 +179,7 @@ def test_the_released_noise_has_the_stated_variances():
 def test_informative_switches_adaptive_clipping_off_where_the_count_is_noise():
     X, y = _data(n=600)
     kw = dict(epsilon=0.1, delta=1e-6, data_norm=1.5, neighbouring="replace-one")
-    res = dp_sgd.fit(
-        Logistic(), X, y, batch_size=60, epochs=2, target_unclipped_quantile=0.9, **kw
-    )
+    res = dp_sgd.fit(Logistic(), X, y, batch_size=60, epochs=2, target_unclipped_quantile=0.9, **kw)
     assert res.diagnostics["clipping"] == "fixed"
     assert "off" in res.diagnostics["adaptive_clipping"]
     # an explicit share keeps it on: the user's choice

@@ -51,6 +51,12 @@ def test_the_three_releases_have_their_stated_sensitivities():
     X *= rng.uniform(0.05, 1.0, size=(n, 1)) / np.linalg.norm(X, axis=1, keepdims=True)
     m = rng.normal(size=d) * 0.1
     r = 0.3
+    edges = 2.0 * R * 2.0 ** (-np.arange(ps.HISTOGRAM_BINS + 1) / 2.0)
+
+    def hist(rho):  # the bins of step 2
+        k = np.searchsorted(-edges, -rho, side="left") - 1
+        return np.bincount(np.clip(k, 0, ps.HISTOGRAM_BINS), minlength=edges.size)
+
     for trial in range(200):
         Xp = X.copy()
         v = rng.normal(size=d)
@@ -62,12 +68,6 @@ def test_the_three_releases_have_their_stated_sensitivities():
         t2, sq2, _ = ps._features(Dp)
         assert np.linalg.norm(t1 - t2) <= 2 * R * (1 + 1e-12)
         rho1, rho2 = ps._distances(D, m, sq1), ps._distances(Dp, m, sq2)
-        edges = 2.0 * R * 2.0 ** (-np.arange(ps.HISTOGRAM_BINS + 1) / 2.0)
-
-        def hist(rho):
-            k = np.searchsorted(-edges, -rho, side="left") - 1
-            return np.bincount(np.clip(k, 0, ps.HISTOGRAM_BINS), minlength=edges.size)
-
         assert np.linalg.norm(hist(rho1) - hist(rho2)) <= math.sqrt(2) + 1e-12
         a1, b1 = ps._deviation_sums(D, m, rho1, r)
         a2, b2 = ps._deviation_sums(Dp, m, rho2, r)
@@ -174,9 +174,9 @@ def test_feature_scaling_errors_name_the_parameter():
     with pytest.raises(UnknownNameError, match="feature_scaling"):
         DPLogisticRegression(feature_scaling="maybe", classes=[-1, 1]).fit(X, y)
     with pytest.raises(InvalidPrivacyParameter, match="feature_scaling"):
-        DPLogisticRegression(
-            feature_scaling="private", mechanism="objective", classes=[-1, 1]
-        ).fit(X, y)
+        DPLogisticRegression(feature_scaling="private", mechanism="objective", classes=[-1, 1]).fit(
+            X, y
+        )
     with pytest.raises(InvalidPrivacyParameter, match="replace-one"):
         ps.plan("private", None, 1.0, 1e-6, "add-remove")
     with pytest.raises(InvalidPrivacyParameter, match="epsilon"):
