@@ -26,6 +26,7 @@ _RUNS = {
     "estimator-auto-multinomial[sampling-rate-from-wrong-n]": 3,
     "dp-gd[accountant-one-step-short]": 300,
     "estimator-auto-regression[huber-label-bound-ignored]": 600,
+    "private-scaling[scaling-stages-not-composed]": 300,
 }
 
 
@@ -48,6 +49,7 @@ def test_patches_are_live_and_undone(bug):
     """Each patch replaces an attribute that exists on today's code path (a renamed
     function would make the mutant silently honest) and restores it afterwards."""
     from dperm.algorithms import _gradient_loop as gl
+    from dperm.algorithms import private_scaling
     from dperm.estimators import mlp
     from dperm.losses.huber import Huber
     from dperm.sampling import PoissonSampler, Sampler
@@ -59,6 +61,7 @@ def test_patches_are_live_and_undone(bug):
         "add-remove-sensitivity": (Sampler, "sensitivity_factor"),
         "pca-noise-dropped": (mlp, "analyze_gauss"),
         "huber-label-bound-ignored": (Huber, "lipschitz"),
+        "scaling-stages-not-composed": (private_scaling, "stage_multipliers"),
     }
     owner, attr = targets[bug]
     before = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
