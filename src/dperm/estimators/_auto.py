@@ -86,6 +86,7 @@ __all__ = [
     "SCALING_SHARE",
     "TASKS",
     "AutoChoice",
+    "adaptive_settings",
     "auto_choice",
     "binary_dp_sgd_schedule",
     "check_feature_scaling",
@@ -94,6 +95,7 @@ __all__ = [
     "output_clip_fraction",
     "prior_bound",
     "quantile_steps",
+    "scaling_settings",
     "scaling_share",
 ]
 
@@ -658,6 +660,30 @@ def scaling_share(n_samples: int, n_coords: int, n_classes: int, epsilon: float)
     k = check_count(n_classes, "n_classes", minimum=2)
     check_epsilon(epsilon)
     return float(SCALING_SHARE / math.sqrt(k - 1))
+
+
+def adaptive_settings(rule: Mapping[str, Any], clipping_norm: float) -> dict[str, Any]:
+    """The :func:`dperm.algorithms.dp_sgd.fit` settings of the rule's adaptive clipping
+    (``rule`` a DP-SGD schedule of this module) below the rule's C = ``clipping_norm``: the
+    norm starts there and only comes down (``max_clipping_norm``).  {} without one."""
+    if rule.get("target_unclipped_quantile") is None:
+        return {}
+    return {
+        "target_unclipped_quantile": rule["target_unclipped_quantile"],
+        "clipping_learning_rate": rule["clipping_learning_rate"],
+        "max_clipping_norm": float(clipping_norm),
+    }
+
+
+def scaling_settings(estimator, rule: Mapping[str, Any], loss, shape, epsilon) -> dict:
+    """The :func:`dperm.algorithms.dp_sgd.fit` settings of ``feature_scaling="private"``
+    (the estimator's parameter): its share, from ``rule`` or :func:`scaling_share` of
+    (n, D) = ``shape`` and the loss's k; {} for "public"."""
+    if getattr(estimator, "feature_scaling", "public") != "private":
+        return {}
+    k = int(getattr(loss, "n_classes", None) or 2)
+    share = rule.get("scaling_share") or scaling_share(*shape, k, epsilon)
+    return {"feature_scaling": "private", "scaling_share": share}
 
 
 def _with_private_scaling(out: AutoChoice, task, n, D, k, eps, choice) -> AutoChoice:
