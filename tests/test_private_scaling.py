@@ -189,3 +189,33 @@ def test_feature_scaling_errors_name_the_parameter():
             data_norm=1.0, neighbouring="replace-one", batch_size=30, epochs=1,
             feature_scaling="private",
         )  # fmt: skip
+
+
+# ----------------------------------------------------------------- dperm fit --csv
+def test_dperm_fit_csv_scales_privately_by_default(tmp_path):
+    """``dperm fit --csv`` (logistic, auto) finds the columns' scale privately: the share
+    is reported, ``--feature-scaling public`` turns it off, and another model refuses it
+    by name (one line, exit 2)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from dperm.cli import app
+
+    X, y = _offcentre(seed=5, n=600)
+    lines = ["a,b,c,d,e,f,label"] + [
+        ",".join(f"{v:.5f}" for v in row) + f",{int(t > 0)}" for row, t in zip(X, y, strict=True)
+    ]
+    path = tmp_path / "corner.csv"
+    path.write_text("\n".join(lines) + "\n")
+    argv = ["fit", "--csv", str(path), "--target", "label", "--epsilon", "2", "--seed", "0"]
+    argv += [a for c in "abcdef" for a in ("--bounds", f"{c}=0:5")] + ["--json"]
+    runner = CliRunner()
+    out = json.loads(runner.invoke(app, [*argv, "--no-reference"]).stdout.splitlines()[-1])
+    assert out["feature_scaling_share"] == pytest.approx(0.3)
+    assert out["dp_event"]["kind"] == "Composed" and out["epsilon"] == 2.0
+    off = runner.invoke(app, [*argv, "--no-reference", "--feature-scaling", "public"])
+    assert json.loads(off.stdout.splitlines()[-1])["feature_scaling_share"] is None
+    assert out["test_accuracy"] > json.loads(off.stdout.splitlines()[-1])["test_accuracy"]
+    bad = runner.invoke(app, [*argv, "--model", "svm", "--feature-scaling", "private"])
+    assert bad.exit_code == 2 and "--feature-scaling" in bad.output

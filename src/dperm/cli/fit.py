@@ -260,7 +260,7 @@ def run_fit(
         batch_size=batch_size,
         epochs=epochs,
         learning_rate=learning_rate,
-        feature_scaling=_feature_scaling(feature_scaling, csv, ds, model),
+        feature_scaling=_feature_scaling(feature_scaling, csv, ds, model, mechanism),
     )
     fit = _private_fit(est, ds, model, tune, epsilon, fit_delta, verbose)
     out = _report(fit, delta, reference, bounds_from_data, verbose)
@@ -268,14 +268,15 @@ def run_fit(
     return _release(out, fit, book, reservation, save, from_file, from_csv=csv is not None)
 
 
-def _feature_scaling(feature_scaling, csv, ds, model) -> str | None:
-    """``--feature-scaling``: as given, or "private" for the logistic model on a
-    ``--csv`` file's classification task (its bounds are a user's honest, generous ones;
-    the built-in loaders' schemas are tuned), else None (the estimator's default)."""
+def _feature_scaling(feature_scaling, csv, ds, model, mechanism) -> str | None:
+    """``--feature-scaling``: as given, or "private" for the logistic model's default
+    mechanism (auto, or dp-sgd) on a ``--csv`` file's classification task (its bounds are
+    a user's honest, generous ones; the built-in loaders' schemas are tuned), else None
+    (the estimator's default)."""
     if feature_scaling is not None:
         return feature_scaling
-    logistic = model in (None, "logistic")
-    return "private" if csv is not None and ds.task != "regression" and logistic else None
+    default = model in (None, "logistic") and mechanism in (None, "auto", "dp-sgd")
+    return "private" if csv is not None and ds.task != "regression" and default else None
 
 
 def _check_options(epsilon, delta, save, ledger, budget_options: tuple) -> None:
