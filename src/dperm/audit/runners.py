@@ -343,8 +343,9 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
     dict(
         name="estimator-auto", fn=_run_estimator_auto_whitebox, **_WHITEBOX_ESTIMATOR,
         description="DPLogisticRegression() with every default: mechanism='auto' (the public "
-        "rule of dperm.estimators._auto; on this binary pair DP-SGD clipped at 0.27·L, "
-        "batch 160, 15 epochs), intercept, calibration; classes=[-1, 1]; "
+        "rule of dperm.estimators._auto; on this binary pair DP-SGD clipped at 0.27·L with "
+        "adaptive clipping below it, batch 160, 15 epochs), intercept, calibration; "
+        "classes=[-1, 1]; "
         f"n = {_WB_N}, {_WB_K} Dirac canaries per run; scores the LLR of every step's "
         "noisy sum",
     ),
