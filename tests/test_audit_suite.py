@@ -67,6 +67,7 @@ _RUNS_FOR["estimator-auto-multinomial-final-model"] = 100
 _RUNS_FOR["estimator-auto"] = 40
 _RUNS_FOR["estimator-auto-multinomial-row-canary"] = 40
 _RUNS_FOR["estimator-auto-multinomial"] = 4  # 400 gradient canaries per run
+_RUNS_FOR["estimator-auto-clipping"] = 60  # one canary per run (test_audit_clipping.py)
 #: the default gradient paths and the estimator are audited, for both relations and
 #: next to their mutants, in test_audit_relations.py
 _AUDITED_ELSEWHERE = {
