@@ -349,17 +349,21 @@ def start(settings, z: float, sampler, clipping_norm: float) -> AdaptiveClipping
     return AdaptiveClipping(C0, quantile, lr, vector, count, m, share, SCALE_STEPS, ceiling)
 
 
-def diagnostics(settings, clipping: AdaptiveClipping | None) -> dict:
+def diagnostics(settings, clipping: AdaptiveClipping | None, remote: bool = False) -> dict:
     """Adaptive clipping's public facts for a run's diagnostics: γ, η_C, the split, the
-    norms Cₜ used (released values), or why the clipping stayed fixed."""
+    norms Cₜ used (released values), or why the clipping stayed fixed (``remote``: the
+    design's rows stay on cluster workers, whose step session clips at a fixed C)."""
     if clipping is None:
         if settings is None:
             return {"clipping": "fixed"}
-        return {
-            "clipping": "fixed",
-            "adaptive_clipping": f"off: the count of unclipped examples would have noise "
-            f"above {MAX_FRACTION_NOISE:g} on the released fraction (informative())",
-        }
+        why = (
+            "the rows stay on the cluster's workers, whose step session returns clipped "
+            "sums at a fixed C"
+            if remote
+            else f"the count of unclipped examples would have noise above "
+            f"{MAX_FRACTION_NOISE:g} on the released fraction (informative())"
+        )
+        return {"clipping": "fixed", "adaptive_clipping": f"off: {why}"}
     norms = np.asarray(clipping.norms, dtype=np.float64)
     return {
         "clipping": "adaptive",

@@ -320,6 +320,12 @@ class ScalingPlan:
             ``X`` has no public row bound or no intercept column.
         """
         R, s = X.data_norm, X.intercept_scaling
+        if getattr(X, "rows_stay_on_workers", False):
+            raise InvalidPrivacyParameter(
+                "feature_scaling='private' reads blocks of rows on this machine; the rows "
+                "of this design stay on the cluster's workers: use feature_scaling='public' "
+                "(or fit in memory)"
+            )
         if R is None or not X.fit_intercept or s is None:
             raise InvalidPrivacyParameter(
                 "feature_scaling='private' needs a public row bound (data_norm) and an "
