@@ -54,8 +54,10 @@ import math
 import numpy as np
 
 from .._validation import check_positive, rows_per_chunk
+from ..accounting.active import planned
 from ..accounting.events import REPLACE_ONE, Composed, Gaussian
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter
+from .base import private_fit
 
 __all__ = [
     "DEFAULT_SHARE",
@@ -196,6 +198,7 @@ def _deviation_sums(X, m: np.ndarray, rho: np.ndarray, r: float):
     return s1, s2
 
 
+@private_fit  # an active dperm.budget: the event announced below is reserved first
 def fit(X, *, data_norm: float, noise_multiplier: float, rng, shares=None) -> ScaleResult:
     """Private location and scale of every column of the design ``X`` (module docstring).
 
@@ -225,6 +228,7 @@ def fit(X, *, data_norm: float, noise_multiplier: float, rng, shares=None) -> Sc
     """
     R = check_positive(data_norm, "data_norm")
     z1, z2, z3 = stage_multipliers(noise_multiplier, shares)
+    planned(event_of(noise_multiplier, shares))  # before the data is read
     n = X.shape[0]
     if n < 2:
         raise InvalidDataError(f"private feature scaling needs at least 2 rows, got {n}")
