@@ -30,6 +30,7 @@ _RUNS = {
     "estimator-output-multinomial[output-row-clipping-dropped]": 120,
     # issue #36: ~100 rows per file move between train and test and push the model
     "cli-csv[stratified-split]": 30,
+    "private-scaling[scaling-stages-not-composed]": 300,
 }
 #: the claim each mutant is audited at (default 4); the dropped row clipping is a bug of
 #: the small-ε default (f(ε)·R, f = 0.4 up to ε = 10) and shows best at ε = 1, where the
@@ -57,6 +58,7 @@ def test_patches_are_live_and_undone(bug):
     """Each patch replaces an attribute that exists on today's code path (a renamed
     function would make the mutant silently honest) and restores it afterwards."""
     from dperm.algorithms import _gradient_loop as gl
+    from dperm.algorithms import private_scaling
     from dperm.datasets import tabular
     from dperm.estimators import _output_rows, mlp
     from dperm.losses.huber import Huber
@@ -71,6 +73,7 @@ def test_patches_are_live_and_undone(bug):
         "huber-label-bound-ignored": (Huber, "lipschitz"),
         "output-row-clipping-dropped": (_output_rows, "as_design"),
         "stratified-split": (tabular, "_split_rows"),
+        "scaling-stages-not-composed": (private_scaling, "stage_multipliers"),
     }
     owner, attr = targets[bug]
     before = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)

@@ -69,6 +69,7 @@ _RUNS_FOR["estimator-auto-multinomial-row-canary"] = 40
 _RUNS_FOR["estimator-auto-multinomial"] = 4  # 400 gradient canaries per run
 #: 24 mirrored canaries per run; its power is audited in test_audit_output_multinomial.py
 _RUNS_FOR["estimator-output-multinomial"] = 60
+_RUNS_FOR["estimator-auto-clipping"] = 60  # one canary per run (test_audit_clipping.py)
 #: the default gradient paths and the estimator are audited, for both relations and
 #: next to their mutants, in test_audit_relations.py
 _AUDITED_ELSEWHERE = {

@@ -26,10 +26,12 @@ from dperm.estimators._auto import (
     BINARY_AMP_ABOVE,
     BINARY_CLIP_FRACTION,
     BINARY_STEP_CLIP,
+    CLIPPING_LEARNING_RATE,
     CONSISTENT_ABOVE,
     HUBER_FRACTION,
     MULTI_AMP_ABOVE,
     MULTI_CLIP_FRACTION,
+    MULTI_CLIP_QUANTILE,
     MULTI_STEP_CLIP,
     QUANTILE_SCALE,
     AutoChoice,
@@ -246,25 +248,33 @@ def test_multinomial_by_default_for_k_gt_2():
 
 def test_default_multinomial_fit_is_the_named_clipped_dp_sgd():
     """The default k > 2 fit is DP-SGD with C = 0.15·L, L = √2·R (R the public row bound
-    with the intercept column) and η = 3/C: the same model and event as that named
-    configuration."""
+    with the intercept column), η = 3/C and adaptive clipping below C towards the
+    quantile MULTI_CLIP_QUANTILE: the same model and event as that configuration
+    spelled out for :func:`dperm.algorithms.dp_sgd.fit`."""
+    from dperm.algorithms import dp_sgd
+    from dperm.design import as_design
+    from dperm.losses import Softmax
+
     rng = np.random.default_rng(0)
     X = rng.uniform(-0.5, 0.5, size=(900, 3))
     y = np.digitize(X[:, 0], [-0.15, 0.15])
     auto = DPLogisticRegression(epsilon=5.0, classes=[0, 1, 2], random_state=3).fit(X, y)
-    L = np.sqrt(2.0) * np.hypot(1.0, 0.5)  # data_norm = 1, intercept_scaling = 0.5
-    C = MULTI_CLIP_FRACTION * L
+    R = np.hypot(1.0, 0.5)  # data_norm = 1, intercept_scaling = 0.5
+    C = MULTI_CLIP_FRACTION * np.sqrt(2.0) * R
     sched = multi_dp_sgd_schedule(900, 5.0)
-    named = DPLogisticRegression(
-        epsilon=5.0, classes=[0, 1, 2], mechanism="dp-sgd", random_state=3,
+    named = dp_sgd.fit(
+        Softmax(3), as_design(X, 1.0, intercept_scaling=0.5), y, epsilon=5.0,
+        delta=1 / 900**2, neighbouring="replace-one", data_norm=R, random_state=3,
         batch_size=sched["batch_size"], epochs=15, clipping_norm=C,
-        learning_rate=MULTI_STEP_CLIP / C,
-    ).fit(X, y)  # fmt: skip
+        learning_rate=MULTI_STEP_CLIP / C, target_unclipped_quantile=MULTI_CLIP_QUANTILE,
+        clipping_learning_rate=CLIPPING_LEARNING_RATE, max_clipping_norm=C,
+    )  # fmt: skip
     assert auto.mechanism_ == "dp-sgd" and auto.auto_.multi_class == "multinomial"
     assert auto.diagnostics_["clipping_norm"] == pytest.approx(C)
     assert auto.diagnostics_["learning_rate"] == pytest.approx(MULTI_STEP_CLIP / C)
-    np.testing.assert_allclose(auto.coef_, named.coef_, rtol=1e-9)
-    assert auto.dp_event_ == named.dp_event_
+    assert auto.diagnostics_["clipping"] == named.diagnostics["clipping"] == "adaptive"
+    np.testing.assert_allclose(auto.coef_, named.theta[:-1].T, rtol=1e-9)
+    assert auto.dp_event_ == named.event
     assert auto.epsilon_ == 5.0
 
 

@@ -806,6 +806,11 @@ def test_estimator_dp_sgd_epsilon_is_the_replace_one_epsilon_of_dp_accounting():
     assert d["neighbouring"] == clf.dp_event_.neighbouring == "replace-one"
     assert d["accountant"] == "pld"
     m = d["noise_std"] * d["normalizer"] / d["clipping_norm"]
+    if d["clipping"] == "adaptive":  # the count of unclipped examples shares the step
+        # (Andrew et al. 2021): one Gaussian mechanism on (sum/C, centred count/½) —
+        # every record's pair lies in the unit ball around 0 (the count enters as ±½) —
+        # so m⁻² = (noise on the sum / C)⁻² + (noise on the count / ½)⁻²
+        m = (m**-2 + (2.0 * d["count_noise_std"]) ** -2) ** -0.5
     acc = pld_privacy_accountant.PLDAccountant(NeighboringRelation.REPLACE_ONE)
     acc.compose(
         dp_event.PoissonSampledDpEvent(d["sampling_rate"], dp_event.GaussianDpEvent(m)),

@@ -235,6 +235,20 @@ def is_pure(event: DpEvent) -> bool:
     return isinstance(event, PureEpsilon | Laplace | NoOp)
 
 
+def _scaling_text(model) -> str:
+    """The private feature scaling before the mechanism (issue #36: DP-SGD with the
+    estimator's public ``feature_scaling="private"``, so that a saved model says the
+    same), or ""."""
+    scaled = getattr(model, "feature_scaling", "public") == "private"
+    if not (scaled and getattr(model, "mechanism_", None) == "dp-sgd"):
+        return ""
+    return (
+        "The columns' location and scale found privately (three Gaussian releases within "
+        "the public row bound, dperm.algorithms.private_scaling; the first part of the "
+        "privacy event below), then "
+    )
+
+
 def estimator_statement(model) -> str:
     """A plain-language statement of what a fitted dperm estimator guarantees.
 
@@ -274,6 +288,7 @@ def estimator_statement(model) -> str:
     desc = pair[0 if is_pure(mech_event) else 1] or pair[1]  # one text if noise-agnostic
     if desc is None:
         desc = f"the registered mechanism {mech!r} (see its module docstring for the theorem)"
+    desc = _scaling_text(model) + desc
     k = n_problems(model)
     name = type(model).__name__
 

@@ -18,6 +18,7 @@ here) lives there.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable
@@ -28,7 +29,14 @@ from .._validation import check_delta, check_delta_size, check_epsilon, check_no
 from ..accounting import epsilon_spent, get_accountant
 from ..accounting.active import planned
 from ..accounting.calibrate import calibrate_noise_certified, clt_noise_guess
-from ..accounting.events import REPLACE_ONE, DpEvent, Gaussian, NonPrivate, SelfComposed
+from ..accounting.events import (
+    REPLACE_ONE,
+    Composed,
+    DpEvent,
+    Gaussian,
+    NonPrivate,
+    SelfComposed,
+)
 from ..accounting.gaussian import gaussian_epsilon
 from ..accounting.pld import bounded_grid_epsilon, grid_step_for
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError, UnsupportedEventError
@@ -278,16 +286,24 @@ def _stored_noise(key: tuple, make_event: Callable[[float], DpEvent]) -> float |
     return z
 
 
-def _calibrated(key: tuple, sampler: Sampler, steps: int) -> float:
+def _run_event(sampler: Sampler, steps: int, prior: DpEvent | None, z: float) -> DpEvent:
+    """The event of a run with multiplier z: ``steps`` steps of ``sampler``, after the
+    release ``prior`` on the same records when there is one (``Composed``)."""
+    event = sampler.event(z, steps)
+    return event if prior is None else Composed((prior, event))
+
+
+def _calibrated(key: tuple, sampler: Sampler, steps: int, prior: DpEvent | None = None) -> float:
     """The noise multiplier of ``key`` = (event family, ε, δ, accountant) when it is not
     in this process's cache: the persistent cache's z re-verified
     (:func:`_stored_noise`), else a certified search (:func:`calibrate_noise_multiplier`,
-    then stored)."""
+    then stored).  ``prior``: the release before the run, composed with it."""
     _, eps, dlt, accountant = key
-    z = _stored_noise(key, lambda v: sampler.event(v, steps))
+    make = functools.partial(_run_event, sampler, steps, prior)
+    z = _stored_noise(key, make)
     if z is None:
         z = calibrate_noise_multiplier(
-            lambda v: sampler.event(v, steps),
+            make,
             eps,
             dlt,
             accountant,
@@ -302,7 +318,9 @@ def _calibrated(key: tuple, sampler: Sampler, steps: int) -> float:
 _PENDING: dict[tuple, Future] = {}
 
 
-def prefetch_noise(sampler: Sampler, steps: int, *, epsilon, delta, accountant: str) -> None:
+def prefetch_noise(
+    sampler: Sampler, steps: int, *, epsilon, delta, accountant: str, prior=None
+) -> None:
     """Start the noise calibration of a planned run in a background thread, so that it
     runs beside what precedes :func:`resolve_noise` (a fit's one pass over X).
 
@@ -316,7 +334,7 @@ def prefetch_noise(sampler: Sampler, steps: int, *, epsilon, delta, accountant: 
     """
     try:
         key = (
-            sampler.event(1.0, steps),
+            _run_event(sampler, steps, prior, 1.0),
             check_epsilon(epsilon),
             check_delta(delta, allow_zero=False),
             check_accountant(accountant),
@@ -332,7 +350,7 @@ def prefetch_noise(sampler: Sampler, steps: int, *, epsilon, delta, accountant: 
 
     def work() -> None:
         try:
-            future.set_result(_calibrated(key, sampler, steps))
+            future.set_result(_calibrated(key, sampler, steps, prior))
         except BaseException as exc:  # handed to resolve_noise
             future.set_exception(exc)
 
@@ -348,6 +366,7 @@ def resolve_noise(
     delta,
     noise_multiplier,
     accountant: str,
+    prior: DpEvent | None = None,
 ) -> tuple[float, DpEvent, float | None]:
     """Noise multiplier z, the event of the run, and ε spent at δ.
 
@@ -355,7 +374,10 @@ def resolve_noise(
     accountant certifies for ``steps`` steps of ``sampler`` under the
     sampler's neighbouring relation; or ``noise_multiplier`` is given, and
     then, if ``epsilon`` is also given, the run must meet it.  z = 0 gives the
-    event :class:`NonPrivate` (ε = ∞).
+    event :class:`NonPrivate` (ε = ∞).  ``prior``: a release on the same records
+    before the steps (e.g. the private feature scaling of DP-SGD); the event is then
+    ``Composed((prior, steps))`` and z is calibrated for the composition — one event,
+    one (ε, δ).
 
     Raises
     ------
@@ -375,7 +397,7 @@ def resolve_noise(
             )
         eps = check_epsilon(epsilon)
         dlt = check_delta(delta, allow_zero=False)
-        key = (sampler.event(1.0, steps), eps, dlt, accountant)
+        key = (_run_event(sampler, steps, prior, 1.0), eps, dlt, accountant)
         z = _CALIBRATION_CACHE.get(key)
         pending = _PENDING.pop(key, None) if z is None else None
         if pending is not None:  # started by prefetch_noise: the same computation
@@ -384,7 +406,7 @@ def resolve_noise(
             except Exception:  # recomputed below, where its error is raised
                 z = None
         if z is None:
-            z = _calibrated(key, sampler, steps)
+            z = _calibrated(key, sampler, steps, prior)
         if len(_CALIBRATION_CACHE) >= 256:
             _CALIBRATION_CACHE.clear()
         _CALIBRATION_CACHE[key] = z
@@ -394,7 +416,7 @@ def resolve_noise(
             eps = check_epsilon(epsilon)
             dlt = check_delta(delta, allow_zero=False)
             check_spent(
-                sampler.event(z, steps),
+                _run_event(sampler, steps, prior, z),
                 eps,
                 dlt,
                 accountant,
@@ -403,7 +425,7 @@ def resolve_noise(
                     f"sampling_rate={sampler.sampling_rate:g} ({sampler.name} sampling)"
                 ),
             )
-    event = sampler.event(z, steps)
+    event = _run_event(sampler, steps, prior, z)
     planned(event)  # an active budget waiting for this run's event reserves it now
     spent = None
     if delta is not None:

@@ -82,6 +82,7 @@ from ._gradient_calibration import (
     resolve_accountant,
     resolve_noise,
 )
+from .adaptive_clipping import AdaptiveClipping, BatchOracle
 
 #: The two neighbouring relations (the values of ``DpEvent.neighbouring``).
 NEIGHBOURING = NEIGHBOURING_RELATIONS
@@ -174,8 +175,9 @@ def softmax_clipped_sum(loss, theta, Xb, yb, xnorms, clipping_norm) -> np.ndarra
     return view.softmax_clipped_sum(loss, theta, yb, clipping_norm)
 
 
-def generic_clipped_sum(per_example_grad, theta, Xb, yb, clipping_norm) -> np.ndarray:
-    """Σᵢ cᵢ gᵢ with gᵢ from a user function, shape ``theta.shape``.
+def generic_clipped_sum(per_example_grad, theta, Xb, yb, clipping_norm, count=False):
+    """Σᵢ cᵢ gᵢ with gᵢ from a user function, shape ``theta.shape``; with ``count`` the
+    pair (that sum, Σᵢ (1[‖gᵢ‖ ≤ C] − ½)) of adaptive clipping.
 
     Non-finite per-example gradients are replaced by zero (so one bad example
     cannot turn the release into NaN, which would itself leak).
@@ -195,13 +197,16 @@ def generic_clipped_sum(per_example_grad, theta, Xb, yb, clipping_norm) -> np.nd
             f"{expected}, got shape {G.shape}"
         )
     if b == 0:
-        return np.zeros(theta.shape)
+        return (np.zeros(theta.shape), 0.0) if count else np.zeros(theta.shape)
     G = G.reshape(b, -1)
     bad = ~np.isfinite(G)
     if bad.any():
         G = np.where(bad.any(axis=1, keepdims=True), 0.0, G)
-    c = clip_factors(np.sqrt(np.einsum("ij,ij->i", G, G)), clipping_norm)
-    return (c @ G).reshape(theta.shape)
+    norms = np.sqrt(np.einsum("ij,ij->i", G, G))
+    out = (clip_factors(norms, clipping_norm) @ G).reshape(theta.shape)
+    if count:
+        return out, float(np.count_nonzero(norms <= clipping_norm)) - 0.5 * b
+    return out
 
 
 def add_noise(g: np.ndarray, noise: np.ndarray) -> np.ndarray:
@@ -304,18 +309,28 @@ class CallableOracle:
         return sampler.batches(rng, steps)
 
     def clipped_sum(self, theta, idx):
+        return self.clipped_sum_count(theta, idx, self.C)[0]
+
+    def clipped_sum_count(self, theta, idx, clipping_norm):
+        """(Σᵢ clip_C(gᵢ), Σᵢ (1[‖gᵢ‖ ≤ C] − ½)) over the batch (adaptive clipping)."""
         Xb = self.X.take(idx).materialize() if isinstance(self.X, Design) else _take(self.X, idx)
-        return generic_clipped_sum(self.fn, theta, Xb, _take(self.y, idx), self.C)
+        return generic_clipped_sum(
+            self.fn, theta, Xb, _take(self.y, idx), clipping_norm, count=True
+        )
 
 
-def make_oracle(loss, X, y, clipping_norm: float, per_example_grad=None):
+def make_oracle(loss, X, y, clipping_norm: float, per_example_grad=None, *, batch=False):
     """The fastest oracle for ``loss`` (or the generic one for ``per_example_grad``).
 
     ``X`` is a :class:`~dperm.design.Design` (an array is wrapped in one, without
-    clipping) whose row norms are computed once.
+    clipping) whose row norms are computed once.  ``batch``: the
+    :class:`~dperm.algorithms.adaptive_clipping.BatchOracle` (the count of unclipped
+    examples of adaptive clipping; ``batch`` may be its feature ``transform``).
     """
     if per_example_grad is not None:
         return CallableOracle(per_example_grad, X, y, clipping_norm)
+    if batch is not False:
+        return BatchOracle(loss, X, y, clipping_norm, None if batch is True else batch)
     X = as_design(X)
     if getattr(loss, "multiclass", False):
         return SoftmaxOracle(loss, X, y, clipping_norm)
@@ -381,6 +396,7 @@ def run(
     averaging: str = "last",
     callback: Callable[[int, int, np.ndarray], Any] | None = None,
     progress: str | None = None,
+    clipping: AdaptiveClipping | None = None,
 ) -> LoopResult:
     """Run ``steps`` noisy (projected) gradient steps and return the release.
 
@@ -416,6 +432,11 @@ def run(
     progress : str, optional
         When given and ``callback`` is None, show a rich progress bar with this
         description (see :class:`rich_progress`).
+    clipping : AdaptiveClipping, optional
+        Adaptive clipping (:mod:`dperm.algorithms.adaptive_clipping`): steps P2–P3 are
+        its :meth:`~dperm.algorithms.adaptive_clipping.AdaptiveClipping.release` (the
+        clipped sum at Cₜ with noise ∝ Cₜ, then Cₜ₊₁ from the noisy count of the same
+        batch; ``oracle`` needs ``clipped_sum_count``) and ``noise_std`` is unused.
 
     Returns
     -------
@@ -436,7 +457,9 @@ def run(
         sample_rng, noise_rng = rng.spawn(2)
         theta = np.array(theta0, dtype=np.float64, copy=True)
         batches = oracle.batches(sampler, sample_rng, steps)
-        noises = _noise_stream(noise_rng, theta.shape, steps, noise_std) if noise_std > 0 else None
+        noises = None
+        if clipping is None and noise_std > 0:
+            noises = _noise_stream(noise_rng, theta.shape, steps, noise_std)
         inv_m = 1.0 / sampler.normalizer
         const_eta = schedule(1) if schedule.is_constant else None
         start_avg = {"last": steps + 1, "uniform": 1, "tail": steps // 2 + 1}[averaging]
@@ -447,12 +470,15 @@ def run(
         observe = STEP_OBSERVER.get()
         for t in range(1, steps + 1):
             idx = next(batches)  # P1
-            g = oracle.clipped_sum(theta, idx)  # P2
+            if clipping is not None:  # P2–P3 at Cₜ, then Cₜ₊₁ (adaptive_clipping.py)
+                g = clipping.release(oracle, theta, idx, noise_rng)
+            else:
+                g = oracle.clipped_sum(theta, idx)  # P2
             if noises is not None:
                 g = add_noise(g, next(noises))  # P3
             if observe is not None:
                 observe(t, theta, g)
-            g *= inv_m
+            g *= inv_m if clipping is None else inv_m * clipping.step_scale
             g = add_l2(g, theta, alpha)
             g, velocity = momentum_update(g, velocity, momentum)
             eta = const_eta if const_eta is not None else schedule(t)
@@ -724,11 +750,18 @@ class Run:
         """:func:`initial_theta` for this run."""
         return initial_theta(self.loss, self.X, theta0, self.n_classes, self.per_example_grad)
 
-    def descend(self, sampler, theta0, steps, schedule, noise_std, *, callback, progress):
-        """The fastest oracle (:func:`make_oracle`), the starting point, then
-        :func:`run` with this run's generator and post-processing settings."""
+    def descend(
+        self, sampler, theta0, steps, schedule, noise_std, *, callback, progress, clipping=None,
+        transform=None,
+    ):  # fmt: skip
+        """The fastest oracle (:func:`make_oracle`; the batch oracle for adaptive
+        ``clipping`` or a feature ``transform``), the starting point, then :func:`run`
+        with this run's generator and post-processing settings."""
         o = self.options
-        oracle = make_oracle(self.loss, self.X, self.y, self.clipping_norm, self.per_example_grad)
+        batch = transform if transform is not None else clipping is not None
+        oracle = make_oracle(
+            self.loss, self.X, self.y, self.clipping_norm, self.per_example_grad, batch=batch
+        )
         return run(
             oracle,
             sampler,
@@ -744,6 +777,7 @@ class Run:
             averaging=o.averaging,
             callback=callback,
             progress=progress,
+            clipping=clipping,
         )
 
     def diagnostics(self, head: dict, sampler, learning_rate, schedule, epsilon, delta, spent):

@@ -66,6 +66,8 @@ from ..bounds import sgd_gradient_second_moment
 from ..exceptions import InvalidPrivacyParameter
 from ..schedules import get_schedule, inverse_sqrt_learning_rate
 from . import _gradient_loop as gl
+from . import adaptive_clipping as ac
+from . import private_scaling as ps
 from .base import Result, private_fit
 
 __all__ = ["default_hyperparameters", "fit", "fit_single_sample", "prefetch_noise"]
@@ -236,6 +238,12 @@ def fit(
     averaging: str = "last",
     noise_multiplier: float | None = None,
     accountant: str | None = None,
+    target_unclipped_quantile: float | None = None,
+    clipping_learning_rate: float = 0.2,
+    count_noise_share: float | None = None,
+    max_clipping_norm: float | None = None,
+    feature_scaling: str | None = None,
+    scaling_share: float | None = None,
     per_example_grad=None,
     theta0=None,
     n_classes: int | None = None,
@@ -329,6 +337,38 @@ def fit(
         (Poisson sampling, shuffling), "rdp" for sampling without replacement
         (PLD has no such event).  "rdp" cannot account replace-one Poisson
         sampling (raises :class:`~dperm.exceptions.UnsupportedEventError`).
+    target_unclipped_quantile : float in (0, 1), optional
+        γ: **adaptive clipping** (Andrew, Thakkar, McMahan, Ramaswamy, NeurIPS 2021;
+        :mod:`dperm.algorithms.adaptive_clipping`): the clipping norm starts at C
+        (``clipping_norm`` or its default) and moves every step towards the γ-quantile
+        of the batch's per-example gradient norms, by a noisy count of the unclipped
+        examples released with the step.  The event is the one of fixed clipping with
+        the calibrated multiplier z (the count takes a share of z⁻²), so (ε, δ) are
+        spent as without it.  None (default): the clipping norm is fixed.
+    clipping_learning_rate : float > 0, default 0.2
+        η_C of the geometric update Cₜ₊₁ = Cₜ·exp(−η_C(b̃ₜ − γ)).
+    count_noise_share : float in (0, 1), optional
+        f, the count's share of z⁻².  Default
+        :func:`~dperm.algorithms.adaptive_clipping.count_share` (noise ≈ 0.05 on the
+        released fraction of unclipped examples), and the clipping stays fixed when
+        even the largest share leaves that noise above
+        :data:`~dperm.algorithms.adaptive_clipping.MAX_FRACTION_NOISE` (the count would
+        be noise; ``diagnostics["clipping"]`` says so).  Given, adaptive clipping runs.
+    max_clipping_norm : float, optional
+        A public ceiling of Cₜ (the auto rule: its own C, so that the clipping only
+        comes down to the gradients).  Default: none.
+    feature_scaling : {None, "private"}, default None
+        "private": before the steps, a private location and scale of every column
+        (:mod:`dperm.algorithms.private_scaling`: three Gaussian releases within the
+        public row bound, replace-one) and the steps run on the standardized features
+        (xⱼ − mⱼ)/(sⱼ√d), mapped inside the oracle (only the batch is copied); the
+        released θ is mapped back to the original features (post-processing).  The
+        scaling takes the share ``scaling_share`` of the budget (of μ² = z⁻² of the
+        Gaussian mechanism that meets (ε, δ)), and the steps' noise is calibrated for the
+        *composition*: the event is ``Composed((scaling, steps))`` and spends (ε, δ).
+        Needs ε and δ, a GLM or softmax loss, replace-one neighbours and an intercept.
+    scaling_share : float in (0, 1), optional
+        Default :data:`dperm.algorithms.private_scaling.DEFAULT_SHARE`.
     per_example_grad : callable, optional
         ``per_example_grad(theta, X_batch, y_batch) -> (b, *theta.shape)``.
     theta0 : ndarray, optional
@@ -418,8 +458,14 @@ def fit(
         )
     if learning_rate is not None:
         learning_rate = check_positive(learning_rate, "learning_rate")
+    adaptive = ac.check(
+        target_unclipped_quantile, clipping_learning_rate, count_noise_share, max_clipping_norm
+    )
     if epsilon is not None:
         check_epsilon(epsilon)
+    scaling = ps.plan(
+        feature_scaling, scaling_share, epsilon, delta, neighbouring, per_example_grad
+    )
     rng = check_random_state(random_state)
 
     run = gl.Run.prepare(loss, X, y, per_example_grad, n_classes, opts, rng)
@@ -450,7 +496,7 @@ def fit(
         schedule, 1.0 if lr_default else learning_rate, strong_convexity=opts.alpha or None
     )
 
-    # ---- noise [P3] ---------------------------------------------------------------
+    # ---- noise [P3] (composed with the private scaling's release, if any) -----------
     z, event, spent = gl.resolve_noise(
         sampler,
         steps,
@@ -458,8 +504,19 @@ def fit(
         delta=delta,
         noise_multiplier=noise_multiplier,
         accountant=accountant,
+        prior=None if scaling is None else scaling.event,
     )
+    transform = None
+    if scaling is not None:  # the releases of the scaling, then the map inside the oracle
+        scaled = scaling.run(run.X, rng)
+        transform = scaled.transform
     noise_std_sum = z * sampler.sensitivity_factor * clipping_norm
+    # adaptive clipping: the same event, the count takes a share of z⁻² (or None: fixed);
+    # not on a design whose rows stay on their workers (the Dask step session)
+    remote = bool(getattr(run.X, "rows_stay_on_workers", False))
+    clipping = None if remote else ac.start(adaptive, z, sampler, clipping_norm)
+    if clipping is not None:
+        noise_std_sum = clipping.vector_noise * clipping_norm
     theta0 = run.initial_theta(theta0)
     if lr_default:
         # public noise-aware damping: the second moment of a noisy gradient is
@@ -480,16 +537,22 @@ def fit(
     # ---- the loop -----------------------------------------------------------------
     label = (progress if isinstance(progress, str) else "DP-SGD") if progress else None
     out = run.descend(
-        sampler, theta0, steps, sched, noise_std_sum, callback=callback, progress=label
-    )
+        sampler, theta0, steps, sched, noise_std_sum, callback=callback, progress=label,
+        clipping=clipping, transform=transform,
+    )  # fmt: skip
+    theta = np.asarray(out.theta)
     head = {
         "mechanism": "dp-sgd",
         **gl.sampler_diagnostics(sampler, z, steps, accountant, clipping_norm, noise_std_sum),
         "lipschitz": run.lipschitz,
         "dataset_size": size,
+        **ac.diagnostics(adaptive, clipping, remote),
     }
+    if scaling is not None:  # θ on the original features (post-processing)
+        theta = scaled.unscale(theta)
+        head["feature_scaling"] = scaled.diagnostics
     diagnostics = run.diagnostics(head, sampler, learning_rate, sched, epsilon, delta, spent)
-    return Result(theta=np.asarray(out.theta), event=event, diagnostics=diagnostics)
+    return Result(theta=theta, event=event, diagnostics=diagnostics)
 
 
 @private_fit  # an active dperm.budget: reserve, run, commit the event

@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from .._rng import check_random_state
 from .._validation import check_count
 from ..exceptions import DpermError
+from .canary import CanaryPair
 
 __all__ = ["AlgorithmRun", "ssp_release_statistic"]
 
@@ -570,6 +572,7 @@ def _run_cli_csv(X, y, epsilon, delta, rng):
         delta=delta,
         data_norm=ds.row_norm_bound,
         classes=list(ds.classes),
+        feature_scaling="private",  # dperm fit --csv's default for a file's classification
         random_state=rng,
     ).fit(ds.X_train, ds.y_train)
     d = np.asarray(X).shape[1]
@@ -628,3 +631,57 @@ def csv_pair(n: int = CSV_ROWS, random_state=0, *, split=csv_split):
         neighbouring="replace-one",
         canary_norm=CSV_BOUND,
     )
+
+
+# ============================================================ private feature scaling (#36)
+def scaling_pair(n: int, random_state=0) -> CanaryPair:
+    """The replace-one pair of the private-scaling runner: n − 1 base rows near the origin
+    (‖x‖ ≤ 0.1, d = 2) and the canary e₀ in D, −e₀ in D′ (antipodal at the row bound
+    R = 1: the row sum's sensitivity 2R is attained)."""
+    rng = check_random_state(random_state)
+    b = n - 1
+    Xb = rng.normal(size=(b, 2))
+    Xb *= rng.uniform(0.0, 0.1, size=(b, 1)) / np.linalg.norm(Xb, axis=1, keepdims=True)
+    X, Xp = np.vstack([Xb, [[1.0, 0.0]]]), np.vstack([Xb, [[-1.0, 0.0]]])
+    y = np.ones(n)
+    return CanaryPair(
+        X=X, y=y, X_prime=Xp, y_prime=y.copy(), direction=np.array([1.0, 0.0]),
+        neighbouring="replace-one", canary_norm=1.0,
+    )  # fmt: skip
+
+
+def _run_private_scaling(X, y, epsilon, delta, rng):
+    """The exact log-likelihood ratio (D′ against D) of the private scaling's releases 1
+    and 3 (:func:`dperm.algorithms.private_scaling.fit` with the whole (ε, δ), R = 1):
+    the noisy row sum and, given the centre m and radius r the run released before it,
+    the noisy sum of clipped deviations — two Gaussian shifts the white-box auditor
+    computes from D, D′ and the released m, r."""
+    from ..accounting.gaussian import analytic_gaussian_noise_multiplier
+    from ..algorithms import private_scaling
+    from ..design import as_design
+
+    z = _cached(
+        ("gaussian", float(epsilon), float(delta)),
+        lambda: analytic_gaussian_noise_multiplier(epsilon, delta),
+    )
+    res = private_scaling.fit(as_design(X, 1.0), data_norm=1.0, noise_multiplier=z, rng=rng)
+    d = res.diagnostics
+    z1, _, z3 = d["stage_multipliers"]
+    rel, r = d["released"], d["radius"]
+    base, m = np.asarray(X, dtype=float)[:-1], rel["centre"]
+    canary, other = np.array([1.0, 0.0]), np.array([-1.0, 0.0])  # D and D′ (the pair)
+
+    def clipped(rows):
+        dev = rows - m
+        rho = np.linalg.norm(dev, axis=-1, keepdims=True)
+        return dev * np.minimum(1.0, r / np.maximum(rho, 1e-300))
+
+    llr = 0.0
+    for obs, rest, a, b, sigma in (
+        (rel["row_sum"], base.sum(axis=0), canary, other, 2.0 * z1),
+        (rel["deviation_sum"], clipped(base).sum(axis=0), clipped(canary), clipped(other),
+         2.0 * r * z3),
+    ):  # fmt: skip
+        shift = b - a  # D′ − D
+        llr += float((obs - rest - (a + b) / 2.0) @ shift) / sigma**2
+    return np.array([llr])

@@ -35,6 +35,9 @@ patch                              the bug
                                    before issue #36): one changed label moves about a
                                    quarter of the rows between train and test
                                    (``datasets.tabular._split_rows``)
+``scaling-stages-not-composed``    the private feature scaling gives each of its three
+                                   releases the multiplier z of the whole, forgetting that
+                                   they compose (``private_scaling.stage_multipliers``)
 =================================  =========================================================
 
 :data:`MUTANT_TABLE` registers one runner (``kind="mutant"``) per row; ``dperm audit
@@ -57,6 +60,7 @@ import numpy as np
 from ..accounting.events import NonPrivate, PoissonSampled, SelfComposed
 from ..algorithms import _gradient_loop as gl
 from ..algorithms import dp_gd
+from ..algorithms.adaptive_clipping import AdaptiveClipping
 from ..design import Design
 from ..losses.huber import Huber
 from ..sampling import PoissonSampler, Sampler
@@ -69,14 +73,46 @@ __all__ = ["MUTANT_TABLE", "PATCHES", "Mutation", "patched"]
 
 
 # ============================================================ the bugs
+class _ClipsAtTwice:
+    """An oracle that clips at 2C whatever C it is asked for (adaptive clipping's Cₜ
+    included); every other attribute is the honest oracle's."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def clipped_sum_count(self, theta, idx, clipping_norm):
+        return self._inner.clipped_sum_count(theta, idx, 2.0 * clipping_norm)
+
+
 @contextlib.contextmanager
 def _clip_above_calibration() -> Iterator[None]:
     honest = gl.make_oracle
+    honest_release = AdaptiveClipping.release
 
-    def make_oracle(loss, X, y, clipping_norm, per_example_grad=None):
-        return honest(loss, X, y, 2.0 * clipping_norm, per_example_grad)
+    def make_oracle(loss, X, y, clipping_norm, per_example_grad=None, **kw):  # fixed C
+        return honest(loss, X, y, 2.0 * clipping_norm, per_example_grad, **kw)
 
-    with mock.patch.object(gl, "make_oracle", make_oracle):
+    def release(self, oracle, theta, idx, noise_rng):  # adaptive clipping's Cₜ
+        return honest_release(self, _ClipsAtTwice(oracle), theta, idx, noise_rng)
+
+    with (
+        mock.patch.object(gl, "make_oracle", make_oracle),
+        mock.patch.object(AdaptiveClipping, "release", release),
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def _scaling_stages_not_composed() -> Iterator[None]:
+    from ..algorithms import private_scaling
+
+    def stage_multipliers(noise_multiplier, shares=None):  # each stage at the whole z
+        return (float(noise_multiplier),) * 3
+
+    with mock.patch.object(private_scaling, "stage_multipliers", stage_multipliers):
         yield
 
 
@@ -185,6 +221,7 @@ PATCHES: dict[str, Callable[[], contextlib.AbstractContextManager]] = {
     "huber-label-bound-ignored": _huber_label_bound_ignored,
     "output-row-clipping-dropped": _output_row_clipping_dropped,
     "stratified-split": _stratified_split,
+    "scaling-stages-not-composed": _scaling_stages_not_composed,
 }
 
 
@@ -308,6 +345,26 @@ MUTANT_TABLE: tuple[dict[str, Any], ...] = (
     *_dp_sgd_mutants("estimator-auto-multinomial", "DPLogisticRegression(classes=[0, 1, 2]) "
                      "default path (white box, gradient canaries)", 10,
                      ("clip-above-calibration", "sampling-rate-from-wrong-n")),
+    _mutant("estimator-auto", "clip-above-calibration", default_runs=200,
+            description="DPLogisticRegression() default path (white box) with per-example "
+            "clipping at 2C while the noise is calibrated to C"),
+    _mutant("estimator-auto", "sampling-rate-from-wrong-n", default_runs=200,
+            description="DPLogisticRegression() default path (white box) whose accountant "
+            "composes the sampling rate b/(2n) while batches are drawn at b/n"),
+    _mutant("estimator-auto", "add-remove-sensitivity", default_runs=200,
+            description="DPLogisticRegression() default path (white box) with the noise std "
+            "z·C of the add/remove sensitivity under replace-one (sensitivity 2C)"),
+    _mutant("private-scaling", "scaling-stages-not-composed", default_runs=1000,
+            description="private feature scaling whose three releases each get the "
+            "multiplier z of the whole (their composition forgotten: √3 times the μ)"),
+    _mutant("estimator-auto-multinomial", "clip-above-calibration", default_runs=10,
+            description="DPLogisticRegression(classes=[0, 1, 2]) default path (white box, "
+            "gradient canaries) with per-example clipping at 2C while the noise is "
+            "calibrated to C"),
+    _mutant("estimator-auto-multinomial", "sampling-rate-from-wrong-n", default_runs=10,
+            description="DPLogisticRegression(classes=[0, 1, 2]) default path (white box, "
+            "gradient canaries) whose accountant composes b/(2n) while batches are drawn "
+            "at b/n"),
     _mutant("network-dp-sgd", "add-remove-sensitivity", default_runs=10,
             description="dperm.networks.fit default path (white box) with the noise std z·C "
             "of the add/remove sensitivity under replace-one; needs torch"),

@@ -83,11 +83,13 @@ from .fits import (
     _run_gaussian,
     _run_laplace,
     _run_network_dp_sgd,
+    _run_private_scaling,
     _run_snapping,
     _run_tukey,
     _run_tukey_unsafe,
     csv_pair,
     mirrored_class_pair,
+    scaling_pair,
     ssp_release_statistic,
 )
 from .mutants import register_mutants
@@ -110,6 +112,7 @@ from .whitebox import (
     intercept_orthogonal_pair,
     llr_statistic,
 )
+from .whitebox_clipping import _run_estimator_auto_clipping, clipping_pair
 
 __all__ = ["RUNNER_TABLE", "ssp_release_statistic", *_REGISTRY_API]
 
@@ -215,6 +218,14 @@ _WHITEBOX_ESTIMATOR = {
     "pair": intercept_orthogonal_pair,
     "threat_model": _WHITEBOX_THREAT,
 }
+#: the adaptive-clipping row: n = 800 (batch 160: the count is informative from ε ≈ 1)
+_CLIP_N = 800
+#: the adaptive-clipping row: the count of unclipped examples is observed too
+_CLIPPING_THREAT = (
+    "white box, one gradient canary: every step's noisy clipped sum and noisy count of "
+    "unclipped examples (adaptive clipping's two releases); a likelihood-ratio statistic "
+    "(the base rows' count modelled as Gaussian)"
+)
 #: the crafted-gradient rows: the adversary chooses the canaries' gradients
 _CRAFTED_THREAT = (
     "white box, gradient canaries: the adversary chooses the canary rows' per-example "
@@ -352,10 +363,39 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
     dict(
         name="estimator-auto", fn=_run_estimator_auto_whitebox, **_WHITEBOX_ESTIMATOR,
         description="DPLogisticRegression() with every default: mechanism='auto' (the public "
-        "rule of dperm.estimators._auto; on this binary pair DP-SGD clipped at 0.27·L, "
-        "batch 160, 15 epochs), intercept, calibration; classes=[-1, 1]; "
+        "rule of dperm.estimators._auto; on this binary pair DP-SGD clipped at 0.27·L with "
+        "adaptive clipping below it, batch 160, 15 epochs), intercept, calibration; "
+        "classes=[-1, 1]; "
         f"n = {_WB_N}, {_WB_K} Dirac canaries per run; scores the LLR of every step's "
         "noisy sum",
+    ),
+    dict(
+        name="private-scaling", fn=_run_private_scaling,
+        module="dperm.algorithms.private_scaling", neighbouring="replace-one", n=50, d=2,
+        **_GAUSSIAN, default_runs=2000, statistic=llr_statistic, method="gdp-fit",
+        pair=scaling_pair,
+        threat_model="the scaling's releases 1 and 3 (the noisy row sum, and the noisy sum "
+        "of clipped deviations given the centre and radius released before it), scored by "
+        "their exact log-likelihood ratio",
+        description="private per-column location and scale (feature_scaling='private' of "
+        "DP-SGD; dperm.algorithms.private_scaling) with the whole (ε, δ), R = 1, default "
+        "stage shares; n = 50: base rows near 0, the canary e₀ against −e₀",
+    ),
+    dict(
+        name="estimator-auto-clipping", fn=_run_estimator_auto_clipping,
+        **{
+            **_WHITEBOX_ESTIMATOR,
+            "n": _CLIP_N,
+            "d": 3,
+            "default_runs": 1000,
+            "pair": clipping_pair,
+            "threat_model": _CLIPPING_THREAT,
+        },
+        description="DPLogisticRegression() with every default (adaptive clipping on this "
+        f"pair: the count of unclipped examples is released every step); n = {_CLIP_N}, one "
+        "gradient canary per run, never clipped under D and always clipped under D′; "
+        "scores the LLR of every step's noisy sum and noisy count "
+        "(dperm.audit.whitebox_clipping)",
     ),
     dict(
         name="estimator-auto-multinomial", fn=_run_estimator_auto_multinomial_crafted,

@@ -186,8 +186,11 @@ def intercept_orthogonal_pair(n: int, k: int = ESTIMATOR_CANARIES, *, random_sta
     )
 
 
-def _noise(diagnostics) -> tuple[float, float, float]:
-    """(q, σ of the noise on the noisy *sum*, C) from a DP-SGD run's diagnostics.
+def _noise(diagnostics) -> tuple[float, np.ndarray, np.ndarray]:
+    """(q, σₜ of the noise on the noisy *sum* at every step, Cₜ) from a DP-SGD run's
+    diagnostics: constant for a fixed clipping norm; with adaptive clipping
+    (:mod:`dperm.algorithms.adaptive_clipping`) the norms Cₜ the run used (released
+    values) and σₜ = σ_Δ·k·Cₜ.
 
     Raises
     ------
@@ -203,8 +206,12 @@ def _noise(diagnostics) -> tuple[float, float, float]:
             "perturbation): audit a smaller ε, or the runner's '-final-model' target"
         )
     q = float(diagnostics["sampling_rate"])
+    steps = int(diagnostics["steps"])
+    if diagnostics.get("clipping") == "adaptive":
+        C = np.asarray(diagnostics["clipping_norms"], dtype=float)
+        return q, float(diagnostics["vector_noise_per_clip"]) * C, C
     sigma = float(diagnostics["noise_std"]) * float(diagnostics["normalizer"])
-    return q, sigma, float(diagnostics["clipping_norm"])
+    return q, np.full(steps, sigma), np.full(steps, float(diagnostics["clipping_norm"]))
 
 
 def _canary_rows(X, k: int = ESTIMATOR_CANARIES) -> np.ndarray:
@@ -221,12 +228,16 @@ def llr_statistic(output, direction) -> np.ndarray:
 
 def _llrs(o, c_d, c_dprime, q, sigma) -> np.ndarray:
     """One LLR per canary (:func:`subsampled_gaussian_llr` of each): ``o``, ``c_d``,
-    ``c_dprime`` of shape (T, k) (one coordinate per canary) or (T, k, m)."""
+    ``c_dprime`` of shape (T, k) (one coordinate per canary) or (T, k, m); ``sigma`` the
+    noise std of every step, shape (T,) (a scalar for all)."""
     o, c_d, c_dprime = (np.asarray(a, dtype=float) for a in (o, c_d, c_dprime))
     if o.ndim == 2:
         o, c_d, c_dprime = o[..., None], c_d[..., None], c_dprime[..., None]
-    q, sigma = float(q), float(sigma)
-    return np.sum(_log_mixture(o, c_dprime, q, sigma) - _log_mixture(o, c_d, q, sigma), axis=0)
+    # per-step noise: observations in units of their step's σ (an exact change of units)
+    s = np.broadcast_to(np.asarray(sigma, dtype=float), (o.shape[0],))[:, None, None]
+    o, c_d, c_dprime = o / s, c_d / s, c_dprime / s
+    q = float(q)
+    return np.sum(_log_mixture(o, c_dprime, q, 1.0) - _log_mixture(o, c_d, q, 1.0), axis=0)
 
 
 def _run_estimator_auto_whitebox(X, y, epsilon, delta, rng):
@@ -246,9 +257,9 @@ def _run_estimator_auto_whitebox(X, y, epsilon, delta, rng):
     o = np.array([s[1] for s in steps])  # (T, k) the noisy sums along the canaries
     loss = est.loss_
 
-    def contribution(label):  # ⟨clip_C(∇ℓ(θ; x_j, label)), u_j⟩ at every step
+    def contribution(label):  # ⟨clip_Cₜ(∇ℓ(θ; x_j, label)), u_j⟩ at every step
         g = loss.derivative(z, label) * norm
-        return g * np.minimum(1.0, C / np.maximum(np.abs(g), 1e-300))
+        return g * np.minimum(1.0, C[:, None] / np.maximum(np.abs(g), 1e-300))
 
     return _llrs(o, contribution(-1.0), contribution(1.0), q, sigma)
 
@@ -277,7 +288,7 @@ def _run_estimator_auto_multinomial_whitebox(X, y, epsilon, delta, rng):
         r = p.copy()
         r[..., label] -= 1.0
         r *= norm[None, :, None]
-        scale = np.minimum(1.0, C / np.maximum(np.linalg.norm(r, axis=2), 1e-300))
+        scale = np.minimum(1.0, C[:, None] / np.maximum(np.linalg.norm(r, axis=2), 1e-300))
         return r * scale[..., None]
 
     return _llrs(o, contribution(0), contribution(1), q, sigma)
@@ -358,12 +369,12 @@ class _CanaryRouting:
     gradient (:func:`_crafted_gradient` through the library's generic clipped-sum oracle,
     clipped at the run's C), the others the run's own oracle; batches are the run's."""
 
-    def __init__(self, oracle, first: int):
+    def __init__(self, oracle, first: int, gradient=None):
         self.inner, self.first = oracle, first
         mask = np.ones(oracle.X.shape[1])
         if oracle.X.fit_intercept:
             mask[-1] = 0.0
-        fn = functools.partial(_crafted_gradient, mask)
+        fn = functools.partial(gradient or _crafted_gradient, mask)
         self.canaries = CallableOracle(fn, oracle.X, oracle.y, oracle.C)
         self.kind, self.C = oracle.kind, oracle.C
 
@@ -371,26 +382,41 @@ class _CanaryRouting:
         return self.inner.batches(sampler, rng, steps)
 
     def clipped_sum(self, theta, idx):
+        return self.clipped_sum_count(theta, idx, self.C)[0]
+
+    def clipped_sum_count(self, theta, idx, clipping_norm):
+        """The batch's clipped sum and centred count of unclipped examples at C (adaptive
+        clipping): the base rows' by the run's oracle, the canaries' by the generic one."""
         if idx is None or isinstance(idx, slice):  # every row, or a contiguous batch
             idx = np.arange(self.inner.X.shape[0])[idx if idx is not None else slice(None)]
         idx = np.asarray(idx)
         canary = idx >= self.first
-        out = self.inner.clipped_sum(theta, idx[~canary])
+        out, count = _sum_count(self.inner, theta, idx[~canary], clipping_norm)
         if canary.any():
-            out = out + self.canaries.clipped_sum(theta, idx[canary])
-        return out
+            more, extra = self.canaries.clipped_sum_count(theta, idx[canary], clipping_norm)
+            out, count = out + more, count + extra
+        return out, count
+
+
+def _sum_count(oracle, theta, idx, clipping_norm):
+    """(clipped sum, centred count) of an oracle at C (its own C for a fixed-clipping
+    oracle, which has no count: 0)."""
+    if hasattr(oracle, "clipped_sum_count"):
+        return oracle.clipped_sum_count(theta, idx, clipping_norm)
+    return oracle.clipped_sum(theta, idx), 0.0
 
 
 @contextlib.contextmanager
-def gradient_canaries(first: int) -> Iterator[None]:
+def gradient_canaries(first: int, gradient=None) -> Iterator[None]:
     """Inside the block, every DP-SGD run (:func:`dperm.algorithms._gradient_loop.run`)
     gives the rows ``first``, ``first + 1``, … the crafted gradient of
     :func:`_crafted_gradient` instead of their loss's: the gradient canaries of Nasr et al.
     (USENIX Security 2023, threat model "gradient canary"), set through the loop's
     :data:`~dperm.algorithms._gradient_loop.GRADIENT_CANARY`.  The sampler, the clipping
     (the library's generic clipped sum at the run's C), the noise and the accountant are
-    the run's own."""
-    token = GRADIENT_CANARY.set(functools.partial(_CanaryRouting, first=first))
+    the run's own.  ``gradient(mask, theta, Xb, yb)``: another crafted gradient."""
+    routing = functools.partial(_CanaryRouting, first=first, gradient=gradient)
+    token = GRADIENT_CANARY.set(routing)
     try:
         yield
     finally:
@@ -416,7 +442,7 @@ def _run_estimator_auto_multinomial_crafted(X, y, epsilon, delta, rng):
         ).fit(X, y)
     q, sigma, C = _noise(est.diagnostics_)
     o = np.asarray(steps)  # (T, m): canary j's observations
-    c = np.full(o.shape, C)
+    c = np.broadcast_to(C[:, None], o.shape)
     return _llrs(o, c, -c, q, sigma)
 
 
@@ -459,5 +485,5 @@ def _run_network_whitebox(X, y, epsilon, delta, rng):
         res = _fit_network(X, y, epsilon, delta, rng)
     q, sigma, C = _noise(res.diagnostics)
     o = np.asarray(steps)  # (T, n): coordinate j is canary j's observation
-    c = np.full(o.shape, C)  # canary j at −1 adds +C·e_j when sampled, at +1 −C·e_j
+    c = np.broadcast_to(C[:, None], o.shape)  # canary j at −1 adds +C·e_j, at +1 −C·e_j
     return _llrs(o, c, -c, q, sigma)

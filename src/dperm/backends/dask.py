@@ -386,6 +386,9 @@ class DaskDesign(Design):
     #: serve mini-batch clipped sums through a step session when a distributed Client
     #: holds X (False: one task per worker and step, the slower path)
     use_session = True
+    #: the rows never leave the workers: the DP-SGD step session returns clipped sums at a
+    #: fixed C only (adaptive clipping and private feature scaling run on one machine)
+    rows_stay_on_workers = True
 
     def batches(self, sampler, rng, steps: int):
         """The sampler's batches (:meth:`dperm.design.Design.batches`: the same law and

@@ -104,6 +104,10 @@ def measure(est, ds, model, mechanism, delta, fit_seconds, reference, verbose) -
     for key in ("noise_multiplier", "steps", "sampling_rate", "accountant"):
         val = diag.get(key)
         out[key] = val if val is None or isinstance(val, str) else float(val)
+    # issue #36: the private scale adaptation (its share of the budget) and the clipping
+    scaling = diag.get("feature_scaling")
+    out["feature_scaling_share"] = None if scaling is None else float(scaling["share"])
+    out["clipping"] = diag.get("clipping")
     # the theory next to the measurement (issue #5): dperm.theory.bound_for_estimator
     from ..theory import bound_for_estimator
 
@@ -230,6 +234,11 @@ def print_fit_table(result: dict[str, Any]) -> None:
                 ("accountant", "accountant"),
             )
             if result.get(key) is not None
+        ),
+        *(
+            (("private feature scaling", f"share {result['feature_scaling_share']:.3g} of ε"),)
+            if result.get("feature_scaling_share") is not None
+            else ()
         ),
         (f"rows clipped{np_note}", str(result["n_clipped"])),
         *(

@@ -106,6 +106,10 @@ def _make_model(model: str, task: str, params: dict[str, Any], label_bound, cons
         # the estimator's own defaults (AdaSSP; default_constraint_radius when a
         # mechanism needs a radius) apply unless --constraint-radius is given
         extra = {} if constraint_radius is None else {"constraint_radius": constraint_radius}
+        if params.pop("feature_scaling", "public") != "public":
+            raise InvalidPrivacyParameter(
+                "--feature-scaling private is an option of classification (--model logistic)"
+            )
         params = {k: v for k, v in params.items() if k not in ("classes", "multi_class")}
         return DPLinearRegression(label_bound=label_bound, **extra, **params)
     if model == "linear":
@@ -122,6 +126,10 @@ def _make_model(model: str, task: str, params: dict[str, Any], label_bound, cons
                 "the linear models)"
             )
         return DPMLPClassifier(**{k: v for k, v in params.items() if k in _MLP_PARAMS})
+    if model != "logistic" and params.pop("feature_scaling", "public") != "public":
+        raise InvalidPrivacyParameter(
+            f"--feature-scaling private is an option of --model logistic, got --model {model}"
+        )
     cls = DPLogisticRegression if model == "logistic" else DPLinearSVC
     if constraint_radius is not None and params.get("constraint") is None:
         params = {**params, "constraint": "l2"}  # a radius alone means the ℓ2 ball
@@ -163,6 +171,7 @@ def run_fit(
     batch_size: int | None = None,
     epochs: int | None = None,
     learning_rate: float | None = None,
+    feature_scaling: str | None = None,
     ledger: str | Path | None = None,
     ledger_epsilon: float | None = None,
     ledger_delta: float | None = None,
@@ -174,50 +183,60 @@ def run_fit(
 ) -> dict[str, Any]:
     """Load data, fit a private model and measure it; the work behind ``dperm fit``.
 
-    ``tune`` selects Λ privately (:func:`dperm.model_selection.tuning_search`):
-    ε and δ are then the budget of the whole search, and the result gains a
-    ``tuned`` key (the selected parameters, released by the search).
+        ``tune`` selects Λ privately (:func:`dperm.model_selection.tuning_search`):
+        ε and δ are then the budget of the whole search, and the result gains a
+        ``tuned`` key (the selected parameters, released by the search).
 
-    ``progress`` shows a progress bar (on stderr) during the iterations of the
-    gradient-perturbation mechanisms, and a note on stderr for every step
-    slower than a second.  ``save`` writes the fitted model with
-    :func:`dperm.io.save` and its privacy statement to ``<save>.privacy.txt``.
+        ``progress`` shows a progress bar (on stderr) during the iterations of the
+        gradient-perturbation mechanisms, and a note on stderr for every step
+        slower than a second.  ``save`` writes the fitted model with
+        :func:`dperm.io.save` and its privacy statement to ``<save>.privacy.txt``.
 
-    ``bounds`` / ``categories`` / ``impute`` (``col=lo:hi`` / ``col=a,b,c`` /
-    ``col=value`` items or schema files, or dicts), ``categorical``, ``classes``
-    (``"a,b,c"`` or a list), ``label_bound``, ``task`` and ``positive_label`` are the
-    public schema of a ``csv`` file (CSV, or Parquet by suffix ``.parquet``) or a Dask
-    source (:data:`~dperm.cli._common.FILE_SCHEMA`): nothing of it is read off the data,
-    the task and the labels included.  ``ledger`` names a
-    store (a SQLite file, a JSON store or a ``postgresql://`` URL) holding the
-    budget ``ledger_budget`` (default "default", created with budget
-    ``ledger_epsilon``, ``ledger_delta``) spent across invocations, processes and
-    machines (:mod:`dperm.cli._fit_ledger`): the fit's (ε, δ) is reserved before
-    the fit (refused with ``BudgetExceededError`` when the budget cannot afford
-    it; with ``wait`` seconds, retried while other fits' open reservations settle)
-    and committed, with the model file's SHA-256, before the model file is moved into
-    place; ``ledger_key`` is the key file of a signed budget.  ``reference=False``
-    skips the non-private reference fit (its keys are then None); otherwise it minimizes the private
-    fit's own regularized objective with the estimator's ``tol``/``max_iter``.
+    <<<<<<< HEAD
+        ``bounds`` / ``categories`` / ``impute`` (``col=lo:hi`` / ``col=a,b,c`` /
+        ``col=value`` items or schema files, or dicts), ``categorical``, ``classes``
+        (``"a,b,c"`` or a list), ``label_bound``, ``task`` and ``positive_label`` are the
+        public schema of a ``csv`` file (CSV, or Parquet by suffix ``.parquet``) or a Dask
+        source (:data:`~dperm.cli._common.FILE_SCHEMA`): nothing of it is read off the data,
+        the task and the labels included.  ``ledger`` names a
+    =======
+        ``bounds`` / ``categories`` (``col=lo:hi`` / ``col=a,b,c`` items or schema
+        files, or dicts), ``label_bound`` and ``task`` are the public schema of a
+        ``csv`` file (CSV, or Parquet by suffix ``.parquet``).  ``feature_scaling``
+        (:class:`~dperm.estimators.DPLogisticRegression`'s parameter; None: "private" for a
+        ``csv`` file's classification with the logistic model, whose bounds a user writes
+        generously, else the estimator's default) finds the columns' location and scale
+        privately within the fit's (ε, δ) (issue #36).  ``ledger`` names a
+    >>>>>>> i36-scale
+        store (a SQLite file, a JSON store or a ``postgresql://`` URL) holding the
+        budget ``ledger_budget`` (default "default", created with budget
+        ``ledger_epsilon``, ``ledger_delta``) spent across invocations, processes and
+        machines (:mod:`dperm.cli._fit_ledger`): the fit's (ε, δ) is reserved before
+        the fit (refused with ``BudgetExceededError`` when the budget cannot afford
+        it; with ``wait`` seconds, retried while other fits' open reservations settle)
+        and committed, with the model file's SHA-256, before the model file is moved into
+        place; ``ledger_key`` is the key file of a signed budget.  ``reference=False``
+        skips the non-private reference fit (its keys are then None); otherwise it minimizes the private
+        fit's own regularized objective with the estimator's ``tol``/``max_iter``.
 
-    Returns
-    -------
-    dict
-        The keys of ``dperm fit --json`` (see :data:`FIT_KEYS`) plus
-        ``metric`` ("accuracy" or "r2" for regression: the keys ``test_r2``,
-        ``test_rmse``, ``train_r2``, ``nonprivate_test_r2`` then replace the
-        ``*_accuracy`` ones), ``bounds_from_data`` (True when a bound or
-        category list was read from the data: no end-to-end guarantee),
-        ``delta_default``,
-        ``dp_event``, ``alpha``, ``neighbouring`` (the relation ε and δ are
-        stated for: "replace-one") and ``outside_guarantee`` (the keys of
-        :data:`NON_PRIVATE_KEYS`: diagnostics computed from the training data
-        without noise, not covered by the privacy guarantee).
+        Returns
+        -------
+        dict
+            The keys of ``dperm fit --json`` (see :data:`FIT_KEYS`) plus
+            ``metric`` ("accuracy" or "r2" for regression: the keys ``test_r2``,
+            ``test_rmse``, ``train_r2``, ``nonprivate_test_r2`` then replace the
+            ``*_accuracy`` ones), ``bounds_from_data`` (True when a bound or
+            category list was read from the data: no end-to-end guarantee),
+            ``delta_default``,
+            ``dp_event``, ``alpha``, ``neighbouring`` (the relation ε and δ are
+            stated for: "replace-one") and ``outside_guarantee`` (the keys of
+            :data:`NON_PRIVATE_KEYS`: diagnostics computed from the training data
+            without noise, not covered by the privacy guarantee).
 
-    Raises
-    ------
-    DpermError
-        Any validation error (unknown dataset or model, missing file, bad ε, …).
+        Raises
+        ------
+        DpermError
+            Any validation error (unknown dataset or model, missing file, bad ε, …).
     """
     verbose = progress or notes  # plain progress lines on stderr; --quiet: none
     budget_options = (ledger_epsilon, ledger_delta, ledger_budget, ledger_key, wait)
@@ -264,6 +283,7 @@ def run_fit(
         batch_size=batch_size,
         epochs=epochs,
         learning_rate=learning_rate,
+        feature_scaling=_feature_scaling(feature_scaling, csv, ds, model, mechanism),
     )
     fit = _private_fit(est, ds, model, tune, epsilon, fit_delta, verbose)
     from_file = (csv or parquet or csv_dir) is not None  # its public schema goes with the model
@@ -271,6 +291,17 @@ def run_fit(
     if book is not None and delta is None:  # the δ label says where δ came from
         out["delta_source"] = delta_source(fit_delta, ds.n_train)
     return _release(out, fit, book, reservation, save, from_file)
+
+
+def _feature_scaling(feature_scaling, csv, ds, model, mechanism) -> str | None:
+    """``--feature-scaling``: as given, or "private" for the logistic model's default
+    mechanism (auto, or dp-sgd) on a ``--csv`` file's classification task (its bounds are
+    a user's honest, generous ones; the built-in loaders' schemas are tuned), else None
+    (the estimator's default)."""
+    if feature_scaling is not None:
+        return feature_scaling
+    default = model in (None, "logistic") and mechanism in (None, "auto", "dp-sgd")
+    return "private" if csv is not None and ds.task != "regression" and default else None
 
 
 def _check_options(epsilon, delta, save, ledger, budget_options: tuple) -> None:
@@ -568,6 +599,12 @@ _OPTIONS = {
     "batch_size": Opt(int | None, None, "DP-SGD expected batch size."),
     "epochs": Opt(int | None, None, "DP-SGD/DP-GD epochs."),
     "learning_rate": Opt(float | None, None, "DP-SGD/DP-GD step size."),
+    "feature_scaling": Opt(
+        str | None,
+        None,
+        "public | private: find the columns' location and scale privately, in the same "
+        "ε (default: private for --csv with --model logistic).",
+    ),
     "ledger": Opt(
         str | None,
         None,

@@ -56,38 +56,47 @@ guarantee of the mechanism the rule chose, with the ε and δ the user asked for
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._validation import check_count, check_delta, check_epsilon
-from ..exceptions import UnknownNameError
+from ..exceptions import InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import MARGIN_BOUND, PRIOR_RELAX_ABOVE, prior_margin
 
 __all__ = [
     "AUTO",
     "BINARY_AMP_ABOVE",
     "BINARY_CLIP_FRACTION",
+    "BINARY_CLIP_QUANTILE",
     "BINARY_STEP_CLIP",
+    "CLIPPING_LEARNING_RATE",
     "CONSISTENT_ABOVE",
     "HUBER_FRACTION",
     "MULTI_AMP_ABOVE",
     "MULTI_CLIP_FRACTION",
+    "MULTI_CLIP_QUANTILE",
     "MULTI_STEP_CLIP",
     "OUTPUT_CLIP_FRACTION",
     "OUTPUT_INTERCEPT_SCALE",
     "QUANTILE_MAX_STEPS",
     "QUANTILE_SCALE",
+    "SCALING_SHARE",
     "TASKS",
     "AutoChoice",
+    "adaptive_settings",
     "auto_choice",
     "binary_dp_sgd_schedule",
+    "check_feature_scaling",
     "dp_sgd_schedule",
     "multi_dp_sgd_schedule",
     "output_clip_fraction",
     "prior_bound",
     "quantile_steps",
+    "scaling_settings",
+    "scaling_share",
 ]
 
 AUTO = "auto"
@@ -99,6 +108,17 @@ BINARY_CLIP_FRACTION = 0.27
 #: binary DP-SGD: learning rate η = BINARY_STEP_CLIP / C (the largest step of one
 #: clipped gradient, η·C, is a fixed length)
 BINARY_STEP_CLIP = 0.65
+#: binary DP-SGD: adaptive clipping's target quantile γ of the per-example gradient norms
+#: (Andrew et al. 2021; :mod:`dperm.algorithms.adaptive_clipping`), starting at C₀ =
+#: BINARY_CLIP_FRACTION·L
+BINARY_CLIP_QUANTILE = 0.9
+#: multinomial DP-SGD: adaptive clipping's target quantile γ (from C₀ = MULTI_CLIP_FRACTION·L)
+MULTI_CLIP_QUANTILE = 0.9
+#: adaptive clipping's learning rate η_C (Cₜ₊₁ = Cₜ·exp(−η_C(b̃ₜ − γ)); the paper's 0.2)
+CLIPPING_LEARNING_RATE = 0.2
+#: feature_scaling="private": the share of the budget the scaling takes for a binary model,
+#: SCALING_SHARE/√(k − 1) for k classes (:func:`scaling_share`)
+SCALING_SHARE = 0.3
 #: multinomial classification: AMP at or above s = nε/√(Dk) = MULTI_AMP_ABOVE, beyond
 #: every swept cell (up to 80 000, where AMP and clipped DP-SGD were level): the PLD
 #: of thousands of nearly noiseless steps (ε ≫ 100) needs a huge loss grid
@@ -237,7 +257,14 @@ def binary_dp_sgd_schedule(n_samples: int, epsilon: float) -> dict[str, Any]:
       noise, proportional to C, shrinks with it — at small ε the noise costs more
       than the clipping bias;
     * learning rate η = :data:`BINARY_STEP_CLIP`/C (``step_clip`` = η·C, the longest
-      step one clipped gradient can make).
+      step one clipped gradient can make);
+    * adaptive clipping from that C: ``target_unclipped_quantile`` γ =
+      :data:`BINARY_CLIP_QUANTILE`, ``clipping_learning_rate`` :data:`CLIPPING_LEARNING_RATE`
+      (Andrew, Thakkar, McMahan, Ramaswamy, NeurIPS 2021;
+      :mod:`dperm.algorithms.adaptive_clipping`): the norm follows the γ-quantile of
+      the per-example gradient norms, so rows well inside the public bound, or gradients
+      that shrink as the model fits, stop paying noise for the worst case.  Same event,
+      same (ε, δ): the count of unclipped examples takes a small share of the noise.
 
     Chosen on validation splits of the training rows (20 %, 3–4 noise seeds; the
     table in ``docs/choosing_a_mechanism.md``, script ``benchmarks/sweep_auto_binary.py``):
@@ -255,24 +282,34 @@ def binary_dp_sgd_schedule(n_samples: int, epsilon: float) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``batch_size`` (int), ``epochs`` (int), ``clip_fraction`` and ``step_clip``
-        (float).
+        ``batch_size`` (int), ``epochs`` (int), ``clip_fraction``, ``step_clip``,
+        ``target_unclipped_quantile`` and ``clipping_learning_rate`` (float).
 
     Examples
     --------
-    >>> binary_dp_sgd_schedule(30_162, 0.1)
-    {'batch_size': 506, 'epochs': 15, 'clip_fraction': 0.27, 'step_clip': 0.65}
+    >>> binary_dp_sgd_schedule(30_162, 0.1)  # doctest: +NORMALIZE_WHITESPACE
+    {'batch_size': 506, 'epochs': 15, 'clip_fraction': 0.27, 'step_clip': 0.65,
+     'target_unclipped_quantile': 0.9, 'clipping_learning_rate': 0.2}
     >>> binary_dp_sgd_schedule(1_600, 0.1)["batch_size"]
     320
     """
+    return _clipped_schedule(
+        n_samples, epsilon, BINARY_CLIP_FRACTION, BINARY_STEP_CLIP, BINARY_CLIP_QUANTILE
+    )
+
+
+def _clipped_schedule(n_samples, epsilon, fraction, step, quantile) -> dict[str, Any]:
+    """The clipped DP-SGD schedule shared by the binary and multinomial branches."""
     n = check_count(n_samples, "n_samples")
     eps = check_epsilon(epsilon)
     b = max(min(16, n), min(n // 5, round(160.0 / math.sqrt(eps))))
     return {
         "batch_size": int(b),
         "epochs": 15,
-        "clip_fraction": BINARY_CLIP_FRACTION,
-        "step_clip": BINARY_STEP_CLIP,
+        "clip_fraction": fraction,
+        "step_clip": step,
+        "target_unclipped_quantile": quantile,
+        "clipping_learning_rate": CLIPPING_LEARNING_RATE,
     }
 
 
@@ -284,7 +321,8 @@ def multi_dp_sgd_schedule(n_samples: int, epsilon: float) -> dict[str, Any]:
 
     * clipping norm C = :data:`MULTI_CLIP_FRACTION`·L, L = √2·R the Lipschitz bound of
       the softmax loss over the public (augmented) row bound R;
-    * learning rate η = :data:`MULTI_STEP_CLIP`/C.
+    * learning rate η = :data:`MULTI_STEP_CLIP`/C;
+    * adaptive clipping from that C towards the quantile :data:`MULTI_CLIP_QUANTILE`.
 
     Chosen on validation splits of the training rows (MNIST 50 000 / 10 000, synthetic
     k-class sets; the table in ``docs/choosing_a_mechanism.md``, script
@@ -298,28 +336,17 @@ def multi_dp_sgd_schedule(n_samples: int, epsilon: float) -> dict[str, Any]:
     huge).  MNIST test, ε = 1, seeds 0–2: 88.6 %
     (AMP: 82.9 %).
 
-    Parameters
-    ----------
-    n_samples : int ≥ 1
-        n (public under replace-one).
-    epsilon : float > 0
-
-    Returns
-    -------
-    dict
-        ``batch_size`` (int), ``epochs`` (int), ``clip_fraction`` and ``step_clip``
-        (float).
+    Parameters and returned keys: those of :func:`binary_dp_sgd_schedule`.
 
     Examples
     --------
-    >>> multi_dp_sgd_schedule(60_000, 1.0)
-    {'batch_size': 160, 'epochs': 15, 'clip_fraction': 0.15, 'step_clip': 3.0}
+    >>> multi_dp_sgd_schedule(60_000, 1.0)  # doctest: +NORMALIZE_WHITESPACE
+    {'batch_size': 160, 'epochs': 15, 'clip_fraction': 0.15, 'step_clip': 3.0,
+     'target_unclipped_quantile': 0.9, 'clipping_learning_rate': 0.2}
     """
-    return {
-        **binary_dp_sgd_schedule(n_samples, epsilon),
-        "clip_fraction": MULTI_CLIP_FRACTION,
-        "step_clip": MULTI_STEP_CLIP,
-    }
+    return _clipped_schedule(
+        n_samples, epsilon, MULTI_CLIP_FRACTION, MULTI_STEP_CLIP, MULTI_CLIP_QUANTILE
+    )
 
 
 def output_clip_fraction(epsilon: float) -> float:
@@ -390,6 +417,7 @@ def auto_choice(
     label_bound: float | None = None,
     multi_class: str = "auto",
     alpha_given: bool = False,
+    feature_scaling: str = "public",
 ) -> AutoChoice:
     """The mechanism and hyperparameters of ``mechanism="auto"`` (module docstring).
 
@@ -422,6 +450,13 @@ def auto_choice(
         A numeric ``alpha`` (Λ) was given (e.g. by a grid search): classifiers then
         use objective perturbation, which honours any Λ (AMP's is bounded below by
         its theorem).
+    feature_scaling : {"public", "private"}, default "public"
+        "private" (logistic loss): the rows' public bound is generous, find the
+        columns' location and scale privately — clipped DP-SGD with the private
+        feature scaling of :mod:`dperm.algorithms.private_scaling` up to ε = 10 (binary
+        and multinomial, the AMP regions included), its share of the budget
+        :func:`scaling_share`; objective perturbation on the public features above
+        ε = 10 and for the cases that need it (δ = 0, weights, penalties, constraints).
 
     Returns
     -------
@@ -472,6 +507,11 @@ def auto_choice(
     }
     if label_bound is not None:
         inputs["label_bound"] = float(label_bound)
+    if feature_scaling not in ("public", "private"):
+        raise UnknownNameError(
+            f"unknown feature_scaling {feature_scaling!r}; choose 'public' or 'private'"
+        )
+    inputs["feature_scaling"] = feature_scaling
 
     def choice(mech, reason, settings=None, multi=None):
         return AutoChoice(mech, dict(settings or {}), multi, reason, inputs)
@@ -479,7 +519,10 @@ def auto_choice(
     if task in ("logistic", "huber-svm"):
         ovr = multi_class == "ovr"
         flags = (penalty, constrained, weighted, alpha_given, ovr)
-        return _classifier(task, n, D, k, eps, dlt, flags, choice)
+        out = _classifier(task, n, D, k, eps, dlt, flags, choice)
+        if feature_scaling == "private":
+            return _with_private_scaling(out, task, n, D, k, eps, choice)
+        return out
     if task == "huber":
         return choice("objective", "the Huber loss is smooth and Lipschitz for every label")
     if task == "quantile":
@@ -572,6 +615,98 @@ def _classifier(task, n, D, k, eps, dlt, flags, choice):
         binary_dp_sgd_schedule(n, eps),
         multi=multi,
     )
+
+
+def check_feature_scaling(feature_scaling, mechanism: str) -> str:
+    """``feature_scaling`` checked: "public", or "private" with ``mechanism`` "auto" or
+    "dp-sgd" (the mechanisms that apply it).
+
+    Raises
+    ------
+    UnknownNameError
+        Another value.
+    InvalidPrivacyParameter
+        "private" with another mechanism (it would be silently ignored).
+    """
+    if not isinstance(feature_scaling, str) or feature_scaling not in ("public", "private"):
+        raise UnknownNameError(
+            f"unknown feature_scaling {feature_scaling!r}; choose 'public' or 'private'"
+        )
+    if feature_scaling == "private" and mechanism not in (AUTO, "dp-sgd"):
+        raise InvalidPrivacyParameter(
+            "feature_scaling='private' is applied by DP-SGD: use mechanism='auto' or "
+            f"'dp-sgd', got mechanism={mechanism!r}"
+        )
+    return feature_scaling
+
+
+def scaling_share(n_samples: int, n_coords: int, n_classes: int, epsilon: float) -> float:
+    """The share of the fit's budget (of μ² = z⁻² of the Gaussian mechanism meeting
+    (ε, δ)) that the private feature scaling takes: :data:`SCALING_SHARE`/√(k − 1) for
+    k ≥ 2 classes (0.3 for a binary model, 0.21 for 3 classes, 0.1 for 10) — a public
+    rule of (n, D, k, ε) that reads k only: a multinomial model has k − 1 times the
+    coefficients of a binary one, and its noisy steps need more of the budget.  Chosen
+    on validation splits of the training rows of the CSV files of
+    ``benchmarks/bench_csv_tables.py`` (``benchmarks/sweep_scale_adaptation.py``; the
+    table in ``docs/choosing_a_mechanism.md``, "Private feature scaling").
+
+    Examples
+    --------
+    >>> scaling_share(341, 31, 2, 1.0), round(scaling_share(1347, 65, 10, 8.0), 3)
+    (0.3, 0.1)
+    """
+    check_count(n_samples, "n_samples")
+    check_count(n_coords, "n_coords")
+    k = check_count(n_classes, "n_classes", minimum=2)
+    check_epsilon(epsilon)
+    return float(SCALING_SHARE / math.sqrt(k - 1))
+
+
+def adaptive_settings(rule: Mapping[str, Any], clipping_norm: float) -> dict[str, Any]:
+    """The :func:`dperm.algorithms.dp_sgd.fit` settings of the rule's adaptive clipping
+    (``rule`` a DP-SGD schedule of this module) below the rule's C = ``clipping_norm``: the
+    norm starts there and only comes down (``max_clipping_norm``).  {} without one."""
+    if rule.get("target_unclipped_quantile") is None:
+        return {}
+    return {
+        "target_unclipped_quantile": rule["target_unclipped_quantile"],
+        "clipping_learning_rate": rule["clipping_learning_rate"],
+        "max_clipping_norm": float(clipping_norm),
+    }
+
+
+def scaling_settings(estimator, rule: Mapping[str, Any], loss, shape, epsilon) -> dict:
+    """The :func:`dperm.algorithms.dp_sgd.fit` settings of ``feature_scaling="private"``
+    (the estimator's parameter): its share, from ``rule`` or :func:`scaling_share` of
+    (n, D) = ``shape`` and the loss's k; {} for "public"."""
+    if getattr(estimator, "feature_scaling", "public") != "private":
+        return {}
+    k = int(getattr(loss, "n_classes", None) or 2)
+    share = rule.get("scaling_share") or scaling_share(*shape, k, epsilon)
+    return {"feature_scaling": "private", "scaling_share": share}
+
+
+def _with_private_scaling(out: AutoChoice, task, n, D, k, eps, choice) -> AutoChoice:
+    """``feature_scaling="private"``: clipped DP-SGD with the private feature scaling
+    wherever the rule chose DP-SGD or AMP (its sweeps were on public features);
+    unchanged (public features) where it needs objective perturbation."""
+    if task != "logistic" or out.mechanism not in ("dp-sgd", "amp"):
+        return dataclasses.replace(
+            out,
+            reason=out.reason + "; feature_scaling='private' applies to DP-SGD only, so "
+            "the public features are used",
+        )
+    multi = out.multi_class == "multinomial"
+    schedule = multi_dp_sgd_schedule(n, eps) if multi else binary_dp_sgd_schedule(n, eps)
+    share = scaling_share(n, D, k if multi else 2, eps)
+    schedule.update(feature_scaling="private", scaling_share=share)
+    why = (
+        f"feature_scaling='private': the columns' location and scale are found privately "
+        f"(a share {share:g} of the budget), then DP-SGD clipped at "
+        f"{MULTI_CLIP_FRACTION if multi else BINARY_CLIP_FRACTION:g}·L on the standardized "
+        "features"
+    )
+    return choice("dp-sgd", why, schedule, multi=out.multi_class)
 
 
 def prior_bound(estimator, loss, epsilon: float) -> float | None:

@@ -661,6 +661,7 @@ class DPLinearModelBase(BaseEstimator):
             label_bound=self._auto_label_bound(),
             multi_class=getattr(self, "multi_class", "auto"),
             alpha_given=not isinstance(self.alpha, str),
+            feature_scaling=getattr(self, "feature_scaling", "public"),
         )
 
     def _auto_label_bound(self):

@@ -47,7 +47,7 @@ from ..exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameE
 from ..losses import Squared
 from ..losses.base import MARGIN_BOUND, OUTPUT_MARGIN_BOUND, PRIOR_RELAX_ABOVE, prior_margin
 from ..losses.softmax import Softmax
-from ._auto import prior_bound
+from ._auto import adaptive_settings, prior_bound, scaling_settings
 from ._output_rows import output_rows, scale_intercept
 
 __all__ = [
@@ -537,6 +537,8 @@ def _dp_sgd_adapter(estimator, loss, X, y, epsilon, delta, rng):
         settings["clipping_norm"] = C
         if getattr(estimator, "learning_rate", None) is None:
             settings["learning_rate"] = float(rule["step_clip"]) / C
+        settings.update(adaptive_settings(rule, C))  # an explicit clipping_norm is fixed
+    settings.update(scaling_settings(estimator, rule, loss, X.shape, epsilon))  # issue #36
     return _gradient_fit(dp_sgd.fit, estimator, loss, X, y, epsilon, delta, rng, **settings)
 
 

@@ -8,6 +8,7 @@ from sklearn.base import ClassifierMixin
 
 from .._parameters import Names
 from ..losses import Logistic, Softmax
+from ._auto import check_feature_scaling
 from ._base import DPLinearClassifierBase
 from ._params import (
     CLASSIFIER_ATTRIBUTES,
@@ -27,9 +28,27 @@ __all__ = ["COMMON_ATTRIBUTES_DOC", "COMMON_PARAMETERS_DOC", "DPLogisticRegressi
     *LINEAR,
     "multi_class",
     "classes",
+    "feature_scaling",
     "verbose",
     "random_state",
     attributes=CLASSIFIER_ATTRIBUTES,
+    feature_scaling=Param(
+        Spec("public", "Literal['public', 'private']", [Names(("public", "private"))]),
+        ParamDoc(
+            '{"public", "private"}',
+            """"public": the rows are used as given, inside their public bound
+        ``data_norm``.  "private": the bound is honest but generous (e.g. a CSV file's
+        column bounds written from domain knowledge), so the fit first finds every
+        column's location and scale privately — three Gaussian releases within the
+        public bound, :mod:`dperm.algorithms.private_scaling` — and runs DP-SGD on the
+        standardized features; its share of (ε, δ) is a public rule of (n, d, k, ε)
+        (:func:`dperm.estimators._auto.scaling_share`), its release is composed into
+        ``dp_event_`` and the coefficients are those of the original features.  With
+        ``mechanism="auto"`` (or "dp-sgd"); above ε = 10 and where the rule needs
+        objective perturbation the public features are used (``auto_`` says so).
+        ``dperm fit --csv`` uses "private".""",
+        ),
+    ),
     multi_class=Param(
         Spec("auto", "MultiClass", [Names(("auto", "ovr", "multinomial"))]),
         ParamDoc(
@@ -71,6 +90,11 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
     def _make_loss(self):
         return Logistic()
 
+    def _check_params(self, n: int, d: int):
+        out = super()._check_params(n, d)
+        check_feature_scaling(self.feature_scaling, self.mechanism)
+        return out
+
     def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Class probabilities, shape (n_samples, n_classes).
 
@@ -95,5 +119,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearClassifierBase):
 
 # the former names of the shared fragments (kept importable): the shared parameter
 # entries as DPLogisticRegression documents them, and the classifiers' attributes
-COMMON_PARAMETERS_DOC = parameters_section(DPLogisticRegression.__init__, exclude=("multi_class",))
+COMMON_PARAMETERS_DOC = parameters_section(
+    DPLogisticRegression.__init__, exclude=("multi_class", "feature_scaling")
+)
 COMMON_ATTRIBUTES_DOC = CLASSIFIER_ATTRIBUTES
