@@ -71,6 +71,7 @@ BAD_VALUES: dict[str, list] = {
     "accountant": [("bogus", NAME), (1, BAD), (OPAQUE, BAD)],
     "warm_start": _FLAG,
     "multi_class": [("bogus", NAME), (2, BAD), (None, BAD)],
+    "feature_scaling": [("bogus", NAME), ("", NAME), (2, BAD), (None, BAD)],
     "classes": [("ab", BAD), (3, BAD), (OPAQUE, BAD)],
     "verbose": [("loud", BAD), (-1, BAD), (1.5, BAD), (None, BAD)],
     "random_state": [(-1, BAD), (1.5, BAD), ("seed", BAD), (np.random.RandomState(0), BAD)],

@@ -208,7 +208,8 @@ def test_dperm_fit_csv_scales_privately_by_default(tmp_path):
     ]
     path = tmp_path / "corner.csv"
     path.write_text("\n".join(lines) + "\n")
-    argv = ["fit", "--csv", str(path), "--target", "label", "--epsilon", "2", "--seed", "0"]
+    argv = ["fit", "--csv", str(path), "--target", "label", "--classes", "0,1"]
+    argv += ["--epsilon", "2", "--seed", "0"]
     argv += [a for c in "abcdef" for a in ("--bounds", f"{c}=0:5")] + ["--json"]
     runner = CliRunner()
     out = json.loads(runner.invoke(app, [*argv, "--no-reference"]).stdout.splitlines()[-1])
