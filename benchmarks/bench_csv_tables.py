@@ -9,14 +9,16 @@ numeric column lo = 0 (or −nice(1.5·|min|) for a column with negative values)
 hi = nice(1.5 × the column's largest value), nice() rounding up to 1, 2 or 5 × 10^k.  A
 seeded permutation holds out 25 % of the rows (seed s for seeds 0–1); the other 75 % are
 the user's file.  The fit is **the path of** ``dperm fit --csv FILE --target target
---bounds … --epsilon ε --seed s --save model.dperm`` (:func:`dperm.cli.fit.run_fit`,
-in-process; ``cli_options`` adds an option the CLI learns, e.g. ``--classes``/``--task``)
+--bounds … --classes … --epsilon ε --seed s --save model.dperm`` (regression: ``--task
+regression --label-bound …`` instead of ``--classes``; :func:`dperm.cli.fit.run_fit`,
+in-process; ``cli_options`` adds any other option, e.g. ``--feature-scaling``)
 and the held-out rows are scored by the saved model as ``dperm predict`` does
 (:func:`dperm.load` → ``predict`` on the raw frame).  The columns of the table:
 
 * ``dperm ε=1``, ``dperm ε=8``: held-out accuracy (R² for regression), mean of the seeds;
-* ``no adaptation``: the same fit without the private scale adaptation of issue #36
-  (``feature_scaling="public"``, fixed clipping) — what the adaptation buys;
+* ``no adaptation``: the same fit without the private column scaling of issue #36
+  (``--feature-scaling public``; the clipping as the DP-SGD default has it, adaptive
+  where its count is informative) — what the scaling buys;
 * ``scale share``: the share of the fit's privacy budget (of z⁻², i.e. of μ² in GDP
   terms) that the private column scaling used (``diagnostics_["feature_scaling"]``);
 * ``sklearn``: ``StandardScaler`` + ``LogisticRegression()`` (``LinearRegression`` for
@@ -47,6 +49,16 @@ import pandas as pd
 TABLES = ("breast_cancer", "wine", "digits", "iris", "diabetes", "covtype_like")
 #: the tables whose task is regression (``--task regression --label-bound``)
 REGRESSION = ("diabetes",)
+#: the public label list (``--classes``) of every classification table: its documented
+#: classes (scikit-learn's ``target_names``, coded 0 … k − 1 in the file; covtype_like's
+#: rule is binary) — never read off the file's labels, as ``dperm fit --csv`` requires
+CLASSES = {
+    "breast_cancer": [0, 1],
+    "wine": [0, 1, 2],
+    "digits": list(range(10)),
+    "iris": [0, 1, 2],
+    "covtype_like": [0, 1],
+}
 #: held-out share of every table
 TEST_SHARE = 0.25
 
@@ -135,6 +147,8 @@ def split_table(name: str, seed: int):
     if name in REGRESSION:
         options["task"] = "regression"
         options["label_bound"] = nice_ceil(1.5 * float(frame["target"].abs().max()))
+    else:
+        options["classes"] = CLASSES[name]
     return train, test, options
 
 
@@ -157,6 +171,7 @@ def csv_dataset(name: str, seed: int = 0, folder: str | Path | None = None):
         categorical=list(cats) or None,
         task=options.get("task"),
         label_bound=options.get("label_bound"),
+        classes=options.get("classes"),
     )
 
 

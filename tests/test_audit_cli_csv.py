@@ -2,7 +2,8 @@
 
 The dataset is the *file*: two CSV files that differ in one record (its label), fitted
 through the code of ``dperm fit --csv`` (load_csv's public split, label rule and schema,
-then the estimator dperm fit builds with every default).  The honest runner is not
+then the estimator dperm fit builds with every default, the private feature scaling
+included).  The honest runner is not
 refuted at ε = 0.5, 1, 4 and shows power at ε = 4 in CI (at ε = 1, 3000 runs per file:
 ``docs/auditing.md``); the mutant with the stratified split of dperm before issue #36 is
 refuted (``tests/test_audit_mutants.py``).
@@ -10,6 +11,7 @@ refuted (``tests/test_audit_mutants.py``).
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -18,7 +20,14 @@ import pytest
 
 import dperm
 from dperm.audit import audit, get_runner
-from dperm.audit.fits import CSV_ROWS, CSV_TRAIN_ROWS, _run_cli_csv, csv_pair, csv_split
+from dperm.audit.fits import (
+    CSV_CANARY,
+    CSV_ROWS,
+    CSV_TRAIN_ROWS,
+    _run_cli_csv,
+    csv_pair,
+    csv_split,
+)
 from dperm.audit.mutants import stratified_train_rows
 from dperm.cli.audit import list_runners
 from dperm.cli.fit import run_fit
@@ -41,31 +50,68 @@ def test_the_pair_is_two_files_that_differ_in_one_record():
     assert diff.size == 1
     (c,) = diff
     assert c in set(csv_split(p.y)) and c in set(csv_split(p.y_prime))  # a training row
-    # the honest split keeps the training rows: every other row is the zero row
-    assert np.count_nonzero(p.X) == 1 and p.X[c, 0] == 1.0
-    # the split of dperm before issue #36 moved rows: they push the model
+    assert np.array_equal(p.X[c], CSV_CANARY) and p.y[c] == -1 and p.y_prime[c] == 1
+    # the honest split keeps the training rows: every other row at ±(1, 1), a public
+    # spread with both labels at each point, orthogonal to the canary's (1, −1)
+    rest = np.delete(np.arange(p.y.size), c)
+    assert np.all(np.abs(p.X[rest]) == 1.0) and np.all(p.X[rest, 0] == p.X[rest, 1])
+    for side in (1.0, -1.0):
+        at = rest[p.X[rest, 0] == side]
+        assert abs(np.mean(p.y[at])) < 0.01 and at.size > 400
+    # the split of dperm before issue #36 moved rows: they push the model along the canary
     m = get_runner("cli-csv[stratified-split]").make_pair()
     assert np.array_equal(m.y, p.y) and np.array_equal(m.y_prime, p.y_prime)
     moved = set(stratified_train_rows(m.y)) ^ set(stratified_train_rows(m.y_prime))
-    assert len(moved) > 100 and np.count_nonzero(m.X) == len(moved - {c}) + 1
+    moved = np.array(sorted(moved))
+    assert moved.size > 100
+    assert np.all(np.abs(m.X[moved] @ np.array([1.0, -1.0])) == 2.0)  # on ±(1, −1)
+    kept = np.setdiff1d(rest, moved)
+    assert np.array_equal(m.X[kept], p.X[kept])
+
+
+def test_the_scaling_gives_the_columns_one_scale():
+    """The pair's columns have the same public spread: the private scaling pools their
+    scale and location in most runs, and in every run its scale is near the true mean
+    absolute deviation 1/√2, far above the scaling's noise (the canary's standardized row
+    is then well determined); the statistic is ⟨w, canary⟩/(sκ) when the scales agree."""
+    from dperm.algorithms import private_scaling
+    from dperm.audit.fits import load_csv_pair_file
+    from dperm.design import as_design
+
+    p = csv_pair()
+    ds = load_csv_pair_file(p.X, p.y)
+    # the effective rows DP-SGD scales (unit rows, the implicit intercept column 0.5)
+    X = as_design(ds.X_train, math.hypot(1.0, 0.5), intercept_scaling=0.5)
+    pooled = []
+    for seed in range(40):
+        res = private_scaling.fit(
+            X, data_norm=1.0, noise_multiplier=8.0, rng=np.random.default_rng(seed)
+        )
+        assert np.all(np.abs(res.scale - 2**-0.5) < 0.15), res.scale
+        pooled.append(res.scale[0] == res.scale[1])
+    assert np.mean(pooled) > 0.6
 
 
 def test_the_runner_fits_what_dperm_fit_csv_fits(tmp_path):
     """The released model of the runner is the model `dperm fit --csv` saves for the same
-    file and seed (an independent path: the CLI's loader, make_estimator and --save)."""
+    file and seed (an independent path: the CLI's loader, make_estimator and --save), the
+    private feature scaling included."""
     p = csv_pair()
     path = tmp_path / "d.csv"
-    frame = pd.DataFrame({"x0": p.X[:, 0], "label": np.where(p.y > 0, "yes", "no")})
+    frame = pd.DataFrame(
+        {"x0": p.X[:, 0], "x1": p.X[:, 1], "label": np.where(p.y > 0, "yes", "no")}
+    )
     frame.to_csv(path, index=False)
     model = tmp_path / "m.dperm"
     with warnings.catch_warnings():  # the pair has no signal to learn: one class predicted
         warnings.simplefilter("ignore", UserWarning)
         run_fit(
-            csv=path, target="label", bounds=["x0=-1:1"], classes="no,yes", epsilon=1.0,
-            seed=5, save=model, reference=False,
+            csv=path, target="label", bounds=["x0=-1:1", "x1=-1:1"], classes="no,yes",
+            epsilon=1.0, seed=5, save=model, reference=False,
         )  # fmt: skip
     pipe = dperm.load(model)
-    probes = pd.DataFrame({"x0": [1.0, 0.0]})
+    assert pipe[-1].feature_scaling == "private"  # the file's default
+    probes = pd.DataFrame({"x0": [CSV_CANARY[0], 0.0], "x1": [CSV_CANARY[1], 0.0]})
     f = pipe.decision_function(probes)
     delta = get_runner("cli-csv").default_delta
     assert pipe[-1].delta_ == pytest.approx(delta)

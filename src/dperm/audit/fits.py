@@ -514,11 +514,15 @@ def _run_tukey_unsafe(X, y, epsilon, delta, rng):
 # differ in one record (the row, label included), and each run writes the file and fits
 # it through the code of `dperm fit --csv`: dperm.datasets.load_csv (the split, the label
 # rule, the public schema and the default row scaling) and the estimator dperm fit builds
-# for it (DPLogisticRegression with every default, the file's public label set, the
-# schema's row bound; dperm.cli.fit.make_estimator, checked equal in the tests).
-#: the public schema of the pair's files: every feature in [−1, 1], labels "no"/"yes"
+# for it (DPLogisticRegression with every default, feature_scaling="private" included, the
+# file's public label set, the schema's row bound; dperm.cli.fit.make_estimator, checked
+# equal in the tests).
+#: the public schema of the pair's files: two features x0, x1 in [−1, 1], labels "no"/"yes"
 CSV_BOUND = 1.0
 CSV_CLASSES = ("no", "yes")
+#: the canary's raw row, (1, −1): along v = (1, −1)/√2 after the unit row scaling, while
+#: every other row sits at ±(1, 1), along u ⊥ v (:func:`csv_pair`)
+CSV_CANARY = (CSV_BOUND, -CSV_BOUND)
 #: rows of the pair's files, a typical user's file: mechanism="auto" runs clipped DP-SGD
 #: there at every ε ≤ 4 (nε/√D < 5000), whose final model is a sum of the noisy clipped
 #: steps: with the clipping norm below the logistic loss's Lipschitz bound, the canary's
@@ -559,11 +563,24 @@ def load_csv_pair_file(X, y):
         os.unlink(name)
 
 
+def csv_probes():
+    """The two raw rows at which :func:`_run_cli_csv` reads the released model: the
+    canary's (:data:`CSV_CANARY`) and the schema's midpoint (the zero row)."""
+    return np.array([CSV_CANARY, (0.0,) * len(CSV_CANARY)])
+
+
 def _run_cli_csv(X, y, epsilon, delta, rng):
     """The released model of ``dperm fit --csv`` on the file of rows (X, y), read at the
     canary's raw row: f(canary) − f(midpoint row), f the saved pipeline's decision
     function (the file's public schema, then the model) — post-processing of the release,
-    independent of how the schema encodes the rows."""
+    independent of how the schema encodes the rows.
+
+    With the private feature scaling (location m, scale s of each column, κ = √d), f is
+    ⟨w, (x − m)/(sκ)⟩ + b with (w, b) the DP-SGD model of the standardized rows, so the
+    score is ⟨w, x̃_c − x̃₀⟩ = ⟨w, canary⟩/(sκ) when the two columns share one scale (the
+    scaling's shrinkage pools the equal spreads of the pair's columns): the noisy clipped
+    steps along the canary's standardized row, the intercept and the direction u of the
+    other rows cancelled."""
     from ..estimators import DPLogisticRegression
 
     ds = load_csv_pair_file(X, y)
@@ -575,10 +592,8 @@ def _run_cli_csv(X, y, epsilon, delta, rng):
         feature_scaling="private",  # dperm fit --csv's default for a file's classification
         random_state=rng,
     ).fit(ds.X_train, ds.y_train)
-    d = np.asarray(X).shape[1]
-    probes = _csv_frame(np.vstack([np.eye(d) * CSV_BOUND, np.zeros((1, d))]), np.ones(d + 1))
-    f = est.decision_function(ds.encoder.transform(probes))
-    return f[:d] - f[d]
+    f = est.decision_function(ds.encoder.transform(_csv_frame(csv_probes(), np.ones(2))))
+    return np.array([f[0] - f[1]])
 
 
 def csv_split(y, test_size: float = _CSV_TEST_SIZE, random_state=_CSV_SEED):
@@ -590,19 +605,28 @@ def csv_split(y, test_size: float = _CSV_TEST_SIZE, random_state=_CSV_SEED):
 
 
 def csv_pair(n: int = CSV_ROWS, random_state=0, *, split=csv_split):
-    """Two files of n rows that differ in one record — the canary row x = (1,) (its
-    feature at the top of the public range [−1, 1]) with the label "no" in D and "yes"
-    in D′ — and the direction of the statistic of :func:`_run_cli_csv`.
+    """Two files of n rows that differ in one record — the canary row x = (1, −1) with the
+    label "no" in D and "yes" in D′ — and the direction of the statistic of
+    :func:`_run_cli_csv`.
 
-    The other rows hold the label "no" and "yes" in turn and, when the split keeps the
-    same training rows for both files (any split that reads the row count only), the
-    midpoint x = 0, which the schema maps to a zero row: θ's feature then reacts to the
-    canary alone, placed at a training position.  A split that reads the labels moves
-    rows between train and test when the canary's label changes (the stratified split
-    of dperm before issue #36 moved about a quarter of them); the rows that train under
-    one file only are given x = ±1 so that they push θ the way that file's canary does
-    (x = −y under D, x = y under D′).  ``split(y)`` returns the training rows of a file
-    with labels y (default: the split ``load_csv`` runs).
+    ``dperm fit --csv`` fits the standardized rows (x − m)/(sκ), m and s found privately
+    from the rows (``feature_scaling="private"``, :mod:`dperm.algorithms.private_scaling`);
+    a column whose rows barely vary gets a scale set by the scaling's noise, which would
+    drown the canary in it.  So the other rows have a public, fixed spread, identical in
+    D and D′: rows 4i, 4i + 1 at x = (1, 1), rows 4i + 2, 4i + 3 at (−1, −1), labels "no"
+    and "yes" in turn — after the unit row scaling ±u, u = (1, 1)/√2, with both labels
+    at each point.  Both columns then have the same spread (mean absolute deviation 1/√2,
+    well above the scaling's noise) and the scaling gives them one location and one
+    scale (its shrinkage pools them, unless its noise suggests otherwise), so every
+    such row is orthogonal, after standardization, to the canary's direction
+    v = (1, −1)/√2: the model's coordinate along v reacts to the canary alone, at a
+    training position, and the score cancels the intercept and u.  A split that reads
+    the labels moves rows between train and test when the canary's label changes (the
+    stratified split of dperm before issue #36 moved about a quarter of them); the rows
+    that train under one file only are put on ±v so that they push the model the way
+    that file's canary does (x = −y·(1, −1) under D, x = y·(1, −1) under D′).
+    ``split(y)`` returns the training rows of a file with labels y (default: the split
+    ``load_csv`` runs).
 
     Returns
     -------
@@ -611,17 +635,20 @@ def csv_pair(n: int = CSV_ROWS, random_state=0, *, split=csv_split):
     from .canary import CanaryPair
 
     n = check_count(n, "n", minimum=4)
-    y = np.where(np.arange(n) % 2 == 0, -1.0, 1.0)
-    canary = int(np.flatnonzero(np.isin(np.arange(n), split(y)))[-1])  # a training row
+    rows = np.arange(n)
+    y = np.where(rows % 2 == 0, -1.0, 1.0)
+    canary = int(np.flatnonzero(np.isin(rows, split(y)))[-1])  # a training row
     y_d, y_p = y.copy(), y.copy()
     y_d[canary], y_p[canary] = -1.0, 1.0
     train_d, train_p = set(split(y_d).tolist()), set(split(y_p).tolist())
-    X = np.zeros((n, 1))
+    side = np.where((rows // 2) % 2 == 0, CSV_BOUND, -CSV_BOUND)
+    X = np.column_stack([side, side])  # ±(1, 1): both labels at each point
+    v = np.asarray(CSV_CANARY, dtype=float)
     only_d = np.array(sorted(train_d - train_p), dtype=int)
     only_p = np.array(sorted(train_p - train_d), dtype=int)
-    X[only_d, 0] = -y[only_d]  # under D these rows push θ down, as the canary "no" does
-    X[only_p, 0] = y[only_p]  # under D′ up, as the canary "yes" does
-    X[canary, 0] = CSV_BOUND
+    X[only_d] = -y[only_d, None] * v  # under D these rows push θ as the canary "no" does
+    X[only_p] = y[only_p, None] * v  # under D′ as the canary "yes" does
+    X[canary] = v
     return CanaryPair(
         X=X,
         y=y_d,

@@ -462,18 +462,22 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
     # ---------------------------------------------------------------- a user's file (#36)
     dict(
         name="cli-csv", fn=_run_cli_csv, module="dperm.datasets", neighbouring="replace-one",
-        n=CSV_ROWS, d=1, default_delta=default_delta(CSV_TRAIN_ROWS, budget_share=False),
-        # the score sums the noisy clipped steps along the canary's feature: Gaussian
-        # with one variance on both files, so the Gaussian fit reads μ from every run
-        noise="gaussian", default_runs=2000, pair=csv_pair, method="gdp-fit",
+        n=CSV_ROWS, d=2, default_delta=default_delta(CSV_TRAIN_ROWS, budget_share=False),
+        # the score sums the noisy clipped steps along the canary's standardized row:
+        # Gaussian with one variance on both files, so the Gaussian fit reads μ from every
+        # run; μ ≈ 0.19 at ε = 1 (the steps' share of μ²), so 6000 runs per file for a
+        # standard error 0.018 (docs/auditing.md, "A user's file")
+        noise="gaussian", default_runs=6000, pair=csv_pair, method="gdp-fit",
         threat_model="final model (black box): the model dperm fit --csv saves, read at the "
         "canary's raw row; the file's split is public (its seed)",
         description="the file is the dataset: two CSV files of "
         f"{CSV_ROWS} rows that differ in one record (its label), each fitted as dperm fit "
         "--csv does — load_csv (the public split, the --classes label rule, the public "
         "schema, the default row scaling) and DPLogisticRegression with every default "
-        "(mechanism='auto': clipped DP-SGD here) — scoring the released model at the "
-        "canary's raw row",
+        "(feature_scaling='private', mechanism='auto': the private columns' location and "
+        "scale, then clipped DP-SGD on the standardized rows) — the other rows at ±(1, 1) "
+        "with both labels (a public spread: the scaling is well determined), the canary "
+        "at (1, −1); scoring the released model at the canary's raw row",
     ),
     # ---------------------------------------------------------------- networks (#24)
     dict(
