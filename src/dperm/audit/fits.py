@@ -517,12 +517,19 @@ def _run_tukey_unsafe(X, y, epsilon, delta, rng):
 # for it (DPLogisticRegression with every default, feature_scaling="private" included, the
 # file's public label set, the schema's row bound; dperm.cli.fit.make_estimator, checked
 # equal in the tests).
-#: the public schema of the pair's files: two features x0, x1 in [−1, 1], labels "no"/"yes"
+#: the public schema of the pair's files: features x0 … x3 in [−1, 1], labels "no"/"yes"
 CSV_BOUND = 1.0
 CSV_CLASSES = ("no", "yes")
-#: the canary's raw row, (1, −1): along v = (1, −1)/√2 after the unit row scaling, while
-#: every other row sits at ±(1, 1), along u ⊥ v (:func:`csv_pair`)
-CSV_CANARY = (CSV_BOUND, -CSV_BOUND)
+#: the other rows of the pair sit in one of CSV_BLOCKS blocks of two columns (:func:`csv_pair`)
+CSV_BLOCKS = 2
+#: the canary's raw row, (1, −1, 1, −1): orthogonal to every other row (±(1, 1) in a block)
+CSV_CANARY = (CSV_BOUND, -CSV_BOUND) * CSV_BLOCKS
+#: the score is clipped to ±CSV_SCORE_CLIP logits (post-processing): 13 standard deviations
+#: of the score at ε = 0.5 and more above it, so that a run whose private scaling failed
+#: (its noisy median distance fell to the histogram's last bin: the radius and the scale
+#: collapse and the model's coefficients reach 10⁴–10⁵, about 1 fit in 10⁴ at ε = 0.5)
+#: cannot swamp the variance of the Gaussian fit
+CSV_SCORE_CLIP = 20.0
 #: rows of the pair's files, a typical user's file: mechanism="auto" runs clipped DP-SGD
 #: there at every ε ≤ 4 (nε/√D < 5000), whose final model is a sum of the noisy clipped
 #: steps: with the clipping norm below the logistic loss's Lipschitz bound, the canary's
@@ -577,10 +584,10 @@ def _run_cli_csv(X, y, epsilon, delta, rng):
 
     With the private feature scaling (location m, scale s of each column, κ = √d), f is
     ⟨w, (x − m)/(sκ)⟩ + b with (w, b) the DP-SGD model of the standardized rows, so the
-    score is ⟨w, x̃_c − x̃₀⟩ = ⟨w, canary⟩/(sκ) when the two columns share one scale (the
+    score is ⟨w, x̃_c − x̃₀⟩ = ⟨w, canary⟩/(sκ) when the columns share one scale (the
     scaling's shrinkage pools the equal spreads of the pair's columns): the noisy clipped
-    steps along the canary's standardized row, the intercept and the direction u of the
-    other rows cancelled."""
+    steps along the canary's standardized row, the intercept and the directions of the
+    other rows cancelled.  Clipped to ±:data:`CSV_SCORE_CLIP`."""
     from ..estimators import DPLogisticRegression
 
     ds = load_csv_pair_file(X, y)
@@ -593,7 +600,7 @@ def _run_cli_csv(X, y, epsilon, delta, rng):
         random_state=rng,
     ).fit(ds.X_train, ds.y_train)
     f = est.decision_function(ds.encoder.transform(_csv_frame(csv_probes(), np.ones(2))))
-    return np.array([f[0] - f[1]])
+    return np.clip([f[0] - f[1]], -CSV_SCORE_CLIP, CSV_SCORE_CLIP)
 
 
 def csv_split(y, test_size: float = _CSV_TEST_SIZE, random_state=_CSV_SEED):
@@ -605,28 +612,35 @@ def csv_split(y, test_size: float = _CSV_TEST_SIZE, random_state=_CSV_SEED):
 
 
 def csv_pair(n: int = CSV_ROWS, random_state=0, *, split=csv_split):
-    """Two files of n rows that differ in one record — the canary row x = (1, −1) with the
-    label "no" in D and "yes" in D′ — and the direction of the statistic of
+    """Two files of n rows that differ in one record — the canary row x = (1, −1, 1, −1)
+    with the label "no" in D and "yes" in D′ — and the direction of the statistic of
     :func:`_run_cli_csv`.
 
     ``dperm fit --csv`` fits the standardized rows (x − m)/(sκ), m and s found privately
     from the rows (``feature_scaling="private"``, :mod:`dperm.algorithms.private_scaling`);
     a column whose rows barely vary gets a scale set by the scaling's noise, which would
     drown the canary in it.  So the other rows have a public, fixed spread, identical in
-    D and D′: rows 4i, 4i + 1 at x = (1, 1), rows 4i + 2, 4i + 3 at (−1, −1), labels "no"
-    and "yes" in turn — after the unit row scaling ±u, u = (1, 1)/√2, with both labels
-    at each point.  Both columns then have the same spread (mean absolute deviation 1/√2,
-    well above the scaling's noise) and the scaling gives them one location and one
-    scale (its shrinkage pools them, unless its noise suggests otherwise), so every
-    such row is orthogonal, after standardization, to the canary's direction
-    v = (1, −1)/√2: the model's coordinate along v reacts to the canary alone, at a
-    training position, and the score cancels the intercept and u.  A split that reads
-    the labels moves rows between train and test when the canary's label changes (the
-    stratified split of dperm before issue #36 moved about a quarter of them); the rows
-    that train under one file only are put on ±v so that they push the model the way
-    that file's canary does (x = −y·(1, −1) under D, x = y·(1, −1) under D′).
-    ``split(y)`` returns the training rows of a file with labels y (default: the split
-    ``load_csv`` runs).
+    D and D′: row r holds ±1 in the two columns of block (r // 4) mod 2 (columns 0–1 or
+    2–3) and 0 elsewhere, the sign + for r mod 4 ∈ {0, 1} and − for {2, 3}, the label
+    "no" for even r and "yes" for odd r: both labels at each point.  After the unit row
+    scaling they lie on ±(e₀ + e₁)/√2 and ±(e₂ + e₃)/√2.  Every column then has the same
+    spread (mean absolute deviation 1/(2√2), well above the scaling's noise) and the
+    scaling gives the columns one location and one scale (its shrinkage pools them, unless
+    its noise suggests otherwise), so every such row stays orthogonal, after the
+    standardization, to the canary's v = (1, −1, 1, −1)/2: the model's coordinate along v
+    reacts to the canary alone, at a training position, and the score cancels the
+    intercept and the other rows' directions.  Two blocks rather than one make the
+    canary's standardized row √2 times longer than with two columns (1/(s√d) = √2), so its
+    clipped gradient lies 94 % along v instead of 89 % (the rest is the intercept
+    column's), and it stays clipped at smaller p; with three, the scaling's pooled scale
+    would take the floor r₅₀/(2√d) instead of the columns' mean.
+
+    A split that reads the labels moves rows between train and test when the canary's
+    label changes (the stratified split of dperm before issue #36 moved about a quarter
+    of them); the rows that train under one file only are put on ±v so that they push the
+    model the way that file's canary does (x = −y·(1, −1, 1, −1) under D, x = y·(1, −1, 1,
+    −1) under D′).  ``split(y)`` returns the training rows of a file with labels y
+    (default: the split ``load_csv`` runs).
 
     Returns
     -------
@@ -641,8 +655,10 @@ def csv_pair(n: int = CSV_ROWS, random_state=0, *, split=csv_split):
     y_d, y_p = y.copy(), y.copy()
     y_d[canary], y_p[canary] = -1.0, 1.0
     train_d, train_p = set(split(y_d).tolist()), set(split(y_p).tolist())
-    side = np.where((rows // 2) % 2 == 0, CSV_BOUND, -CSV_BOUND)
-    X = np.column_stack([side, side])  # ±(1, 1): both labels at each point
+    sign = np.where((rows // 2) % 2 == 0, CSV_BOUND, -CSV_BOUND)
+    block = 2 * ((rows // 4) % CSV_BLOCKS)
+    X = np.zeros((n, 2 * CSV_BLOCKS))
+    X[rows, block] = X[rows, block + 1] = sign  # ±(1, 1) in a block: both labels at each
     v = np.asarray(CSV_CANARY, dtype=float)
     only_d = np.array(sorted(train_d - train_p), dtype=int)
     only_p = np.array(sorted(train_p - train_d), dtype=int)

@@ -462,10 +462,10 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
     # ---------------------------------------------------------------- a user's file (#36)
     dict(
         name="cli-csv", fn=_run_cli_csv, module="dperm.datasets", neighbouring="replace-one",
-        n=CSV_ROWS, d=2, default_delta=default_delta(CSV_TRAIN_ROWS, budget_share=False),
+        n=CSV_ROWS, d=4, default_delta=default_delta(CSV_TRAIN_ROWS, budget_share=False),
         # the score sums the noisy clipped steps along the canary's standardized row:
         # Gaussian with one variance on both files, so the Gaussian fit reads μ from every
-        # run; μ ≈ 0.19 at ε = 1 (the steps' share of μ²), so 6000 runs per file for a
+        # run; μ ≈ 0.2 at ε = 1 (the steps' share of μ²), so 6000 runs per file for a
         # standard error 0.018 (docs/auditing.md, "A user's file")
         noise="gaussian", default_runs=6000, pair=csv_pair, method="gdp-fit",
         threat_model="final model (black box): the model dperm fit --csv saves, read at the "
@@ -476,8 +476,9 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         "schema, the default row scaling) and DPLogisticRegression with every default "
         "(feature_scaling='private', mechanism='auto': the private columns' location and "
         "scale, then clipped DP-SGD on the standardized rows) — the other rows at ±(1, 1) "
-        "with both labels (a public spread: the scaling is well determined), the canary "
-        "at (1, −1); scoring the released model at the canary's raw row",
+        "in one of two blocks of two columns, both labels at each point (a public spread: "
+        "the scaling is well determined), the canary at (1, −1, 1, −1), orthogonal to "
+        "them; scoring the released model at the canary's raw row",
     ),
     # ---------------------------------------------------------------- networks (#24)
     dict(
