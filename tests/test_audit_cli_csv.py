@@ -3,10 +3,9 @@
 The dataset is the *file*: two CSV files that differ in one record (its label), fitted
 through the code of ``dperm fit --csv`` (load_csv's public split, label rule and schema,
 then the estimator dperm fit builds with every default, the private feature scaling
-included).  The honest runner is not
-refuted at ε = 0.5, 1, 4 and shows power at ε = 4 in CI (at ε = 1, 3000 runs per file:
-``docs/auditing.md``); the mutant with the stratified split of dperm before issue #36 is
-refuted (``tests/test_audit_mutants.py``).
+included).  The honest runner is not refuted at ε = 0.5, 1, 4 and shows power at ε = 4 in
+CI (at ε = 1, 6000 runs per file: ``docs/auditing.md``); the mutant with the stratified
+split of dperm before issue #36 is refuted (``tests/test_audit_mutants.py``).
 """
 
 from __future__ import annotations

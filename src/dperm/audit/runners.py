@@ -465,9 +465,9 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         n=CSV_ROWS, d=4, default_delta=default_delta(CSV_TRAIN_ROWS, budget_share=False),
         # the score sums the noisy clipped steps along the canary's standardized row:
         # Gaussian with one variance on both files, so the Gaussian fit reads μ from every
-        # run; μ ≈ 0.2 at ε = 1 (the steps' share of μ²), so 6000 runs per file for a
-        # standard error 0.018 (docs/auditing.md, "A user's file")
-        noise="gaussian", default_runs=6000, pair=csv_pair, method="gdp-fit",
+        # run; μ ≈ 0.19 at ε = 1 (the steps' share of μ²), so 12 000 runs per file for a
+        # standard error 0.013 (docs/auditing.md, "A user's file")
+        noise="gaussian", default_runs=12_000, pair=csv_pair, method="gdp-fit",
         threat_model="final model (black box): the model dperm fit --csv saves, read at the "
         "canary's raw row; the file's split is public (its seed)",
         description="the file is the dataset: two CSV files of "
