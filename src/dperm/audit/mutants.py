@@ -345,26 +345,9 @@ MUTANT_TABLE: tuple[dict[str, Any], ...] = (
     *_dp_sgd_mutants("estimator-auto-multinomial", "DPLogisticRegression(classes=[0, 1, 2]) "
                      "default path (white box, gradient canaries)", 10,
                      ("clip-above-calibration", "sampling-rate-from-wrong-n")),
-    _mutant("estimator-auto", "clip-above-calibration", default_runs=200,
-            description="DPLogisticRegression() default path (white box) with per-example "
-            "clipping at 2C while the noise is calibrated to C"),
-    _mutant("estimator-auto", "sampling-rate-from-wrong-n", default_runs=200,
-            description="DPLogisticRegression() default path (white box) whose accountant "
-            "composes the sampling rate b/(2n) while batches are drawn at b/n"),
-    _mutant("estimator-auto", "add-remove-sensitivity", default_runs=200,
-            description="DPLogisticRegression() default path (white box) with the noise std "
-            "z·C of the add/remove sensitivity under replace-one (sensitivity 2C)"),
     _mutant("private-scaling", "scaling-stages-not-composed", default_runs=1000,
             description="private feature scaling whose three releases each get the "
             "multiplier z of the whole (their composition forgotten: √3 times the μ)"),
-    _mutant("estimator-auto-multinomial", "clip-above-calibration", default_runs=10,
-            description="DPLogisticRegression(classes=[0, 1, 2]) default path (white box, "
-            "gradient canaries) with per-example clipping at 2C while the noise is "
-            "calibrated to C"),
-    _mutant("estimator-auto-multinomial", "sampling-rate-from-wrong-n", default_runs=10,
-            description="DPLogisticRegression(classes=[0, 1, 2]) default path (white box, "
-            "gradient canaries) whose accountant composes b/(2n) while batches are drawn "
-            "at b/n"),
     _mutant("network-dp-sgd", "add-remove-sensitivity", default_runs=10,
             description="dperm.networks.fit default path (white box) with the noise std z·C "
             "of the add/remove sensitivity under replace-one; needs torch"),

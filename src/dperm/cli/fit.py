@@ -216,8 +216,9 @@ def run_fit(
         it; with ``wait`` seconds, retried while other fits' open reservations settle)
         and committed, with the model file's SHA-256, before the model file is moved into
         place; ``ledger_key`` is the key file of a signed budget.  ``reference=False``
-        skips the non-private reference fit (its keys are then None); otherwise it minimizes the private
-        fit's own regularized objective with the estimator's ``tol``/``max_iter``.
+        skips the non-private reference fit (its keys are then None); otherwise it
+        minimizes the private fit's own regularized objective with the estimator's
+        ``tol``/``max_iter``.
 
         Returns
         -------
