@@ -85,9 +85,7 @@ def take_rows(xs, auxs, ys, ws, rows, cols=_ALL):
     worker, concatenated in that order: (X rows in X's dtype, the per-row columns
     ``cols`` of ``auxs``, labels, weights; None where there are none).  What a chunk of
     DP-SGD lots brings to the client (:mod:`dperm.backends.dask_steps`): those rows
-    and nothing else.  A partition received over the network may be unaligned, so
-    the rows are indexed (:func:`dperm.backends.numpy._gather`), never
-    ``numpy.take``-n whole."""
+    and nothing else."""
     cols = list(cols)
     m = sum(len(r) for r in rows)
     heads = (xs[0], auxs[0][:, cols], ys[0] if ys else None, ws[0] if ws else None)
@@ -95,13 +93,31 @@ def take_rows(xs, auxs, ys, ws, rows, cols=_ALL):
     pos = 0
     for i, r in enumerate(rows):
         sl = slice(pos, pos + len(r))
-        out[0][sl] = _gather(xs[i], r)
         out[1][sl] = auxs[i][r[:, None], cols]
-        for dst, src in zip(out[2:], (ys, ws), strict=True):
+        for dst, src in zip(out[::2] + out[3:], (xs, ys, ws), strict=True):
             if dst is not None:
-                dst[sl] = _gather(src[i], r)
+                _take_into(dst[sl], src[i], r)
         pos = sl.stop
     return tuple(out)
+
+
+def _take_into(dst, src, rows) -> None:
+    """``dst[:] = src[rows]`` without a temporary: each row taken whole as one opaque
+    record (``numpy.take`` on a void view, which has no alignment to respect — a
+    partition received over the network may be unaligned, and ``numpy.take`` of an
+    unaligned array copies it whole first)."""
+    if not len(rows):
+        return
+    if src.flags.c_contiguous and src.dtype == dst.dtype and src.size:
+        rec = np.dtype((np.void, src.itemsize * math.prod(src.shape[1:])))
+        np.take(
+            src.reshape(len(src), -1).view(rec),
+            rows,
+            axis=0,
+            out=dst.reshape(len(dst), -1).view(rec),
+        )
+    else:
+        dst[...] = _gather(src, rows)
 
 
 # ----------------------------------------------------------- the reproducible sum
