@@ -55,7 +55,7 @@ import numpy as np
 
 from ..exceptions import InvalidDataError
 from ._products import design_kernel
-from .dask_tasks import _ALL, _local_design, step_columns, take_rows
+from .dask_tasks import _ALL, _local_design, records, step_columns, take_rows
 
 __all__ = [
     "CHUNK_BYTES",
@@ -69,7 +69,7 @@ __all__ = [
 
 #: bytes of the lots' rows one round trip brings to the client (a chunk of ≥ 1 lots);
 #: the first chunk of a run is FIRST_CHUNK times smaller (the first step waits for it)
-CHUNK_BYTES = 32 * 2**20
+CHUNK_BYTES = 64 * 2**20
 FIRST_CHUNK = 16
 #: the public cost rule (:func:`worker_sums`), measured on the benchmark machine
 #: (docs/cluster.md, "Performance"): seconds of one step's round trip of tasks to
@@ -185,15 +185,15 @@ class _Chunk:
 
 
 def fetch(design, client, lots, y, weights, cols=_ALL):
-    """The rows of ``lots`` on the client: (one-machine Design of the rows, their
+    """The rows of ``lots`` on the client: (a one-machine Design of the rows, their
     labels, weights, each lot's positions in them), by one task per worker that holds
     some (:func:`~dperm.backends.dask_tasks.take_rows`; per partition on a scheduler
-    other than distributed).  Each lot's positions list its rows in the lot's own
-    order, so a step sees exactly the numpy fit's gathered batch.  ``cols``: the
-    per-row columns fetched (a step needs :func:`~dperm.backends.dask_tasks.step_columns`)."""
+    other than distributed).  The rows are put in the lots' order — each lot's rows in
+    its own order, one lot after the other — so a step gathers a contiguous block:
+    exactly the numpy fit's gathered batch.  ``cols``: the per-row columns fetched (a
+    step needs :func:`~dperm.backends.dask_tasks.step_columns`)."""
     n, offsets = design.shape[0], design._offsets
-    idx = [rows_array(b, n) for b in lots]
-    flat = np.concatenate([np.empty(0, np.int64), *idx])
+    flat, sizes = _flat(lots, n)
     part = np.searchsorted(offsets, flat, side="right") - 1
     small = np.int16 if len(offsets) < 2**15 else np.int64  # int16: a radix sort, O(rows)
     order = np.argsort(part.astype(small), kind="stable")  # rows by partition, in order
@@ -210,10 +210,10 @@ def fetch(design, client, lots, y, weights, cols=_ALL):
         blocks = [None if a is None else a.to_delayed().ravel() for a in arrays]
         groups = [[p] for p in range(design.n_partitions)]
     groups = [g for g in ([p for p in g if cuts[p + 1] > cuts[p]] for g in groups) if g]
-    tasks, perm = [], []
+    tasks, perms = [], []
     for g in groups:
         pos = [order[cuts[p] : cuts[p + 1]] for p in g]
-        perm += pos
+        perms.append(np.concatenate(pos))
         args = [None if b is None else [b[p] for p in g] for b in blocks]
         tasks.append((*args, [flat[r] - offsets[p] for p, r in zip(g, pos, strict=True)], cols))
     if client is not None:
@@ -224,17 +224,31 @@ def fetch(design, client, lots, y, weights, cols=_ALL):
 
         scheduler = dask.base.get_scheduler(collections=[design.X])
         pieces = dask.compute(*[delayed(take_rows)(*t) for t in tasks], scheduler=scheduler)
-    if not tasks:  # every lot is empty
-        empty = [None if a is None else [np.empty((0, *a.shape[1:]), a.dtype)] for a in arrays]
-        pieces = [take_rows(*empty, [flat], cols)]
-    xl, auxl, yl, wl = (
-        None if pieces[0][i] is None else np.concatenate([pc[i] for pc in pieces]) for i in range(4)
-    )
-    where = np.empty(flat.size, dtype=np.int64)
-    where[np.concatenate([np.empty(0, np.int64), *perm])] = np.arange(flat.size)
-    bounds = np.cumsum([0, *(r.size for r in idx)])
-    view = _local_design(xl, auxl, design._spec, cols)
-    return view, yl, wl, [where[a:b] for a, b in itertools.pairwise(bounds)]
+    widths = [design.X.shape[1:], (len(cols),), (), ()]
+    out = [
+        None if a is None else np.empty((flat.size, *w), dtype=a.dtype)
+        for a, w in zip(arrays, widths, strict=True)
+    ]
+    for piece, pos in zip(pieces, perms, strict=True):  # each row to its place in its lot
+        for dst, src in zip(out, piece, strict=True):
+            if dst is not None:
+                np.put(records(dst), pos, records(src))
+    view = _local_design(out[0], out[1], design._spec, cols)
+    view._batch_info()  # the kernel's per-row table, built here, off the steps' chain
+    bounds = np.cumsum([0, *sizes])
+    return view, out[2], out[3], [np.arange(a, b) for a, b in itertools.pairwise(bounds)]
+
+
+def _flat(lots, n: int):
+    """The lots' rows as one int64 array of global indices (each lot in its order) and
+    the lots' sizes; integer index arrays within [0, n) — the samplers' lots — as they
+    are, any other row descriptor through :func:`rows_array`."""
+    if all(type(b) is np.ndarray and b.dtype.kind in "iu" and b.ndim == 1 for b in lots):
+        flat = np.concatenate([np.empty(0, np.int64), *lots]).astype(np.int64, copy=False)
+        if not flat.size or (flat.min() >= 0 and flat.max() < n):
+            return flat, [b.size for b in lots]
+    idx = [rows_array(b, n) for b in lots]
+    return np.concatenate([np.empty(0, np.int64), *idx]), [r.size for r in idx]
 
 
 # ============================================================================ the steps

@@ -103,21 +103,21 @@ def take_rows(xs, auxs, ys, ws, rows, cols=_ALL):
 
 def _take_into(dst, src, rows) -> None:
     """``dst[:] = src[rows]`` without a temporary: each row taken whole as one opaque
-    record (``numpy.take`` on a void view, which has no alignment to respect — a
-    partition received over the network may be unaligned, and ``numpy.take`` of an
-    unaligned array copies it whole first)."""
+    record (:func:`records`: ``numpy.take`` of an unaligned array — a partition received
+    over the network may be — would copy it whole first)."""
     if not len(rows):
         return
-    if src.flags.c_contiguous and src.dtype == dst.dtype and src.size:
-        rec = np.dtype((np.void, src.itemsize * math.prod(src.shape[1:])))
-        np.take(
-            src.reshape(len(src), -1).view(rec),
-            rows,
-            axis=0,
-            out=dst.reshape(len(dst), -1).view(rec),
-        )
+    if src.flags.c_contiguous and src.dtype == dst.dtype:
+        np.take(records(src), rows, out=records(dst))
     else:
         dst[...] = _gather(src, rows)
+
+
+def records(a) -> np.ndarray:
+    """The rows of a C-contiguous array as a 1-D array of opaque records (a view: one
+    ``numpy.void`` item per row, which has no alignment to respect)."""
+    rec = np.dtype((np.void, a.itemsize * math.prod(a.shape[1:])))
+    return a.reshape(len(a), -1).view(rec).reshape(len(a))
 
 
 # ----------------------------------------------------------- the reproducible sum
