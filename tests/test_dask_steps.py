@@ -41,16 +41,29 @@ KW = dict(
 
 
 @pytest.fixture(scope="module")
-def client():
-    yield from dask_local_cluster(2)
+def data():
+    """float32 rows, 7 % of them above the bound 1.2; logistic ±1 labels."""
+    rng = np.random.default_rng(21)
+    X = rng.uniform(-0.6, 0.6, size=(N, D)).astype(np.float32)
+    p = 1.0 / (1.0 + np.exp(-4.0 * (X @ np.linspace(1.0, -1.0, D))))
+    return X, np.where(rng.random(N) < p, 1.0, -1.0)
 
 
 @pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(12)
-    X = (rng.normal(size=(N, D)) / 2.5).astype(np.float32)  # ~10 % of rows above 1.2
-    y = np.where(X @ np.linspace(1.0, -1.0, D) + 0.3 * rng.normal(size=N) > 0, 1.0, -1.0)
-    return X, y
+def client():  # a 2-worker cluster of this module's own
+    yield from dask_local_cluster(2)
+
+
+def _submitted(monkeypatch) -> list:
+    """The names of the functions submitted to the cluster from now on."""
+    names, real_submit = [], distributed.Client.submit
+
+    def submit(self, fn, *args, **kwargs):
+        names.append(getattr(fn, "__name__", fn))
+        return real_submit(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(distributed.Client, "submit", submit)
+    return names
 
 
 def _persist(*arrays):
@@ -83,14 +96,7 @@ def test_dp_sgd_model_is_the_numpy_model_bit_for_bit(client, data, dtype, monkey
     X = X.astype(dtype)
     Xd, yd = _persist(X, y)
     design = as_design(Xd, 1.2, intercept_scaling=1.0, warn=False)
-    submitted = []
-    real_submit = distributed.Client.submit
-
-    def submit(self, fn, *args, **kwargs):
-        submitted.append(getattr(fn, "__name__", fn))
-        return real_submit(self, fn, *args, **kwargs)
-
-    monkeypatch.setattr(distributed.Client, "submit", submit)
+    submitted = _submitted(monkeypatch)
     for seed in range(2):
         r1 = dp_sgd.fit(Logistic(), design, yd, random_state=seed, **KW)
         r0 = dp_sgd.fit(
@@ -267,14 +273,7 @@ def test_large_lots_are_summed_on_the_workers_exactly(client, data, monkeypatch)
     X, y = data
     Xd, yd = _persist(X, y)
     monkeypatch.setattr(dask_steps, "TASK_ROUND_TRIP", 0.0)  # every lot is "large"
-    submitted = []
-    real_submit = distributed.Client.submit
-
-    def submit(self, fn, *args, **kwargs):
-        submitted.append(getattr(fn, "__name__", fn))
-        return real_submit(self, fn, *args, **kwargs)
-
-    monkeypatch.setattr(distributed.Client, "submit", submit)
+    submitted = _submitted(monkeypatch)
     r1 = dp_sgd.fit(Logistic(), Xd, yd, random_state=3, **KW)
     assert submitted.count("_partial_group") >= KW["steps"] and "take_rows" not in submitted
     r0 = dp_sgd.fit(Logistic(), X, y, random_state=3, **KW)
