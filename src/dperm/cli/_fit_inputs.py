@@ -1,26 +1,34 @@
-"""The inputs of ``dperm fit``: public schema options, the Dask sources.
+"""The inputs of ``dperm fit``: public schema options, the data sources, the row bound.
 
-``--bounds`` and ``--categories`` take either a schema file (JSON, or YAML when
-PyYAML is installed) or ``col=…`` items (``--ledger``: :mod:`dperm.cli._fit_ledger`).
-Nothing here reads the private data: bounds and category lists come from the user.
+:func:`load_fit_dataset` loads the one data source the options name (a built-in
+dataset, a ``--csv`` file, or a Dask ``--parquet``/``--csv-dir`` source) and
+:func:`public_data_norm` resolves the row bound ``data_norm`` from the options or the
+dataset's public bound.  ``--bounds`` and ``--categories`` take either a schema file
+(JSON, or YAML when PyYAML is installed) or ``col=…`` items (``--ledger``:
+:mod:`dperm.cli._fit_ledger`).  Nothing here reads the private data: bounds and
+category lists come from the user.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import InvalidPrivacyParameter
+from ..exceptions import InvalidPrivacyParameter, PrivacyLeakWarning
+from ._common import step
 
 __all__ = [
     "dask_scheduler",
     "load_dask_dataset",
+    "load_fit_dataset",
     "parse_bounds",
     "parse_categories",
+    "public_data_norm",
     "split_bounds",
 ]
 
@@ -221,3 +229,109 @@ def load_dask_dataset(
         label_bound=label_bound,
         format=fmt,
     )
+
+
+# ------------------------------------------------------------------ the fit's data source
+def load_fit_dataset(
+    dataset: str | None = None,
+    data_home=None,
+    *,
+    csv=None,
+    parquet=None,
+    csv_dir=None,
+    target: str | None = None,
+    positive_label: str | None = None,
+    bounds=None,
+    categories=None,
+    task: str | None = None,
+    label_bound: float | None = None,
+    allow_data_bounds: bool = False,
+    verbose: bool = False,
+):
+    """The data of ``dperm fit``: a Dask source (``parquet``/``csv_dir``, never
+    gathered), a ``csv`` file with its public schema, or the built-in ``dataset``.
+
+    Returns
+    -------
+    (Dataset, bool)
+        The dataset and ``bounds_from_data``: True when loading the ``csv`` warned
+        (:class:`~dperm.exceptions.PrivacyLeakWarning`) that a bound or category list
+        was read from the data (``allow_data_bounds``).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Options of two sources, or an option the chosen source does not use.
+    """
+    if parquet is not None or csv_dir is not None:  # Dask (docs/cluster.md): never gathered
+        if dataset is not None or csv is not None or (parquet and csv_dir) or allow_data_bounds:
+            raise InvalidPrivacyParameter(
+                "give one of --dataset, --csv, --parquet, --csv-dir; --allow-data-bounds is "
+                "not available with --parquet/--csv-dir (bounds must be public)"
+            )
+        fmt = "parquet" if parquet is not None else "csv"
+        ds = load_dask_dataset(
+            parquet or csv_dir, fmt, target, bounds, categories, task, label_bound, positive_label
+        )
+        return ds, False
+    if csv is not None:
+        if dataset is not None:
+            raise InvalidPrivacyParameter("give either --dataset or --csv, not both")
+        return _load_csv(csv, target, bounds, categories, task, label_bound, allow_data_bounds)
+    from .. import datasets
+
+    if target is not None or bounds or categories or task is not None:
+        raise InvalidPrivacyParameter(
+            "--target, --bounds, --categories and --task are only used with --csv"
+        )
+    with step(f"loading {dataset or datasets.DEFAULT_DATASET}", verbose):
+        ds = datasets.load(dataset or datasets.DEFAULT_DATASET, data_home)
+    if label_bound is not None:
+        raise InvalidPrivacyParameter("--label-bound is only used with --csv")
+    return ds, False
+
+
+def _load_csv(csv, target, bounds, categories, task, label_bound, allow_data_bounds):
+    """``--csv``: :func:`dperm.datasets.load_csv` with the public schema of the command
+    line; its warnings are re-emitted, and a leak warning means data bounds."""
+    from .. import datasets
+
+    if target is None:
+        raise InvalidPrivacyParameter("--csv needs --target COLUMN (the label column)")
+    bounds_map, log_columns = split_bounds(bounds)
+    cats_map = categories if isinstance(categories, dict) else parse_categories(categories)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = datasets.load_csv(
+            csv,
+            target,
+            bounds=bounds_map,
+            log_columns=log_columns,
+            categories=cats_map,
+            categorical=list(cats_map) or None,
+            task=task,
+            label_bound=label_bound,
+            allow_data_bounds=allow_data_bounds,
+        )
+    bounds_from_data = False
+    for w in caught:  # re-emit; a leak warning at load time means data bounds
+        bounds_from_data |= issubclass(w.category, PrivacyLeakWarning)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return ds, bounds_from_data
+
+
+def public_data_norm(ds, data_norm: float | None) -> float:
+    """``--data-norm``, or the dataset's public row-norm bound when it is not given.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        Not given, and the dataset has no finite public bound.
+    """
+    if data_norm is not None:
+        return data_norm
+    if not math.isfinite(ds.row_norm_bound):
+        raise InvalidPrivacyParameter(
+            f"dataset {ds.name!r} has no public row-norm bound; pass --data-norm"
+        )
+    return ds.row_norm_bound

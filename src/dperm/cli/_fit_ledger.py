@@ -3,7 +3,8 @@ before its model is written.
 
 1. :func:`open_ledger` opens (or creates, with ``--ledger-epsilon``) the budget in the
    store — a SQLite file, a JSON store or a ``postgresql://`` URL (:mod:`dperm.stores`);
-2. :func:`reserve_fit` reserves the fit's (ε, δ) in one transaction: refused
+2. :func:`reserve_fit` reserves the fit's (ε, δ) (a default δ: :func:`charged_delta`)
+   in one transaction: refused
    (``BudgetExceededError``, exit 2) when the budget cannot afford it, before the fit;
 3. the fit runs; :func:`commit_fit` turns the reservation into the entry (the event
    the fit reports, its label, the model file and its SHA-256) — the model file is
@@ -25,7 +26,14 @@ from typing import Any, TypeVar
 
 from ..exceptions import BudgetExceededError, InvalidPrivacyParameter
 
-__all__ = ["commit_fit", "ledger_keys", "open_ledger", "reserve_fit", "settles_ledger"]
+__all__ = [
+    "charged_delta",
+    "commit_fit",
+    "ledger_keys",
+    "open_ledger",
+    "reserve_fit",
+    "settles_ledger",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: the reservations of the running ``run_fit`` not yet committed
@@ -92,6 +100,14 @@ def open_ledger(location: str | Path, epsilon: float | None, delta: float | None
                 "or use another --ledger-budget or store)"
             )
     return book
+
+
+def charged_delta(book, delta: float | None, n: int) -> float:
+    """The δ of a fit charged to ``book``: ``delta``, or when it is None the default
+    1/n² (``n`` training rows), capped at a half of the ledger's remaining δ."""
+    if delta is not None:
+        return delta
+    return min(1.0 / n**2, 0.5 * book.remaining_delta()) or 1.0 / n**2
 
 
 def reserve_fit(book, epsilon: float, delta: float, label: str):

@@ -13,13 +13,14 @@ Examples (shell)::
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import typer
 
 from ..exceptions import InvalidPrivacyParameter
 from ._common import JSON, QUIET, Opt, one_line_errors, step, with_options
+from ._fit_inputs import public_data_norm
+from .fit import make_estimator
 
 __all__ = [
     "audit_cmd",
@@ -142,7 +143,6 @@ def one_run_command(
     from .. import datasets
     from .._validation import check_epsilon
     from ..audit.one_run import one_run_audit
-    from .fit import _make_model
 
     check_epsilon(epsilon)
     if csv is not None:
@@ -151,29 +151,18 @@ def one_run_command(
         ds = datasets.load_csv(csv, target, task=task, label_bound=label_bound)
     else:
         ds = datasets.load(dataset or datasets.DEFAULT_DATASET, data_home)
-    norm = ds.row_norm_bound if data_norm is None else data_norm
-    if norm is None or not math.isfinite(norm):
-        raise InvalidPrivacyParameter(
-            f"dataset {ds.name!r} has no public row-norm bound; pass --data-norm"
-        )
-    params: dict[str, Any] = {
-        "epsilon": epsilon,
-        "delta": delta,
-        "data_norm": norm,
-        "random_state": seed,
-    }
-    if ds.task != "regression" and ds.classes is not None:
-        params["classes"] = list(ds.classes)
-    for key, val in (
-        ("mechanism", mechanism),
-        ("batch_size", batch_size),
-        ("epochs", epochs),
-        ("learning_rate", learning_rate),
-    ):
-        if val is not None:
-            params[key] = val
-    model = model or ("linear" if ds.task == "regression" else "logistic")
-    est = _make_model(model, ds.task, params, ds.label_bound, None)
+    est, model = make_estimator(
+        ds,
+        model,
+        epsilon=epsilon,
+        delta=delta,
+        data_norm=public_data_norm(ds, data_norm),
+        seed=seed,
+        mechanism=mechanism,
+        batch_size=batch_size,
+        epochs=epochs,
+        learning_rate=learning_rate,
+    )
     res = one_run_audit(
         est, ds.X_train, ds.y_train, canaries=canaries, confidence=confidence, random_state=seed
     )

@@ -9,9 +9,17 @@ Examples (shell)::
     dperm fit --csv data.csv --target y --task regression --bounds schema.json \\
         --label-bound 5 --ledger budget.db --ledger-epsilon 3 --ledger-delta 1e-5
 
-:func:`run_fit` does the work and returns the keys of ``--json``; the inputs (data
-sources, public schema, ledger) are read by :mod:`dperm.cli._fit_inputs`, the
-measurements and the table made by :mod:`dperm.cli._fit_report`.
+:func:`run_fit` does the work and returns the keys of ``--json``, along the path a
+fit takes:
+
+1. inputs: :func:`_check_options` (before anything is read), then
+   :func:`~dperm.cli._fit_inputs.load_fit_dataset` and
+   :func:`~dperm.cli._fit_inputs.public_data_norm` (data sources, public schema);
+2. ledger: :func:`_reserve` (:mod:`dperm.cli._fit_ledger`), before the fit reads the data;
+3. fit: :func:`make_estimator` (shared with ``dperm audit --one-run``) and
+   :func:`_private_fit`;
+4. report: :func:`_report` (the measurements of :mod:`dperm.cli._fit_report`);
+5. save: :func:`_release` (the ledger commit, then :func:`_save_model`).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import math
 import os
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +39,6 @@ import typer
 from ..exceptions import (
     DpermError,
     InvalidPrivacyParameter,
-    PrivacyLeakWarning,
     UnknownNameError,
 )
 from ._common import (
@@ -43,11 +51,18 @@ from ._common import (
     step,
     with_options,
 )
-from ._fit_inputs import dask_scheduler, load_dask_dataset, parse_categories, split_bounds
-from ._fit_ledger import commit_fit, ledger_keys, open_ledger, reserve_fit, settles_ledger
+from ._fit_inputs import dask_scheduler, load_fit_dataset, public_data_norm
+from ._fit_ledger import (
+    charged_delta,
+    commit_fit,
+    ledger_keys,
+    open_ledger,
+    reserve_fit,
+    settles_ledger,
+)
 from ._fit_report import NON_PRIVATE_KEYS, measure, print_fit_table
 
-__all__ = ["FIT_KEYS", "NON_PRIVATE_KEYS", "fit_command", "run_fit"]
+__all__ = ["FIT_KEYS", "NON_PRIVATE_KEYS", "fit_command", "make_estimator", "run_fit"]
 
 _MODELS = ("logistic", "svm", "linear", "mlp")
 #: the DPMLPClassifier parameters `dperm fit --model mlp` passes on (docs/neural_networks.md)
@@ -193,122 +208,145 @@ def run_fit(
     DpermError
         Any validation error (unknown dataset or model, missing file, bad ε, …).
     """
-    from .. import datasets
+    verbose = progress or notes  # plain progress lines on stderr; --quiet: none
+    _check_options(epsilon, delta, save, ledger, (ledger_epsilon, ledger_delta, ledger_budget))
+    book = (
+        None if ledger is None else open_ledger(ledger, ledger_epsilon, ledger_delta, ledger_budget)
+    )
+    ds, bounds_from_data = load_fit_dataset(
+        dataset,
+        data_home,
+        csv=csv,
+        parquet=parquet,
+        csv_dir=csv_dir,
+        target=target,
+        positive_label=positive_label,
+        bounds=bounds,
+        categories=categories,
+        task=task,
+        label_bound=label_bound,
+        allow_data_bounds=allow_data_bounds,
+        verbose=verbose,
+    )
+    data_norm = public_data_norm(ds, data_norm)
+    fit_delta, reservation = _reserve(book, epsilon, delta, ds)
+    est, model = make_estimator(
+        ds,
+        model,
+        epsilon=epsilon,
+        delta=fit_delta,  # None → 1/n² inside the estimator
+        data_norm=data_norm,
+        seed=seed,
+        constraint_radius=constraint_radius,
+        verbose=progress,
+        mechanism=mechanism,  # None: the estimator's default (AdaSSP for regression)
+        constraint=constraint,
+        penalty=penalty,
+        alpha=alpha,
+        multi_class=multi_class,
+        batch_size=batch_size,
+        epochs=epochs,
+        learning_rate=learning_rate,
+    )
+    fit = _private_fit(est, ds, model, tune, epsilon, fit_delta, verbose)
+    out = _report(fit, delta, reference, bounds_from_data, verbose)
+    from_file = (csv or parquet or csv_dir) is not None  # its public schema goes with the model
+    return _release(out, fit, book, reservation, save, from_file, from_csv=csv is not None)
 
-    # plain progress lines on stderr (a terminal, a pipe or a log alike); --quiet: none
-    verbose_steps = progress or notes
+
+def _check_options(epsilon, delta, save, ledger, budget_options: tuple) -> None:
+    """Fail fast, before opening a ledger or loading any data: ε, δ, the ``--save``
+    folder, and ``--ledger-*`` options without ``--ledger``."""
     from .._validation import check_delta, check_epsilon
 
-    check_epsilon(epsilon)  # fail fast, before loading any data
+    check_epsilon(epsilon)
     if delta is not None:
         check_delta(delta, allow_zero=True)
-    if save is not None and not Path(save).parent.is_dir():  # fail before fitting
+    if save is not None and not Path(save).parent.is_dir():
         from ..io import ModelFileError
 
         raise ModelFileError(f"--save: folder {str(Path(save).parent)!r} does not exist")
-    if ledger is None and (ledger_epsilon, ledger_delta, ledger_budget) != (None, None, None):
+    if ledger is None and budget_options != (None, None, None):
         raise InvalidPrivacyParameter(
             "--ledger-epsilon, --ledger-delta and --ledger-budget name a budget of a --ledger "
             "store; give --ledger LOCATION too (or drop them)"
         )
-    book = (
-        None if ledger is None else open_ledger(ledger, ledger_epsilon, ledger_delta, ledger_budget)
-    )
-    bounds_from_data = False
-    if parquet is not None or csv_dir is not None:  # Dask (docs/cluster.md): never gathered
-        if dataset is not None or csv is not None or (parquet and csv_dir) or allow_data_bounds:
-            raise InvalidPrivacyParameter(
-                "give one of --dataset, --csv, --parquet, --csv-dir; --allow-data-bounds is "
-                "not available with --parquet/--csv-dir (bounds must be public)"
-            )
-        fmt = "parquet" if parquet is not None else "csv"
-        ds = load_dask_dataset(
-            parquet or csv_dir, fmt, target, bounds, categories, task, label_bound, positive_label
-        )
-    elif csv is not None:
-        if dataset is not None:
-            raise InvalidPrivacyParameter("give either --dataset or --csv, not both")
-        if target is None:
-            raise InvalidPrivacyParameter("--csv needs --target COLUMN (the label column)")
-        bounds_map, log_columns = split_bounds(bounds)
-        cats_map = categories if isinstance(categories, dict) else parse_categories(categories)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            ds = datasets.load_csv(
-                csv,
-                target,
-                bounds=bounds_map,
-                log_columns=log_columns,
-                categories=cats_map,
-                categorical=list(cats_map) or None,
-                task=task,
-                label_bound=label_bound,
-                allow_data_bounds=allow_data_bounds,
-            )
-        for w in caught:  # re-emit; a leak warning at load time means data bounds
-            bounds_from_data |= issubclass(w.category, PrivacyLeakWarning)
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    else:
-        if target is not None or bounds or categories or task is not None:
-            raise InvalidPrivacyParameter(
-                "--target, --bounds, --categories and --task are only used with --csv"
-            )
-        with step(f"loading {dataset or datasets.DEFAULT_DATASET}", verbose_steps):
-            ds = datasets.load(dataset or datasets.DEFAULT_DATASET, data_home)
-        if label_bound is not None:
-            raise InvalidPrivacyParameter("--label-bound is only used with --csv")
-    if data_norm is None:
-        data_norm = ds.row_norm_bound
-        if not math.isfinite(data_norm):
-            raise InvalidPrivacyParameter(
-                f"dataset {ds.name!r} has no public row-norm bound; pass --data-norm"
-            )
-    n = ds.n_train
-    delta_default = delta is None
-    if book is not None:  # reserve (or refuse) before the fit reads the data
-        if delta is None:  # the default δ takes a share of the ledger's remaining δ
-            delta = min(1.0 / n**2, 0.5 * book.remaining_delta()) or 1.0 / n**2
-        reservation = reserve_fit(book, epsilon, delta, f"dperm fit {ds.name}")
-    params = {
-        "epsilon": epsilon,
-        "delta": delta,  # None → 1/n² inside the estimator
-        "data_norm": data_norm,
-        "random_state": seed,
-        "verbose": progress,
-    }
-    # optional estimator parameters: only passed when given, so the estimator's
-    # own defaults (alpha="auto", penalty="l2", no constraint) stay in one place
+
+
+def make_estimator(
+    ds, model: str | None, *, epsilon, delta, data_norm, seed, constraint_radius=None, **optional
+):
+    """The estimator ``dperm fit`` (and ``dperm audit --one-run``) builds for ``ds``.
+
+    ``epsilon``, ``delta`` (None: 1/n² inside the estimator), ``data_norm`` and ``seed``
+    (``random_state``) are always passed; the ``optional`` estimator parameters
+    (``mechanism``, ``penalty``, ``verbose``, …) only when given (not None), so that the
+    estimator's own defaults (alpha="auto", penalty="l2", no constraint) stay in one
+    place.  ``model`` None is the task's natural model (linear for regression, else
+    logistic).
+
+    Returns
+    -------
+    (estimator, str)
+        The unfitted estimator and the model's name.
+
+    Raises
+    ------
+    InvalidPrivacyParameter, UnknownNameError
+        A model or option the task does not take.
+    """
+    params = {"epsilon": epsilon, "delta": delta, "data_norm": data_norm, "random_state": seed}
     if ds.task != "regression" and ds.classes is not None:
         # the public label set of the schema: {−1, +1} for binary data (the loaders'
         # encoding), 0..9 for MNIST; never read off y (a CSV's multi-class label set
         # is, and the estimator then warns that it is not protected)
         params["classes"] = list(ds.classes)
-    for key, val in (
-        ("mechanism", mechanism),  # None: the estimator's default (AdaSSP for regression)
-        ("constraint", constraint),
-        ("penalty", penalty),
-        ("alpha", alpha),
-        ("multi_class", multi_class),
-        ("batch_size", batch_size),
-        ("epochs", epochs),
-        ("learning_rate", learning_rate),
-    ):
-        if val is not None:
-            params[key] = val
-    if multi_class is not None and ds.task == "regression":
+    params.update({key: val for key, val in optional.items() if val is not None})
+    if optional.get("multi_class") is not None and ds.task == "regression":
         raise InvalidPrivacyParameter("--multi-class is only used by classifiers")
     if model is None:  # the task's natural model
         model = "linear" if ds.task == "regression" else "logistic"
-    est = _make_model(model, ds.task, params, ds.label_bound, constraint_radius)
+    return _make_model(model, ds.task, params, ds.label_bound, constraint_radius), model
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """A private fit, for its report and its release."""
+
+    est: Any  # the fitted estimator (the search's best one with --tune)
+    ds: Any  # the Dataset it was fitted on
+    model: str  # logistic | svm | linear | mlp
+    mechanism: str  # the mechanism the fit ran
+    tuned: dict | None  # --tune: the selected parameters (released by the search)
+    seconds: float
+
+
+def _reserve(book, epsilon: float, delta: float | None, ds) -> tuple[float | None, Any]:
+    """``--ledger``: reserve (or refuse) the fit's (ε, δ) before the fit reads the data.
+    Returns the δ of the fit (:func:`charged_delta`) and the reservation; without a
+    ledger, ``delta`` and None."""
+    if book is None:
+        return delta, None
+    fit_delta = charged_delta(book, delta, ds.n_train)
+    return fit_delta, reserve_fit(book, epsilon, fit_delta, f"dperm fit {ds.name}")
+
+
+def _private_fit(est, ds, model: str, tune: bool, epsilon: float, delta, verbose: bool) -> _Fit:
+    """Fit ``est`` on the training rows, or (``tune``) run the private search around it
+    (:func:`dperm.model_selection.tuning_search`; its ``dp_event_`` covers every run).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        ``tune`` with ``--model mlp``, or a fit that fails numerically (e.g. ε = 1e-300).
+    """
+    if model == "mlp" and tune:
+        raise InvalidPrivacyParameter("--tune is not available for --model mlp")
     mechanism = getattr(est, "mechanism", "dp-sgd-network")  # --model mlp: DP PCA + DP-SGD
-    if model == "mlp":
-        if tune:
-            raise InvalidPrivacyParameter("--tune is not available for --model mlp")
-        reference = False  # no non-private reference of a network (not convex)
     t0 = time.perf_counter()
     tuned = None
-    with step(f"private fit ({mechanism}, {ds.n_train} rows)", verbose_steps):
-        if tune:  # private search; its dp_event_ covers every run (docs/model_selection.md)
+    with step(f"private fit ({mechanism}, {ds.n_train} rows)", verbose):
+        if tune:  # private search (docs/model_selection.md)
             from ..model_selection import tuning_search
 
             search = tuning_search(est).fit(ds.X_train, ds.y_train)
@@ -323,24 +361,37 @@ def run_fit(
                     f"the {mechanism} fit failed numerically at epsilon={epsilon:g}, "
                     f"delta={delta}: {exc}"
                 ) from None
-    fit_seconds = time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
     mechanism = getattr(est, "mechanism_", None) or mechanism
-    given_delta = None if delta_default else delta
-    out = measure(est, ds, model, mechanism, given_delta, fit_seconds, reference, verbose_steps)
+    return _Fit(est, ds, model, mechanism, tuned, seconds)
+
+
+def _report(fit: _Fit, delta: float | None, reference: bool, bounds_from_data: bool, verbose):
+    """The keys of ``dperm fit --json`` (:func:`~dperm.cli._fit_report.measure`) with
+    ``bounds_from_data`` and, after ``--tune``, ``tuned``; ``delta`` is ``--delta``
+    (None: the default δ)."""
+    reference = reference and fit.model != "mlp"  # no non-private reference of a network
+    out = measure(fit.est, fit.ds, fit.model, fit.mechanism, delta, fit.seconds, reference, verbose)
     out["bounds_from_data"] = bounds_from_data
-    if tuned is not None:
-        out["tuned"] = tuned
-    commit = None  # --ledger: commit the reservation before the model file is in place
+    if fit.tuned is not None:
+        out["tuned"] = fit.tuned
+    return out
+
+
+def _release(out: dict, fit: _Fit, book, reservation, save, from_file: bool, from_csv: bool):
+    """``--save`` and ``--ledger`` after the fit: the reservation is committed before the
+    model file is in place (:func:`_save_model`), then ``out`` gains the ``ledger_*`` keys.
+    A saved model of a file (``from_file``) holds its public schema (the pipeline scores
+    raw rows) and, for a ``--csv`` file (``from_csv``), predicts the file's labels."""
+    commit = None
     if book is not None:
-        label = f"dperm fit {ds.name} {model} {mechanism}"
-        commit = functools.partial(commit_fit, reservation, est, label)
+        label = f"dperm fit {fit.ds.name} {fit.model} {fit.mechanism}"
+        commit = functools.partial(commit_fit, reservation, fit.est, label)
     if save is not None:
-        # a file's public schema goes with the model: the saved pipeline scores raw rows
-        encoder = ds.encoder if (csv or parquet or csv_dir) is not None else None
-        names = getattr(ds, "label_names", None) if csv is not None else None
-        out.update(
-            _save_model(est, Path(save), bool(out.get("bounds_from_data")), encoder, commit, names)
-        )
+        encoder = fit.ds.encoder if from_file else None
+        names = getattr(fit.ds, "label_names", None) if from_csv else None
+        bounds_from_data = bool(out.get("bounds_from_data"))
+        out.update(_save_model(fit.est, Path(save), bounds_from_data, encoder, commit, names))
     elif commit is not None:
         out["_entry"] = commit()
     if book is not None:
