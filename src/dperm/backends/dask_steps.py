@@ -16,8 +16,9 @@ brought to where θ lives before θ is known:
   trip per k steps, through the scheduler or directly, as the client is configured
   (``direct_to_workers``), over the cluster's own comms and security
   (``distributed.Security``: TLS when the cluster's comms are);
-* the chunk of steps t+k … t+2k is fetched (in a background thread of the client)
-  while steps t … t+k run: the chain waits for a round trip only at its start;
+* the chunks of steps t+k … t+3k are fetched (in background threads of the client,
+  :data:`AHEAD` chunks at once) while steps t … t+k run: the chain waits for a round
+  trip only at its start, or when the rows come slower than the steps use them;
 * each step then runs on the client at numpy speed, *through the numpy backend's own
   code*: a one-machine :class:`~dperm.backends.numpy.Design` of the chunk's rows
   (the same rows, scales and norms) and its clipped-sum kernel
@@ -69,15 +70,19 @@ __all__ = [
 
 #: bytes of the lots' rows one round trip brings to the client (a chunk of ≥ 1 lots);
 #: the first chunk of a run is FIRST_CHUNK times smaller (the first step waits for it)
-CHUNK_BYTES = 64 * 2**20
+CHUNK_BYTES = 32 * 2**20
 FIRST_CHUNK = 16
+#: chunks fetched at once ahead of the one the steps read (the fetches overlap: one
+#: chunk's rows are gathered on the workers while another's cross the network)
+AHEAD = 2
 #: the public cost rule (:func:`worker_sums`), measured on the benchmark machine
-#: (docs/cluster.md, "Performance"): seconds of one step's round trip of tasks to
-#: the workers, and seconds per number (row × column) of a lot computed on the
-#: client from fetched rows (moving them included) and on a worker
-TASK_ROUND_TRIP = 10e-3
-FETCHED_NUMBER = 6e-9
-WORKER_NUMBER = 2e-9
+#: (docs/cluster.md, "Performance"; ``benchmarks/bench_scale.py --latency``): seconds
+#: of one step's round trip of tasks to the workers, and seconds per number (row ×
+#: column) of a lot computed on the client from fetched rows (moving them included)
+#: and on one worker
+TASK_ROUND_TRIP = 5e-3
+FETCHED_NUMBER = 9e-9
+WORKER_NUMBER = 6e-9
 #: bytes per row fetched besides X's: the per-row vectors (≤ 3 float64), y, a weight
 _ROW_EXTRA = 40
 
@@ -254,7 +259,7 @@ def _flat(lots, n: int):
 # ============================================================================ the steps
 class Stepper:
     """The DP-SGD steps of one :class:`~dperm.backends.dask.DaskDesign`: the run's lots,
-    drawn a chunk ahead, and their rows, fetched a chunk ahead.
+    drawn :data:`AHEAD` chunks ahead, and their rows, fetched as far ahead.
 
     :meth:`start` returns the run's lots (an iterator of the sampler's own batches,
     unchanged and in order); :meth:`clipped` serves a lot's clipped sum from its
@@ -322,9 +327,9 @@ class Stepper:
         if not self.chunks or self.chunks[0].lots[self.chunks[0].pos] is not rows:
             return None
         key = (op, getattr(y, "name", None), getattr(weights, "name", None))
-        if len(self.chunks) < 2:
-            self._draw()  # the next chunk's lots, to fetch while this one runs
-        for chunk in itertools.islice(self.chunks, 2):
+        while len(self.chunks) <= AHEAD and self._draw():
+            pass  # the next chunks' lots, to fetch while this one's steps run
+        for chunk in itertools.islice(self.chunks, 1 + AHEAD):
             if chunk.key != key:
                 self._submit(chunk, key, y, weights)
         chunk = self.chunks[0]
@@ -339,7 +344,7 @@ class Stepper:
 
     def _submit(self, chunk, key, y, weights) -> None:
         if self.pool is None:
-            self.pool = concurrent.futures.ThreadPoolExecutor(1, "dperm-lots")
+            self.pool = concurrent.futures.ThreadPoolExecutor(AHEAD, "dperm-lots")
             weakref.finalize(self, self.pool.shutdown, wait=False)
         chunk.key = key
         design = self._design()
