@@ -189,14 +189,15 @@ class _Chunk:
         self.kernel = None  # (loss, C, the numpy clipped-sum kernel of the rows)
 
 
-def fetch(design, client, lots, y, weights, cols=_ALL):
+def fetch(design, client, lots, y, weights, cols=_ALL, scheduler=None):
     """The rows of ``lots`` on the client: (a one-machine Design of the rows, their
     labels, weights, each lot's positions in them), by one task per worker that holds
     some (:func:`~dperm.backends.dask_tasks.take_rows`; per partition on a scheduler
     other than distributed).  The rows are put in the lots' order — each lot's rows in
     its own order, one lot after the other — so a step gathers a contiguous block:
     exactly the numpy fit's gathered batch.  ``cols``: the per-row columns fetched (a
-    step needs :func:`~dperm.backends.dask_tasks.step_columns`)."""
+    step needs :func:`~dperm.backends.dask_tasks.step_columns`); ``scheduler``: the
+    Dask scheduler of a graph (found by the caller's thread: its context decides)."""
     n, offsets = design.shape[0], design._offsets
     flat, sizes = _flat(lots, n)
     part = np.searchsorted(offsets, flat, side="right") - 1
@@ -227,7 +228,7 @@ def fetch(design, client, lots, y, weights, cols=_ALL):
         import dask
         from dask.delayed import delayed
 
-        scheduler = dask.base.get_scheduler(collections=[design.X])
+        scheduler = scheduler or dask.base.get_scheduler(collections=[design.X])
         pieces = dask.compute(*[delayed(take_rows)(*t) for t in tasks], scheduler=scheduler)
     widths = [design.X.shape[1:], (len(cols),), (), ()]
     out = [
@@ -272,19 +273,22 @@ class Stepper:
         self.lots: collections.deque = collections.deque()  # drawn, not yet handed out
         self.source = None
         self.client = None
+        self.scheduler = None  # a graph's scheduler, when X is not persisted on a Client
         self.size = self.per_chunk = 0  # lots in the next chunk, in a full one
-        self.pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self.pool = concurrent.futures.ThreadPoolExecutor(AHEAD, "dperm-lots")
+        weakref.finalize(self, self.pool.shutdown, wait=False, cancel_futures=True)
         self.fetched = 0  # chunks fetched (diagnostics)
 
     def start(self, sampler, source):
         """A new run's lots: the sampler's ``source`` as it is when :func:`worker_sums`
         chooses the workers, else drawn a chunk at a time by this stepper."""
+        import dask
+
         design = self._design()
         self.close()
-        self.chunks.clear()
-        self.lots.clear()
         lot = float(sampler.batch_size)  # public: the expected lot, never the drawn one
         self.client = design._client()
+        self.scheduler = dask.base.get_scheduler(collections=[design.X])
         workers = 1 if self.client is None else len(self.client.nthreads()) or 1
         if worker_sums(lot, design.shape[1], workers):
             self.source = None
@@ -296,9 +300,13 @@ class Stepper:
         return self
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            self.pool = None
+        """Forget the lots and the rows of a previous run (its fetches not yet begun
+        are cancelled)."""
+        for chunk in self.chunks:
+            if chunk.future is not None:
+                chunk.future.cancel()
+        self.chunks.clear()
+        self.lots.clear()
 
     def __iter__(self):
         return self
@@ -343,11 +351,8 @@ class Stepper:
         return chunk.kernel[2](theta, rows)
 
     def _submit(self, chunk, key, y, weights) -> None:
-        if self.pool is None:
-            self.pool = concurrent.futures.ThreadPoolExecutor(AHEAD, "dperm-lots")
-            weakref.finalize(self, self.pool.shutdown, wait=False)
         chunk.key = key
         design = self._design()
-        cols = step_columns(design._spec)
-        chunk.future = self.pool.submit(fetch, design, self.client, chunk.lots, y, weights, cols)
+        args = (self.client, chunk.lots, y, weights, step_columns(design._spec), self.scheduler)
+        chunk.future = self.pool.submit(fetch, design, *args)
         self.fetched += 1
