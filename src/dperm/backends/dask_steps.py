@@ -286,7 +286,7 @@ class Stepper:
 
         design = self._design()
         self.close()
-        lot = float(sampler.batch_size)  # public: the expected lot, never the drawn one
+        lot = float(sampler.normalizer)  # public: the expected lot, never a drawn one
         self.client = design._client()
         self.scheduler = dask.base.get_scheduler(collections=[design.X])
         workers = 1 if self.client is None else len(self.client.nthreads()) or 1
