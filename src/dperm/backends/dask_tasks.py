@@ -104,11 +104,13 @@ def take_rows(xs, auxs, ys, ws, rows, cols=_ALL):
 def _take_into(dst, src, rows) -> None:
     """``dst[:] = src[rows]`` without a temporary: each row taken whole as one opaque
     record (:func:`records`: ``numpy.take`` of an unaligned array — a partition received
-    over the network may be — would copy it whole first)."""
+    over the network may be — would copy it whole first).  ``rows`` are in range (the
+    client split checked global indices at the partitions' offsets), so ``mode="clip"``:
+    ``numpy.take`` then writes into ``dst`` directly instead of through a buffer."""
     if not len(rows):
         return
     if src.flags.c_contiguous and src.dtype == dst.dtype:
-        np.take(records(src), rows, out=records(dst))
+        np.take(records(src), rows, out=records(dst), mode="clip")
     else:
         dst[...] = _gather(src, rows)
 
