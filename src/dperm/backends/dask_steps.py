@@ -70,7 +70,7 @@ __all__ = [
 
 #: bytes of the lots' rows one round trip brings to the client (a chunk of ≥ 1 lots);
 #: the first chunk of a run is FIRST_CHUNK times smaller (the first step waits for it)
-CHUNK_BYTES = 32 * 2**20
+CHUNK_BYTES = 64 * 2**20
 FIRST_CHUNK = 16
 #: chunks fetched at once ahead of the one the steps read (the fetches overlap: one
 #: chunk's rows are gathered on the workers while another's cross the network)
