@@ -195,9 +195,12 @@ def fetch(design, client, lots, y, weights, cols=_ALL, scheduler=None):
     some (:func:`~dperm.backends.dask_tasks.take_rows`; per partition on a scheduler
     other than distributed).  The rows are put in the lots' order — each lot's rows in
     its own order, one lot after the other — so a step gathers a contiguous block:
-    exactly the numpy fit's gathered batch.  ``cols``: the per-row columns fetched (a
-    step needs :func:`~dperm.backends.dask_tasks.step_columns`); ``scheduler``: the
-    Dask scheduler of a graph (found by the caller's thread: its context decides)."""
+    exactly the numpy fit's gathered batch; float32 rows become float64 here (exact),
+    off the steps' chain, so that each step runs the numpy backend's float64 kernel,
+    whose products are those of its float32 path on the same values.  ``cols``: the
+    per-row columns fetched (a step needs
+    :func:`~dperm.backends.dask_tasks.step_columns`); ``scheduler``: the Dask
+    scheduler of a graph (found by the caller's thread: its context decides)."""
     n, offsets = design.shape[0], design._offsets
     flat, sizes = _flat(lots, n)
     part = np.searchsorted(offsets, flat, side="right") - 1
@@ -230,15 +233,22 @@ def fetch(design, client, lots, y, weights, cols=_ALL, scheduler=None):
 
         scheduler = scheduler or dask.base.get_scheduler(collections=[design.X])
         pieces = dask.compute(*[delayed(take_rows)(*t) for t in tasks], scheduler=scheduler)
+    # float64 rows (exact): a step then runs the numpy kernel of float64 rows, which
+    # computes the numbers of the float32 path (the same products on the same values)
     widths = [design.X.shape[1:], (len(cols),), (), ()]
+    dtypes = [np.float64, *(None if a is None else a.dtype for a in arrays[1:])]
     out = [
-        None if a is None else np.empty((flat.size, *w), dtype=a.dtype)
-        for a, w in zip(arrays, widths, strict=True)
+        None if a is None else np.empty((flat.size, *w), dtype=t)
+        for a, w, t in zip(arrays, widths, dtypes, strict=True)
     ]
     for piece, pos in zip(pieces, perms, strict=True):  # each row to its place in its lot
         for dst, src in zip(out, piece, strict=True):
-            if dst is not None:
+            if dst is None:
+                continue
+            if dst.dtype == src.dtype:
                 np.put(records(dst), pos, records(src))
+            else:
+                dst[pos] = src
     view = _local_design(out[0], out[1], design._spec, cols)
     view._batch_info()  # the kernel's per-row table, built here, off the steps' chain
     bounds = np.cumsum([0, *sizes])
