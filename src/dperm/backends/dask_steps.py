@@ -54,6 +54,7 @@ import weakref
 
 import numpy as np
 
+from .._validation import rows_per_chunk
 from ..exceptions import InvalidDataError
 from ._products import design_kernel
 from .dask_tasks import _ALL, _local_design, records, step_columns, take_rows
@@ -195,9 +196,10 @@ def fetch(design, client, lots, y, weights, cols=_ALL, scheduler=None):
     some (:func:`~dperm.backends.dask_tasks.take_rows`; per partition on a scheduler
     other than distributed).  The rows are put in the lots' order — each lot's rows in
     its own order, one lot after the other — so a step gathers a contiguous block:
-    exactly the numpy fit's gathered batch; float32 rows become float64 here (exact),
-    off the steps' chain, so that each step runs the numpy backend's float64 kernel,
-    whose products are those of its float32 path on the same values.  ``cols``: the
+    exactly the numpy fit's gathered batch; float32 rows of lots of one block
+    (:func:`dperm._validation.rows_per_chunk`) become float64 here (exact), off the
+    steps' chain, so that each step runs the numpy backend's float64 kernel, whose
+    products are those of its float32 path on the same values.  ``cols``: the
     per-row columns fetched (a step needs
     :func:`~dperm.backends.dask_tasks.step_columns`); ``scheduler``: the Dask
     scheduler of a graph (found by the caller's thread: its context decides)."""
@@ -235,8 +237,13 @@ def fetch(design, client, lots, y, weights, cols=_ALL, scheduler=None):
         pieces = dask.compute(*[delayed(take_rows)(*t) for t in tasks], scheduler=scheduler)
     # float64 rows (exact): a step then runs the numpy kernel of float64 rows, which
     # computes the numbers of the float32 path (the same products on the same values)
+    # for lots of one block — the float32 path adds larger lots block by block
+    one_block = max(sizes, default=0) <= rows_per_chunk(design.n_features)
+    dtypes = [
+        np.float64 if one_block else design.X.dtype,
+        *(None if a is None else a.dtype for a in arrays[1:]),
+    ]
     widths = [design.X.shape[1:], (len(cols),), (), ()]
-    dtypes = [np.float64, *(None if a is None else a.dtype for a in arrays[1:])]
     out = [
         None if a is None else np.empty((flat.size, *w), dtype=t)
         for a, w, t in zip(arrays, widths, dtypes, strict=True)
