@@ -6,7 +6,8 @@
    rows a partition) / the same fit on the numpy array, same ``random_state``.
 2. **Small** (target ≤ 2): the same fit on 10⁶ × 20 float32 rows, Dask / numpy.
 3. **Recovery** (target ≤ 2): the 10⁶ × 20 Dask fit with one worker process killed
-   (SIGKILL) ``--kill-after`` seconds into it / the same fit undisturbed; the two models
+   (SIGKILL) mid-fit — ``--kill-after`` seconds into it, by default half the time the
+   same fit took undisturbed just before — / the same fit undisturbed; the two models
    must be bit-identical and an active :class:`dperm.Ledger` must record one spend.  The
    nanny restarts the killed worker; Dask recomputes its partitions.
 
@@ -144,8 +145,8 @@ def recovery_part(client, meter, n, d, chunk, reps, kill_after) -> list[dict]:
         victim = sorted(pids)[rep % len(pids)]
         killed = {}
 
-        def kill(victim=victim, pids=pids, killed=killed):
-            time.sleep(kill_after)
+        def kill(victim=victim, pids=pids, killed=killed, after=kill_after or t_base["s"] / 2):
+            time.sleep(after)
             killed["at"] = time.perf_counter()
             os.kill(pids[victim], signal.SIGKILL)
 
@@ -220,7 +221,9 @@ def main(argv=None):
     p.add_argument("--small-n", type=float, default=1e6)
     p.add_argument("--small-d", type=int, default=20)
     p.add_argument("--small-chunk", type=int, default=125_000)
-    p.add_argument("--kill-after", type=float, default=1.0, help="seconds into the fit")
+    p.add_argument(
+        "--kill-after", type=float, default=None, help="seconds into the fit (default: mid-fit)"
+    )
     p.add_argument("--direct", action="store_true", help="Client(direct_to_workers=True)")
     p.add_argument("--json", action="store_true", help="print one JSON object: the ratios")
     p.add_argument("--out", default="dask_steps.jsonl", help="JSON lines appended here")
