@@ -30,7 +30,7 @@ brought to where θ lives before θ is known:
 Only the lots' rows move (each row of a lot once; the data stay partitioned on the
 workers, and nothing else of them reaches the client).  The noise, the order of the
 steps and the accounting stay on the client; the workers see the lots' row indices
-one chunk ahead of their step.
+a few chunks of steps ahead of their step.
 
 When lots are large, the rows cost more to move than the arithmetic on them, and a
 step computes its sum on the workers instead (one task per worker and step, the
