@@ -43,6 +43,7 @@ __all__ = [
     "VMAP_CHUNK",
     "check_module",
     "clipped_gradient_sum",
+    "convert_batchnorm",
     "ghost_eligible",
     "per_example_gradients",
     "resolve_loss",
@@ -109,8 +110,80 @@ def check_module(module) -> None:
                 raise InvalidPrivacyParameter(
                     f"module layer {name or type(m).__name__!r} ({type(m).__name__}) mixes the "
                     "records of a batch, so DP-SGD has no per-example gradient for it; use "
-                    "GroupNorm or LayerNorm"
+                    "GroupNorm or LayerNorm (dperm.networks.convert_batchnorm(module) "
+                    "replaces every batch normalisation by a GroupNorm)"
                 )
+
+
+def _groups(channels: int, most: int = 32) -> int:
+    """The largest number of groups ≤ ``most`` that divides ``channels``."""
+    return max(g for g in range(1, min(most, channels) + 1) if channels % g == 0)
+
+
+def convert_batchnorm(module, num_groups: int | None = None):
+    """Replace every batch normalisation layer of ``module`` by a GroupNorm (in place).
+
+    BatchNorm normalises each record by statistics of the whole batch and keeps running
+    statistics of the private data: DP-SGD has no per-example gradient for it and
+    :func:`check_module` refuses it.  GroupNorm (Wu & He, ECCV 2018) normalises each
+    record by its own channels, which is what DP training uses instead (De, Berrada,
+    Hayes, Smith, Balle 2022; Opacus's ``ModuleValidator.fix`` does the same).  Each
+    ``BatchNorm1d/2d/3d(C)`` becomes ``GroupNorm(g, C, affine=True)`` with g the largest
+    divisor of C that is ≤ 32 (or ``num_groups``), freshly initialised (weight 1, bias
+    0: a BatchNorm's running statistics and weights came from data and are dropped);
+    ``InstanceNorm`` layers that track running statistics become GroupNorm(C, C).
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+    num_groups : int, optional
+        Groups of every GroupNorm (must divide each layer's channels).
+
+    Returns
+    -------
+    torch.nn.Module
+        ``module`` itself, changed in place (a new GroupNorm when ``module`` is a
+        batch normalisation layer).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        ``num_groups`` does not divide a layer's number of channels.
+
+    Examples
+    --------
+    >>> import torch  # doctest: +SKIP
+    >>> net = torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3), torch.nn.BatchNorm2d(8))  # doctest: +SKIP
+    >>> convert_batchnorm(net)[1]  # doctest: +SKIP
+    GroupNorm(8, 8, eps=1e-05, affine=True)
+    """
+    nn = require_torch().nn
+
+    def replace(m):
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            c = m.num_features
+            g = _groups(c) if num_groups is None else int(num_groups)
+        elif isinstance(m, nn.modules.instancenorm._InstanceNorm) and m.track_running_stats:
+            c = g = m.num_features
+        else:
+            return None
+        if c % g:
+            raise InvalidPrivacyParameter(
+                f"num_groups={num_groups!r} does not divide the {c} channels of {m}"
+            )
+        new = nn.GroupNorm(g, c, eps=m.eps, affine=True)
+        p = next(m.parameters(), None)
+        return new if p is None else new.to(device=p.device, dtype=p.dtype)
+
+    root = replace(module)
+    if root is not None:
+        return root
+    for parent in list(module.modules()):
+        for name, child in list(parent.named_children()):
+            new = replace(child)
+            if new is not None:
+                setattr(parent, name, new)
+    return module
 
 
 def _elementwise_types():
