@@ -153,7 +153,8 @@ def convert_batchnorm(module, num_groups: int | None = None):
     Examples
     --------
     >>> import torch  # doctest: +SKIP
-    >>> net = torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3), torch.nn.BatchNorm2d(8))  # doctest: +SKIP
+    >>> nn = torch.nn  # doctest: +SKIP
+    >>> net = nn.Sequential(nn.Conv2d(1, 8, 3), nn.BatchNorm2d(8))  # doctest: +SKIP
     >>> convert_batchnorm(net)[1]  # doctest: +SKIP
     GroupNorm(8, 8, eps=1e-05, affine=True)
     """
