@@ -216,6 +216,11 @@ def make_private(
         raise InvalidPrivacyParameter(
             f"data_loader must be a torch DataLoader, got {type(data_loader).__name__}"
         )
+    if isinstance(dataset, torch.utils.data.IterableDataset) or not hasattr(dataset, "__len__"):
+        raise InvalidPrivacyParameter(
+            "the private data loader draws Poisson lots from a map-style Dataset "
+            f"(__getitem__ and __len__), got {type(dataset).__name__}"
+        )
     epochs = check_positive(epochs, "epochs")
     if delta is None:
         raise InvalidPrivacyParameter("delta is required (δ < 1/N), got None")
