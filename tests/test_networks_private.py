@@ -279,7 +279,7 @@ def test_noise_has_the_calibrated_std_and_the_public_normaliser():
 def test_virtual_steps_give_the_same_run_as_whole_lots():
     runs = []
     for physical in (None, 7):
-        X, y, net, opt, dl = _private(
+        _, _, net, opt, dl = _private(
             epochs=2, seed=4, max_physical_batch_size=physical,
             optim=lambda p: torch.optim.SGD(p, lr=0.3, momentum=0.5),
         )  # fmt: skip
@@ -334,7 +334,7 @@ def _no_numpy(self, *args, **kwargs):
 
 
 def test_learning_rate_schedulers_accept_the_dp_optimizer():
-    X, y, net, opt, dl = _private(epochs=1)
+    _, _, net, opt, dl = _private(epochs=1)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
     for xb, yb in dl:
         opt.zero_grad()
@@ -346,7 +346,7 @@ def test_learning_rate_schedulers_accept_the_dp_optimizer():
 
 
 def test_misuse_of_the_loop_is_refused():
-    X, y, net, opt, dl = _private(epochs=1)
+    _, _, net, opt, dl = _private(epochs=1)
     with pytest.raises(InvalidPrivacyParameter, match="without a new batch"):
         opt.step()
     it = iter(dl)
@@ -355,7 +355,7 @@ def test_misuse_of_the_loop_is_refused():
     with pytest.raises(InvalidPrivacyParameter, match="not called after the previous batch"):
         next(it)  # a lot whose noisy step was skipped
     # a parameter used outside its layer gets a plain gradient: nothing is released
-    X, y, net, opt, dl = _private(epochs=1)
+    _, _, net, opt, dl = _private(epochs=1)
     xb, yb = next(iter(dl))
     F.cross_entropy(F.linear(torch.tanh(net[0](xb)), net[2].weight), yb).backward()
     with pytest.raises(InvalidPrivacyParameter, match="plain"):
