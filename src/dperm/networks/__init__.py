@@ -19,13 +19,13 @@ losses: only the privacy guarantee holds, no excess-risk theorem
 (docs/neural_networks.md).
 """
 
-from .dp_sgd import calibrate, default_hyperparameters, fit, make_plan
+from .dp_sgd import fit
+from .plan import calibrate, default_hyperparameters, make_plan
 from .pca import DPPCA, analyze_gauss, covariance_sensitivity
 from .per_example import convert_batchnorm
 
 __all__ = [
     "DPPCA",
-    "ArrayDataset",
     "DPDataLoader",
     "DPOptimizer",
     "analyze_gauss",
@@ -44,7 +44,6 @@ _TORCH_NAMES = {
     "make_private": "private",
     "DPOptimizer": "optimizer",
     "DPDataLoader": "loader",
-    "ArrayDataset": "loader",
 }
 
 

@@ -114,6 +114,7 @@ class GradSampler:
                 )
         return records
 
+    @torch.no_grad()
     def take(self, clipping_norm: float) -> list | None:
         """Σᵢ clip_C(∇θ ℓᵢ) over the current batch, one tensor per trainable parameter
         (None: no record touched it), or None when no backward pass ran.

@@ -137,7 +137,12 @@ class Unit:
             self.module.forward = self.original
 
     def record(self, saved, grad) -> None:
-        self.records.append(Record(self, saved, grad, self.owner.batch_id))
+        """Keep one backward pass's (input, output gradient), detached from the graph."""
+        if isinstance(saved, list):
+            saved = [t.detach() for t in saved]
+        elif saved is not None:
+            saved = saved.detach()
+        self.records.append(Record(self, saved, grad.detach(), self.owner.batch_id))
 
     def forward(self, *args, **kwargs):  # pragma: no cover - abstract
         raise NotImplementedError

@@ -5,9 +5,9 @@
 the exact law the accountant composes; Abadi et al., CCS 2016, Algorithm 1; Mironov,
 Talwar, Zhang 2019) and yields them as the batches of the user's ``DataLoader`` would
 be — same dataset, same ``collate_fn``, workers and pinned memory — so that
-``for xb, yb in loader:`` is unchanged.  A ``TensorDataset`` (or dperm's
-:class:`ArrayDataset`) is gathered with one indexing call per lot instead of one
-``__getitem__`` per record.
+``for xb, yb in loader:`` is unchanged.  A ``TensorDataset`` is gathered with one
+indexing call per lot instead of one ``__getitem__`` per record (so is a dataset with a
+``gather(indices)`` method: the arrays of :func:`dperm.networks.fit`).
 
 * **Public constants.**  q = b / N with b the expected lot size and N the public
   dataset size: ``len(dataset)`` under replace-one, the caller's ``dataset_size`` under
@@ -36,13 +36,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset
+from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 from torch.utils.data._utils.collate import default_collate
 
 from .._validation import check_count
-from ..exceptions import InvalidDataError, InvalidPrivacyParameter
+from ..exceptions import InvalidPrivacyParameter
 
-__all__ = ["ArrayDataset", "DPDataLoader", "RunState", "split_lot"]
+__all__ = ["DPDataLoader", "RunState", "split_lot"]
 
 #: the DataLoader settings a DPDataLoader keeps from the user's loader
 _KEPT = (
@@ -101,33 +101,6 @@ def split_lot(idx: np.ndarray, max_physical: int | None) -> list[np.ndarray]:
     if max_physical is None or idx.size <= max_physical:
         return [idx]
     return np.array_split(idx, math.ceil(idx.size / max_physical))
-
-
-class ArrayDataset(Dataset):
-    """A dataset over arrays (numpy or CPU tensors, one record per row): a lot is
-    gathered with one indexing call per array, converted to tensors of the given dtypes
-    (only the lot's rows are copied)."""
-
-    def __init__(self, *arrays, dtypes=None):
-        n = {len(a) for a in arrays}
-        if len(n) != 1:
-            raise InvalidDataError(f"arrays with different numbers of rows: {sorted(n)}")
-        self.arrays = arrays
-        self.dtypes = dtypes or [None] * len(arrays)
-
-    def __len__(self) -> int:
-        return len(self.arrays[0])
-
-    def __getitem__(self, i):
-        return tuple(self.gather(np.asarray([i])))
-
-    def gather(self, idx: np.ndarray) -> list:
-        out = []
-        for a, dt in zip(self.arrays, self.dtypes, strict=True):
-            rows = a[torch.as_tensor(idx)] if torch.is_tensor(a) else np.asarray(a[idx])
-            t = torch.as_tensor(rows)
-            out.append(t if dt is None else t.to(dt))
-        return out
 
 
 class _EmptySafeCollate:
@@ -215,8 +188,8 @@ class DPDataLoader:
         self._lots = sampler.batches(rng, self.steps)
         self._iteration = 0
         self._empty = None
-        self._fast = self.collate_fn is default_collate and isinstance(
-            dataset, TensorDataset | ArrayDataset
+        self._fast = callable(getattr(dataset, "gather", None)) or (
+            self.collate_fn is default_collate and isinstance(dataset, TensorDataset)
         )
 
     # ------------------------------------------------------------------ lots
@@ -282,7 +255,7 @@ class DPDataLoader:
             yield batch
 
     def _gather(self, idx: np.ndarray):
-        if isinstance(self.dataset, ArrayDataset):
+        if callable(getattr(self.dataset, "gather", None)):  # dperm's own array data
             return self.dataset.gather(idx)
         t = torch.as_tensor(idx, dtype=torch.long)
         return [x[t] for x in self.dataset.tensors]

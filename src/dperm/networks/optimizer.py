@@ -70,6 +70,7 @@ class DPOptimizer(torch.optim.Optimizer):
         self._seed = int(generator_seed)
         self._generators: dict = {}
         self.steps_taken = 0
+        self._released: list = [None] * len(self.params)  # (grad, version) of the last step
         self._optimizer_step_pre_hooks: dict = {}
         self._optimizer_step_post_hooks: dict = {}
         self._optimizer_state_dict_pre_hooks: dict = {}
@@ -177,9 +178,12 @@ class DPOptimizer(torch.optim.Optimizer):
 
     def _check_grads(self) -> None:
         """No trainable parameter got a gradient from autograd: a parameter used outside
-        its layer's tap would have its summed, unclipped gradient there."""
-        for p in self.params:
-            if p.grad is not None:
+        its layer's tap would have its summed, unclipped gradient there (the noisy
+        gradient of the last step, left in place without ``zero_grad``, is not one)."""
+        for p, last in zip(self.params, self._released, strict=True):
+            if p.grad is not None and (
+                last is None or p.grad is not last[0] or p.grad._version != last[1]
+            ):
                 raise InvalidPrivacyParameter(
                     f"a trainable parameter of shape {tuple(p.grad.shape)} received a plain "
                     "(summed, unclipped) gradient: it is used outside the layer that owns it "
@@ -254,6 +258,7 @@ class DPOptimizer(torch.optim.Optimizer):
         if observe is not None:
             observe(self.steps_taken, theta, _flat(noisy))
         self.original_optimizer.step()
+        self._released = [(p.grad, p.grad._version) for p in self.params]
 
 
 def _flat(tensors) -> np.ndarray:
