@@ -20,9 +20,9 @@ losses: only the privacy guarantee holds, no excess-risk theorem
 """
 
 from .dp_sgd import fit
-from .plan import calibrate, default_hyperparameters, make_plan
 from .pca import DPPCA, analyze_gauss, covariance_sensitivity
 from .per_example import convert_batchnorm
+from .plan import calibrate, default_hyperparameters, make_plan
 
 __all__ = [
     "DPPCA",
