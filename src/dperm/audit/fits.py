@@ -282,6 +282,39 @@ def _fit_network(X, y, epsilon, delta, rng):
     )
 
 
+def _fit_user_loop(X, y, epsilon, delta, rng):
+    """:func:`dperm.networks.make_private` on its default path (replace-one, PLD
+    calibration, clipping norm 1, ``loss_reduction="mean"``) in a user's loop with Adam:
+    a linear module without bias started at 0, the canary loss averaged over each lot
+    (``CrossEntropyLoss``-style), lots and epochs of the public rule
+    (:func:`~dperm.networks.default_hyperparameters`).  Returns the DP optimizer."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from ..networks import default_hyperparameters, make_private
+
+    plan = default_hyperparameters(X.shape[0], epsilon)
+    net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 1, bias=False))
+    with torch.no_grad():
+        net[0].weight.zero_()  # a public starting point
+    data = TensorDataset(torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y).float())
+    net, opt, loader = make_private(
+        net,
+        torch.optim.Adam(net.parameters(), lr=0.01),
+        DataLoader(data, batch_size=plan["batch_size"]),
+        epsilon=epsilon,
+        delta=delta,
+        epochs=plan["epochs"],
+        random_state=rng,
+    )
+    for _ in range(plan["epochs"]):
+        for xb, yb in loader:
+            opt.zero_grad()
+            _canary_loss(net(xb), yb).mean().backward()
+            opt.step()
+    return opt
+
+
 def _run_network_dp_sgd(X, y, epsilon, delta, rng):
     """⟨w, ·⟩ of :func:`_fit_network`: the final (tail-averaged) weights."""
     return _fit_network(X, y, epsilon, delta, rng).theta
