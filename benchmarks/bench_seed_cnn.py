@@ -39,11 +39,12 @@ DEFAULTS = {
     "epsilon": 2.93,
     "delta": 1e-5,
     "batch_size": 512,
-    "epochs": 30,
+    "epochs": 15,
     "clipping_norm": 0.1,
     "optimizer": "sgd",
     "learning_rate": 2.0,
     "momentum": 0.9,
+    "schedule": "cosine",
     "tempered_sigmoid": [2.0, 2.0, 1.0],
 }
 N_PUBLIC = 60_000
@@ -108,6 +109,9 @@ def train(cfg: dict, data, seed: int, *, neighbouring: str, dataset_size, progre
         **extra,
     )  # fmt: skip
     loss_fn = torch.nn.CrossEntropyLoss()
+    sched = None
+    if cfg.get("schedule") == "cosine":  # post-processing: η_t follows a public schedule
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=opt.steps)
     t0 = time.perf_counter()
     for epoch in range(cfg["epochs"]):
         net.train()
@@ -115,6 +119,8 @@ def train(cfg: dict, data, seed: int, *, neighbouring: str, dataset_size, progre
             opt.zero_grad()
             loss_fn(net(xb), yb).backward()
             opt.step()
+            if sched is not None:
+                sched.step()
         if progress:
             acc = accuracy(torch, net, Xev, yev)
             print(f"  seed {seed} epoch {epoch + 1}: {acc:.4f} ({time.perf_counter() - t0:.0f} s)",
