@@ -64,12 +64,13 @@ def default_hyperparameters(n_samples: int, epsilon: float | None) -> dict:
     n_samples : int
         Public dataset size (``dataset_size`` under add/remove).
     epsilon : float or None
-        None (a given noise multiplier) is treated as ε = 1.
+        The target ε (None, for a given noise multiplier, counts as 1).
 
     Returns
     -------
     dict
-        ``batch_size`` (int), ``epochs`` (int), ``learning_rate`` (float).
+        The expected lot size ``batch_size``, the passes ``epochs`` and the step size
+        ``learning_rate`` of the noisy average gradient (before the 1/C of :func:`fit`).
 
     Examples
     --------
@@ -169,14 +170,8 @@ def calibrate(
         As :func:`~dperm.algorithms._gradient_calibration.resolve_noise`.
     """
     if companion_ratio is None:
-        return gl.resolve_noise(
-            sampler,
-            steps,
-            epsilon=epsilon,
-            delta=delta,
-            noise_multiplier=noise_multiplier,
-            accountant=accountant,
-        )
+        target = {"epsilon": epsilon, "delta": delta, "noise_multiplier": noise_multiplier}
+        return gl.resolve_noise(sampler, steps, accountant=accountant, **target)
     r = check_positive(companion_ratio, "companion_ratio")
     nb = sampler.neighbouring
     if delta is not None:  # δ ≥ 1/N is a void guarantee (issue #32), as in gl.resolve_noise
@@ -350,24 +345,9 @@ def plan_run(
         steps=steps,
     )
     accountant = gl.resolve_accountant(accountant, sampler)
+    target = {"epsilon": epsilon, "delta": delta}
     z, event, spent = calibrate(
-        sampler,
-        steps,
-        epsilon=epsilon,
-        delta=delta,
-        noise_multiplier=noise_multiplier,
-        accountant=accountant,
+        sampler, steps, noise_multiplier=noise_multiplier, accountant=accountant, **target
     )
-    plan = RunPlan(
-        sampler=sampler,
-        steps=steps,
-        noise_multiplier=float(z),
-        event=event,
-        clipping_norm=C,
-        accountant=accountant,
-        epsilon=epsilon,
-        delta=delta,
-        epsilon_spent=spent,
-        epochs=epochs,
-    )
+    plan = RunPlan(sampler, steps, float(z), event, C, accountant, epsilon, delta, spent, epochs)
     return plan, defaults
