@@ -408,7 +408,7 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         threat_model=_WHITEBOX_THREAT,
         description="dperm.networks.make_private (DP-SGD in the user's own loop: Adam, the "
         "loss averaged over each lot) on its default path (replace-one, PLD calibration, "
-        f"clipping 1; lots and epochs of the public rule, n = {_AR_SIZE}), a linear module and "
+        f"clipping 1; n = {_AR_SIZE}, lots of half the rows, 10 epochs), a linear module and "
         f"the canary gradient −50·y·x (clipping always binds); {_AR_SIZE} Dirac canaries per "
         "run; scores the LLR of every lot's noisy sum; needs torch",
     ),

@@ -9,8 +9,8 @@ from ..exceptions import UnknownNameError
 from .adult import _ADULT_SCHEMA, _load_adult
 from .breast_cancer import WDBC_SCHEMA, _load_breast_cancer
 from .california_housing import _CAL_SCHEMA, _load_california_housing
-from .cifar10 import load_cifar10
 from .casp import _CASP_SCHEMA, _load_casp
+from .cifar10 import load_cifar10
 from .dataset import Dataset
 from .group_sparse import _load_group_sparse
 from .kddcup99 import _KDD_SCHEMA, _load_kddcup99
