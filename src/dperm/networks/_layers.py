@@ -194,13 +194,17 @@ class _LinearFn(torch.autograd.Function):
 
 
 def _choose_materialise(owner, b: int, T: int, p: int, d: int) -> bool:
-    """Materialise the per-example gradients (module docstring) unless they exceed the
-    budget and the Gram matrices are smaller; ``method`` forces one or the other."""
+    """Materialise the per-example gradients iff 2T² ≥ p·d — the "mixed ghost clipping"
+    rule of Bu, Mao, Xu (AAAI 2023): the Gram matrices then cost more than the gradients
+    themselves — unless they exceed :data:`MATERIALISE_BUDGET` while the Gram matrices are
+    smaller; ``method`` forces one or the other."""
     if owner.method == "ghost":
         return False
     if owner.method == "materialise":
         return True
-    return b * p * d <= MATERIALISE_BUDGET or 2 * T * T >= p * d
+    if 2 * T * T < p * d:
+        return False
+    return b * p * d <= MATERIALISE_BUDGET or T * T >= p * d
 
 
 class LinearUnit(_WeightBias):
@@ -362,6 +366,13 @@ class ConvUnit(_WeightBias):
         b, k, d, T = A.shape
         return k > 1 or _choose_materialise(self.owner, b, T, G.shape[2], d)
 
+    def _materialise_shape(self, rec) -> bool:
+        """:meth:`_materialise` from the shapes alone (no unfolding)."""
+        m, g = self.module, rec.grad
+        T = math.prod(g.shape[2:])
+        d = (m.in_channels // m.groups) * math.prod(m.kernel_size)
+        return m.groups > 1 or _choose_materialise(self.owner, g.shape[0], T, g.shape[1], d)
+
     def _per_example(self, A, G):
         if self.has[0]:
             if A.shape[1] == 1:
@@ -374,7 +385,7 @@ class ConvUnit(_WeightBias):
         return pw, pb
 
     def sq_norms(self, rec):
-        if self._grouped() and self.owner.method != "ghost":
+        if self._grouped() and self._materialise_shape(rec):
             g = rec.grad
             pw, pb = self._grouped_weight(rec), (g.sum(dim=(2, 3)) if self.has[1] else None)
             rec.cache = (None, None, pw, pb)
@@ -417,7 +428,7 @@ class ConvUnit(_WeightBias):
         ]
 
     def per_example(self, rec):
-        if self._grouped():
+        if self._grouped() and self._materialise_shape(rec):
             g = rec.grad
             pw, pb = self._grouped_weight(rec), (g.sum(dim=(2, 3)) if self.has[1] else None)
         else:
