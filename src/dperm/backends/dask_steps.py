@@ -56,7 +56,7 @@ import numpy as np
 
 from .._validation import rows_per_chunk
 from ..exceptions import InvalidDataError
-from ._products import design_kernel
+from ._products import clipped_sum_count, design_kernel
 from .dask_tasks import _ALL, _local_design, records, step_columns, take_rows
 
 __all__ = [
@@ -186,7 +186,7 @@ class _Chunk:
 
     def __init__(self, lots: list):
         self.lots, self.pos = lots, 0
-        self.key = self.future = None  # what was fetched (op, y, weights), and how
+        self.key = self.future = None  # what was fetched (y, weights), and how
         self.kernel = None  # (loss, C, the numpy clipped-sum kernel of the rows)
 
 
@@ -344,14 +344,16 @@ class Stepper:
         self.lots.extend(lots)
         return True
 
-    def clipped(self, op, loss, C, y, weights, theta, rows):
-        """The lot ``rows``'s clipped sum at θ (float64, θ's size) from its fetched
-        rows, or None when ``rows`` is not the run's next lot drawn here."""
+    def lot(self, y, weights, rows):
+        """(a one-machine Design of the chunk's fetched rows, their labels, weights,
+        the lot's positions in them) when ``rows`` is the run's next lot drawn here —
+        the lot is then handed out, and the next chunks' fetches are started — else
+        None."""
         while self.chunks and self.chunks[0].pos == len(self.chunks[0].lots):
             self.chunks.popleft()
         if not self.chunks or self.chunks[0].lots[self.chunks[0].pos] is not rows:
             return None
-        key = (op, getattr(y, "name", None), getattr(weights, "name", None))
+        key = (getattr(y, "name", None), getattr(weights, "name", None))
         while len(self.chunks) <= AHEAD and self._draw():
             pass  # the next chunks' lots, to fetch while this one's steps run
         for chunk in itertools.islice(self.chunks, 1 + AHEAD):
@@ -359,13 +361,37 @@ class Stepper:
                 self._submit(chunk, key, y, weights)
         chunk = self.chunks[0]
         view, yl, wl, where = chunk.future.result()
-        rows = where[chunk.pos]
         chunk.pos += 1
+        return view, yl, wl, where[chunk.pos - 1]
+
+    def clipped(self, op, loss, C, y, weights, theta, rows):
+        """The lot ``rows``'s clipped sum at θ (float64, θ's size) from its fetched
+        rows, or None when ``rows`` is not the run's next lot drawn here."""
+        got = self.lot(y, weights, rows)
+        if got is None:
+            return None
+        view, yl, wl, pos = got
         if op != "clip":
-            return view.softmax_clipped_sum(loss, theta, yl, C, rows=rows)
+            return view.softmax_clipped_sum(loss, theta, yl, C, rows=pos)
+        chunk = self.chunks[0]
         if chunk.kernel is None or chunk.kernel[0] is not loss or chunk.kernel[1] != C:
             chunk.kernel = (loss, C, design_kernel(view, loss, yl, C, wl))
-        return chunk.kernel[2](theta, rows)
+        return chunk.kernel[2](theta, pos)
+
+    def clipped_count(self, loss, C, y, weights, theta, rows):
+        """The lot ``rows``'s (clipped sum at Cₜ = ``C``, centred count of unclipped
+        examples) from its fetched rows — the numpy fit's batch: the lot's rows taken
+        from the chunk (``Design.take``, as the numpy fit takes them from X) and
+        :func:`~dperm.backends._products.clipped_sum_count` on them — or None when
+        ``rows`` is not the run's next lot drawn here (adaptive clipping)."""
+        got = self.lot(y, weights, rows)
+        if got is None:
+            return None
+        view, yl, wl, pos = got
+        batch = view.take(pos)
+        yb = None if yl is None else yl[pos]
+        wb = None if wl is None else wl[pos]
+        return clipped_sum_count(loss, batch, batch.row_norms(), yb, wb, theta, C)
 
     def _submit(self, chunk, key, y, weights) -> None:
         chunk.key = key
