@@ -256,7 +256,9 @@ def fetch(design, client, lots, y, weights, cols=_ALL, scheduler=None):
                 np.put(records(dst), pos, records(src))
             else:
                 dst[pos] = src
-    view = _local_design(out[0], out[1], design._spec, cols)
+    # the per-row columns each contiguous (a lot's scales, norms: gathered from a column
+    # as from the numpy design's vectors, without a copy of the strided whole first)
+    view = _local_design(out[0], np.asfortranarray(out[1]), design._spec, cols)
     view._batch_info()  # the kernel's per-row table, built here, off the steps' chain
     bounds = np.cumsum([0, *sizes])
     return view, out[2], out[3], [np.arange(a, b) for a, b in itertools.pairwise(bounds)]
