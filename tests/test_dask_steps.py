@@ -111,15 +111,18 @@ def test_dp_sgd_model_is_the_numpy_model_bit_for_bit(client, data, dtype, monkey
 
 
 @pytest.mark.filterwarnings("ignore:Sending large graph")
-def test_float32_lots_of_several_blocks_stay_the_numpy_model(client):
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_float32_lots_of_several_blocks_stay_the_numpy_model(client, adaptive):
     """float32 lots longer than one block of the numpy path (which then adds the rows'
-    products block by block) are kept float32 on the client: still bit for bit."""
+    products block by block) are kept float32 on the client: still bit for bit, with
+    a fixed or an adaptive clipping norm."""
     from dperm._validation import rows_per_chunk
 
     rng = np.random.default_rng(1)
     X = (rng.normal(size=(3000, 1000)) / 40).astype(np.float32)
     y = np.where(X @ rng.normal(size=1000) > 0, 1.0, -1.0)
     kw = dict(KW, sampling_rate=0.1, steps=10, learning_rate=1.0, data_norm=1.0)
+    kw.update(ADAPTIVE if adaptive else {})
     assert 0.1 * 3000 > 2 * rows_per_chunk(1000)
     r1 = dp_sgd.fit(Logistic(), *_persist(X, y), random_state=1, **kw)
     np.testing.assert_array_equal(

@@ -39,9 +39,12 @@ DP-SGD's steps (:mod:`dperm.backends.dask_steps`).  θ of a step depends on the
 previous step's noisy sum, so the steps are a chain; the lots are not, so the rows of
 the next chunk of lots are brought to the client through Dask's own comms (one round
 trip per chunk, fetched while the previous chunk's steps run) and each step runs the
-numpy backend's own clipped-sum kernel on them: the numpy fit's model, bit for bit.
-Large lots are summed on the workers instead (one task per worker and step), by a
-public cost rule of (lot, d, workers); those sums are added exactly on a public grid
+numpy backend's own clipped-sum kernel on them — or, with adaptive clipping, the one
+batch function that gives the sum at the step's norm Cₜ and the count of unclipped
+examples (:meth:`DaskDesign.clipped_sum_count`): the numpy fit's model, bit for bit.
+Large lots are summed on the workers instead (one task per worker and step, given
+Cₜ and returning the count with the sum), by a public cost rule of (lot, d, workers);
+those sums are added exactly on a public grid
 (:func:`dperm.backends.dask_tasks.to_grid`), so they do not depend on which worker
 holds which partition.  Model and measurements: docs/cluster.md, "Performance" and
 "Losing a worker".

@@ -25,7 +25,14 @@ brought to where θ lives before θ is known:
   (:func:`dperm.backends._products.design_kernel`, or
   :meth:`~dperm.backends.numpy.Design.softmax_clipped_sum`) on the lot's positions
   in the chunk — the same function on the same numbers in the same order as the
-  numpy fit, so **the model is the numpy fit's, bit for bit**.
+  numpy fit, so **the model is the numpy fit's, bit for bit**;
+* with **adaptive clipping** (the estimators' default, Andrew et al. 2021:
+  :mod:`dperm.algorithms.adaptive_clipping`) a step also releases the noisy count of
+  its unclipped examples at the step's own norm Cₜ: the lot's rows are taken from the
+  chunk as the numpy fit takes them from X (``Design.take``) and the one batch
+  function of every backend, :func:`dperm.backends._products.clipped_sum_count`,
+  gives the sum at Cₜ and the count (:meth:`Stepper.clipped_count`) — again the numpy
+  fit's numbers, so the same Cₜ at every step and the same model, bit for bit.
 
 Only the lots' rows move (each row of a lot once; the data stay partitioned on the
 workers, and nothing else of them reaches the client).  The noise, the order of the
@@ -35,8 +42,11 @@ a few chunks of steps ahead of their step.
 When lots are large, the rows cost more to move than the arithmetic on them, and a
 step computes its sum on the workers instead (one task per worker and step, the
 partitions' sums added exactly on a public grid:
-:meth:`dperm.backends.dask.DaskDesign._pass`): chosen by the public cost rule
-:func:`worker_sums` of (lot, d, workers), never by anything read off the data.
+:meth:`dperm.backends.dask.DaskDesign._pass`; with adaptive clipping the task gets
+Cₜ and returns its partitions' count of unclipped rows with the sum, an integer added
+exactly: the numpy count, so the numpy Cₜ, and the sum to the grid's rounding):
+chosen by the public cost rule :func:`worker_sums` of (lot, d, workers), never by
+anything read off the data.
 
 A worker lost mid-fit: a chunk's tasks whose partitions were on it wait in
 ``Client.gather`` while Dask recomputes those partitions from their graph (Dask's

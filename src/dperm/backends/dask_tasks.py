@@ -256,7 +256,7 @@ def _apply(op, view, yb, wb, args, rows):
     elif op == "softclip":
         res = view.softmax_clipped_sum(args["loss"], args["theta"], yb, args["C"], rows=rows)
     elif op == "clipcount":  # adaptive clipping: the sum at Cₜ, the unclipped rows
-        view = view.take(rows)
+        # (``view`` is the batch's rows already: _partial gathers them, rows is None)
         g, centred = clipped_sum_count(
             args["loss"], view, view.row_norms(), yb, wb, args["theta"], args["C"]
         )
