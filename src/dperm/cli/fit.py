@@ -192,22 +192,16 @@ def run_fit(
         slower than a second.  ``save`` writes the fitted model with
         :func:`dperm.io.save` and its privacy statement to ``<save>.privacy.txt``.
 
-    <<<<<<< HEAD
         ``bounds`` / ``categories`` / ``impute`` (``col=lo:hi`` / ``col=a,b,c`` /
         ``col=value`` items or schema files, or dicts), ``categorical``, ``classes``
         (``"a,b,c"`` or a list), ``label_bound``, ``task`` and ``positive_label`` are the
         public schema of a ``csv`` file (CSV, or Parquet by suffix ``.parquet``) or a Dask
         source (:data:`~dperm.cli._common.FILE_SCHEMA`): nothing of it is read off the data,
-        the task and the labels included.  ``ledger`` names a
-    =======
-        ``bounds`` / ``categories`` (``col=lo:hi`` / ``col=a,b,c`` items or schema
-        files, or dicts), ``label_bound`` and ``task`` are the public schema of a
-        ``csv`` file (CSV, or Parquet by suffix ``.parquet``).  ``feature_scaling``
+        the task and the labels included.  ``feature_scaling``
         (:class:`~dperm.estimators.DPLogisticRegression`'s parameter; None: "private" for a
         ``csv`` file's classification with the logistic model, whose bounds a user writes
         generously, else the estimator's default) finds the columns' location and scale
         privately within the fit's (ε, δ) (issue #36).  ``ledger`` names a
-    >>>>>>> i36-scale
         store (a SQLite file, a JSON store or a ``postgresql://`` URL) holding the
         budget ``ledger_budget`` (default "default", created with budget
         ``ledger_epsilon``, ``ledger_delta``) spent across invocations, processes and
