@@ -39,7 +39,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._parameters import RANDOM_STATE, positive, unit_interval, validate_params
 from ._rng import check_random_state
-from ._validation import check_positive, clip_rows, row_norms
+from ._validation import check_interval, check_positive, clip_rows, row_norms
 from .accounting.active import accounted_fit, charge, releasing
 from .accounting.events import (
     REPLACE_ONE,
@@ -195,18 +195,7 @@ class PublicMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.clip = clip
 
     def _range(self) -> tuple[float, float]:
-        fr = self.feature_range
-        try:
-            a, b = (float(v) for v in fr)
-        except (TypeError, ValueError):
-            raise InvalidPrivacyParameter(
-                f"feature_range must be a pair (a, b) with a < b, got {fr!r}"
-            ) from None
-        if not (math.isfinite(a) and math.isfinite(b) and a < b):
-            raise InvalidPrivacyParameter(
-                f"feature_range must be a pair (a, b) with a < b, got {fr!r}"
-            )
-        return a, b
+        return check_interval(self.feature_range, "feature_range")
 
     def fit(self, X, y=None):
         """Set the public map; count the entries of X outside the bounds.
