@@ -29,7 +29,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_interval
+from ._validation import check_interval, float_array
 from .accounting.events import NonPrivate, NoOp
 from .exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
 
@@ -107,13 +107,9 @@ class NumericColumn:
 
     def _values(self, values) -> np.ndarray:
         """The raw values as float64 (InvalidDataError when missing or not numeric)."""
-        try:
-            x = np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError):
-            # never echo the value: it is a private record's
-            raise InvalidDataError(
-                f"column {self.name!r} must be numeric, but holds a value that is not a number"
-            ) from None
+        # never echo the value: it is a private record's
+        message = f"column {self.name!r} must be numeric, but holds a value that is not a number"
+        x = float_array(values, self.name, message=message)
         nan = np.isnan(x)
         if nan.any():
             if self.impute is None:
