@@ -739,6 +739,14 @@ class Run:
         )
         return self.clipping_norm
 
+    def smoothness(self) -> float | None:
+        """β of the loss over rows with ‖x‖ ≤ ``data_norm`` (public), or None: a
+        ``per_example_grad``, no ``data_norm`` or a non-smooth loss."""
+        loss, o = self.loss, self.options
+        if loss is None or self.per_example_grad is not None or o.data_norm is None:
+            return None
+        return float(loss.smoothness(o.data_norm)) if getattr(loss, "smooth", False) else None
+
     def initial_theta(self, theta0) -> np.ndarray:
         """:func:`initial_theta` for this run."""
         return initial_theta(self.loss, self.X, theta0, self.n_classes, self.per_example_grad)

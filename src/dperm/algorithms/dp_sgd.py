@@ -507,12 +507,8 @@ def fit(
     clipping_norm = run.resolve_clipping_norm()
 
     # ---- public hyper-parameters (functions of size, d, ε, C, β only) ---------------
-    smooth = None
-    if loss is not None and per_example_grad is None and opts.data_norm is not None:
-        if getattr(loss, "smooth", False):
-            smooth = float(loss.smoothness(opts.data_norm))
     defaults = default_hyperparameters(
-        size, d, epsilon, clipping_norm=clipping_norm, smoothness=smooth
+        size, d, epsilon, clipping_norm=clipping_norm, smoothness=run.smoothness()
     )
     sampler, steps = run_plan(
         sampling, n_rows, size, defaults, sampling_rate, batch_size, epochs, steps,
