@@ -39,15 +39,15 @@ def test_dask_multiclass_fit_equals_numpy(three_classes, mechanism, multi_class)
     X, y, Xd, yd = three_classes
     kw = dict(classes=[0, 1, 2], mechanism=mechanism, multi_class=multi_class, epsilon=3.0)
     a = DPLogisticRegression(random_state=0, **kw).fit(Xd, yd)
-    if mechanism == "auto":  # DP-SGD: on Dask the rule's clipping norm stays fixed (the
-        # step session clips at one C; adaptive clipping runs on one machine only)
-        assert "workers" in a.diagnostics_["adaptive_clipping"]
-        kw["clipping_norm"] = a.diagnostics_["clipping_norm"]
-        kw["learning_rate"] = a.diagnostics_["learning_rate"]
     b = DPLogisticRegression(random_state=0, **kw).fit(X, y)
     assert a.coef_.shape == b.coef_.shape == (3, 3)
-    if mechanism == "auto":  # DP-SGD: the numpy steps on the lots' rows, bit for bit
+    if mechanism == "auto":  # DP-SGD: the numpy steps on the lots' rows, bit for bit,
+        # adaptive clipping included (the same norms Cₜ, from the same noisy counts)
         assert a.diagnostics_["mechanism"] == b.diagnostics_["mechanism"] == "dp-sgd"
+        assert a.diagnostics_["clipping"] == b.diagnostics_["clipping"] == "adaptive"
+        np.testing.assert_array_equal(
+            a.diagnostics_["clipping_norms"], b.diagnostics_["clipping_norms"]
+        )
         np.testing.assert_array_equal(a.coef_, b.coef_)
     # the others' sums are added partition by partition: the order of additions differs
     np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-10)

@@ -38,6 +38,8 @@ KW = dict(
     epsilon=1.0, delta=1e-6, data_norm=1.2, neighbouring="replace-one", accountant="pld",
     sampling_rate=0.05, steps=60, learning_rate=2.0,
 )  # fmt: skip
+#: adaptive clipping towards the median gradient norm (Cₜ moves at every step)
+ADAPTIVE = dict(target_unclipped_quantile=0.5, count_noise_share=0.1)
 
 
 @pytest.fixture(scope="module")
@@ -109,15 +111,18 @@ def test_dp_sgd_model_is_the_numpy_model_bit_for_bit(client, data, dtype, monkey
 
 
 @pytest.mark.filterwarnings("ignore:Sending large graph")
-def test_float32_lots_of_several_blocks_stay_the_numpy_model(client):
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_float32_lots_of_several_blocks_stay_the_numpy_model(client, adaptive):
     """float32 lots longer than one block of the numpy path (which then adds the rows'
-    products block by block) are kept float32 on the client: still bit for bit."""
+    products block by block) are kept float32 on the client: still bit for bit, with
+    a fixed or an adaptive clipping norm."""
     from dperm._validation import rows_per_chunk
 
     rng = np.random.default_rng(1)
     X = (rng.normal(size=(3000, 1000)) / 40).astype(np.float32)
     y = np.where(X @ rng.normal(size=1000) > 0, 1.0, -1.0)
     kw = dict(KW, sampling_rate=0.1, steps=10, learning_rate=1.0, data_norm=1.0)
+    kw.update(ADAPTIVE if adaptive else {})
     assert 0.1 * 3000 > 2 * rows_per_chunk(1000)
     r1 = dp_sgd.fit(Logistic(), *_persist(X, y), random_state=1, **kw)
     np.testing.assert_array_equal(
@@ -125,20 +130,30 @@ def test_float32_lots_of_several_blocks_stay_the_numpy_model(client):
     )
 
 
-def test_multinomial_dp_sgd_default_is_the_numpy_model(client):
-    """The multinomial default (clipped DP-SGD on a softmax model) on Dask data: the
-    numpy model bit for bit."""
+@pytest.mark.parametrize("k", [2, 3])
+def test_dp_sgd_default_is_the_numpy_model(client, k):
+    """The estimators' default (the auto rule's clipped DP-SGD with adaptive clipping,
+    binary and multinomial) on Dask data: the numpy model bit for bit — the same
+    noisy counts of unclipped examples, hence the same norms Cₜ step by step."""
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, (3000, 4)) / 2
-    y = np.argmax(X @ rng.normal(size=(4, 3)), axis=1)
+    y = np.argmax(X @ rng.normal(size=(4, k)), axis=1)
     Xd, yd = _persist(X, y)
-    kw = dict(classes=[0, 1, 2], epsilon=2.0, delta=1e-6, random_state=5)
+    kw = dict(classes=list(range(k)), epsilon=2.0, delta=1e-6, random_state=5)
     a = DPLogisticRegression(**kw).fit(Xd, yd)
     b = DPLogisticRegression(**kw).fit(X, y)
     assert a.diagnostics_["mechanism"] == b.diagnostics_["mechanism"] == "dp-sgd"
-    assert a.coef_.shape == (3, 4)
+    assert a.diagnostics_["clipping"] == b.diagnostics_["clipping"] == "adaptive"
+    norms = a.diagnostics_["clipping_norms"]
+    assert norms.size == a.diagnostics_["steps"] and norms[-1] < norms[0]  # Cₜ moved
+    np.testing.assert_array_equal(norms, b.diagnostics_["clipping_norms"])
+    np.testing.assert_array_equal(
+        a.diagnostics_["clipping_counts"], b.diagnostics_["clipping_counts"]
+    )
+    assert a.coef_.shape == ((1 if k == 2 else k), 4)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
+    assert a.dp_event_ == b.dp_event_
     assert a.score(X, y) == b.score(X, y) > 0.7
 
 
@@ -206,10 +221,12 @@ def test_on_a_tls_cluster_through_its_own_security(tmp_path, data):
 
 
 # ------------------------------------------------------------------ only the lots' rows
-def test_only_the_lots_rows_reach_the_client(client, data, monkeypatch):
-    """What the client gathers during a DP-SGD fit is the lots' rows (X, their clip
-    scale and norm, y) — as many rows as the lots have, nothing else of the data —
-    and each lot reassembled from them is X's rows of that lot, in the lot's order."""
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_only_the_lots_rows_reach_the_client(client, data, monkeypatch, adaptive):
+    """What the client gathers during a DP-SGD fit — with a fixed or an adaptive
+    clipping norm — is the lots' rows (X, their clip scale and norm, y) — as many rows
+    as the lots have, nothing else of the data — and each lot reassembled from them is
+    X's rows of that lot, in the lot's order."""
     from dask.sizeof import sizeof
 
     X, y = data
@@ -230,7 +247,8 @@ def test_only_the_lots_rows_reach_the_client(client, data, monkeypatch):
 
     monkeypatch.setattr(distributed.Client, "gather", gather)
     monkeypatch.setattr(dask_steps, "fetch", fetch)
-    dp_sgd.fit(Logistic(), design, yd, random_state=2, **KW)
+    res = dp_sgd.fit(Logistic(), design, yd, random_state=2, **KW, **(ADAPTIVE if adaptive else {}))
+    assert res.diagnostics["clipping"] == ("adaptive" if adaptive else "fixed")
     lots = [lot for f in fetched for lot in f[0]]
     assert len(lots) == KW["steps"]
     rows = [out for out in received if isinstance(out, list) and isinstance(out[0], tuple)]
@@ -297,6 +315,70 @@ def test_large_lots_are_summed_on_the_workers_exactly(client, data, monkeypatch)
     np.testing.assert_allclose(r1.theta, r0.theta, rtol=1e-12, atol=1e-13)
 
 
+@pytest.mark.parametrize("softmax", [False, True])
+def test_adaptive_clipping_on_the_workers(client, data, monkeypatch, softmax):
+    """Adaptive clipping where the cost rule leaves the lots on the workers: each step
+    is one task per worker with Cₜ passed to it, returning its partitions' sum (on the
+    public grid) and count of unclipped rows (an integer).  The counts are the numpy
+    fit's exactly, so the norms Cₜ are the numpy fit's step by step; the sums are
+    numpy's to rounding (the grid), hence so is θ."""
+    from dperm.losses import Softmax
+
+    X, y = data
+    if softmax:
+        y = (y > 0).astype(np.int64) + (X[:, 0] > 0.2)
+    Xd, yd = _persist(X, y)
+    monkeypatch.setattr(dask_steps, "TASK_ROUND_TRIP", 0.0)  # every lot is "large"
+    submitted = _submitted(monkeypatch)
+    loss = Softmax(3) if softmax else Logistic()
+    kw = dict(KW, **ADAPTIVE)
+    r1 = dp_sgd.fit(loss, Xd, yd, random_state=3, **kw)
+    assert submitted.count("_partial_group") >= KW["steps"] and "take_rows" not in submitted
+    r0 = dp_sgd.fit(loss, X, y, random_state=3, **kw)
+    assert r1.diagnostics["clipping"] == r0.diagnostics["clipping"] == "adaptive"
+    norms = r1.diagnostics["clipping_norms"]
+    assert np.unique(norms).size > KW["steps"] // 2  # Cₜ moved at (nearly) every step
+    np.testing.assert_array_equal(norms, r0.diagnostics["clipping_norms"])
+    np.testing.assert_allclose(r1.theta, r0.theta, rtol=1e-11, atol=1e-12)
+
+
+def test_sums_and_counts_on_the_workers_are_the_numpy_batchs(data):
+    """A lot's partitions each return their clipped sum on the grid and their count of
+    unclipped rows; added in any grouping they give the same integers — the count
+    exactly numpy's (the batch function on the whole lot), the sum numpy's to rounding.
+    A full batch (rows=None) through the design's own method: the same."""
+    from dperm.backends._products import clipped_sum_count
+
+    X, y = data
+    D0 = as_design(X, 1.2, intercept_scaling=0.5, warn=False)
+    D1 = as_design(da.from_array(X, chunks=(CHUNK, D)), 1.2, intercept_scaling=0.5, warn=False)
+    aux = D1.aux.compute()
+    rows = np.sort(np.random.default_rng(5).choice(N, 900, replace=False))
+    theta, loss = np.random.default_rng(6).normal(size=D + 1), Logistic()
+    part = [slice(p * CHUNK, (p + 1) * CHUNK) for p in range(N // CHUNK)]
+    for C in (0.05, 0.3, 2.0):
+        L = dask_tasks.grid_exponent(rows.size, C)
+        args = dict(size=D + 2, loss=loss, theta=theta, C=C, grid=L)
+        parts = [
+            dask_tasks._partial(
+                "clipcount", p, X[part[p]], aux[part[p]], y[part[p]], None, D1._spec, args, r
+            )
+            for p, r in D1._blocks_for(rows)
+        ]
+        total = dask_tasks._sum(*parts)
+        half = len(parts) // 2
+        regrouped = dask_tasks._sum(dask_tasks._sum(*parts[half:]), dask_tasks._sum(*parts[:half]))
+        np.testing.assert_array_equal(total, regrouped)
+        batch = D0.take(rows)
+        g, centred = clipped_sum_count(loss, batch, batch.row_norms(), y[rows], None, theta, C)
+        assert total[-1] - 0.5 * rows.size == centred
+        np.testing.assert_allclose(dask_tasks.from_grid(total[:-1], L), g, rtol=1e-12, atol=1e-13)
+        g1, c1 = D1.clipped_sum_count(loss, theta, y, C)
+        g0, c0 = clipped_sum_count(loss, D0, D0.row_norms(), y, None, theta, C)
+        assert c1 == c0 and (0 < c0 + 0.5 * N < N) == (C < 1.0)  # C = 2: nothing clipped
+        np.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-13)
+
+
 def test_worker_sums_do_not_depend_on_the_placement(data):
     """The partitions' sums of a batch on the grid 2^-L are the same integers however
     the partitions are grouped and added (the placement of a recomputed partition
@@ -329,3 +411,23 @@ def test_worker_sums_do_not_depend_on_the_placement(data):
     np.testing.assert_allclose(dask_tasks.from_grid(sums[0], L), want, rtol=1e-12, atol=1e-13)
     with pytest.raises(ValueError, match="exceeds"):  # a grid too fine for sums of norm ≤ m·C
         dask_tasks.to_grid(want * 1e6, L)
+
+
+def test_private_feature_scaling_is_refused_clearly_and_charges_nothing(client, data):
+    """Private feature scaling reads blocks of every row on the machine that fits; a
+    Dask design's rows stay on the workers, so it is refused with the parameter named
+    and the fix — before anything is released, so no budget is spent — while the
+    default (public features, adaptive clipping) runs."""
+    from dperm import Ledger
+    from dperm.exceptions import InvalidPrivacyParameter
+
+    X, y = data
+    Xd, yd = _persist(X, y)
+    ledger = Ledger(epsilon=10.0, delta=1e-5)
+    kw = dict(classes=[-1, 1], epsilon=1.0, data_norm=1.2, random_state=0)
+    with ledger.active():
+        with pytest.raises(InvalidPrivacyParameter, match="feature_scaling='public'"):
+            DPLogisticRegression(feature_scaling="private", **kw).fit(Xd, yd)
+        assert not ledger.entries
+        m = DPLogisticRegression(**kw).fit(Xd, yd)
+    assert m.diagnostics_["clipping"] == "adaptive" and len(ledger.entries) == 1

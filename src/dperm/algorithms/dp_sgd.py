@@ -536,10 +536,8 @@ def fit(
         scaled = scaling.run(run.X, rng)
         transform = scaled.transform
     noise_std_sum = z * sampler.sensitivity_factor * clipping_norm
-    # adaptive clipping: the same event, the count takes a share of z⁻² (or None: fixed);
-    # not on a design whose rows stay on their workers (the Dask step session)
-    remote = bool(getattr(run.X, "rows_stay_on_workers", False))
-    clipping = None if remote else ac.start(adaptive, z, sampler, clipping_norm)
+    # adaptive clipping: the same event, the count takes a share of z⁻² (or None: fixed)
+    clipping = ac.start(adaptive, z, sampler, clipping_norm)
     if clipping is not None:
         noise_std_sum = clipping.vector_noise * clipping_norm
     theta0 = run.initial_theta(theta0)
@@ -571,7 +569,7 @@ def fit(
         **gl.sampler_diagnostics(sampler, z, steps, accountant, clipping_norm, noise_std_sum),
         "lipschitz": run.lipschitz,
         "dataset_size": size,
-        **ac.diagnostics(adaptive, clipping, remote),
+        **ac.diagnostics(adaptive, clipping),
     }
     if scaling is not None:  # θ on the original features (post-processing)
         theta = scaled.unscale(theta)

@@ -39,9 +39,12 @@ DP-SGD's steps (:mod:`dperm.backends.dask_steps`).  θ of a step depends on the
 previous step's noisy sum, so the steps are a chain; the lots are not, so the rows of
 the next chunk of lots are brought to the client through Dask's own comms (one round
 trip per chunk, fetched while the previous chunk's steps run) and each step runs the
-numpy backend's own clipped-sum kernel on them: the numpy fit's model, bit for bit.
-Large lots are summed on the workers instead (one task per worker and step), by a
-public cost rule of (lot, d, workers); those sums are added exactly on a public grid
+numpy backend's own clipped-sum kernel on them — or, with adaptive clipping, the one
+batch function that gives the sum at the step's norm Cₜ and the count of unclipped
+examples (:meth:`DaskDesign.clipped_sum_count`): the numpy fit's model, bit for bit.
+Large lots are summed on the workers instead (one task per worker and step, given
+Cₜ and returning the count with the sum), by a public cost rule of (lot, d, workers);
+those sums are added exactly on a public grid
 (:func:`dperm.backends.dask_tasks.to_grid`), so they do not depend on which worker
 holds which partition.  Model and measurements: docs/cluster.md, "Performance" and
 "Losing a worker".
@@ -286,7 +289,7 @@ class DaskDesign(Design):
                 client.submit(_sum, *futs[i : i + _FAN_IN], pure=False)
                 for i in range(0, len(futs), _FAN_IN)
             ]
-        return _result(_sum(*client.gather(futs)), args)
+        return _result(op, _sum(*client.gather(futs)), args)
 
     def _pass_by_graph(self, op, y, weights, blocks, args):
         """The same pass as a Dask graph (any scheduler; X need not be persisted):
@@ -317,7 +320,7 @@ class DaskDesign(Design):
         while len(parts) > 1:
             parts = [add(*parts[i : i + _FAN_IN]) for i in range(0, len(parts), _FAN_IN)]
         (out,) = dask.compute(parts[0])
-        return _result(out, args)
+        return _result(op, out, args)
 
     def _theta_size(self, theta) -> tuple[np.ndarray, tuple]:
         theta = np.asarray(theta, dtype=np.float64)
@@ -378,10 +381,44 @@ class DaskDesign(Design):
         args = dict(size=theta.size, loss=loss, theta=theta, C=C, grid=grid_exponent(count, C))
         return self._pass(op, y=y, weights=weights, rows=rows, **args).reshape(shape)
 
+    def clipped_sum_count(self, loss, theta, y, clipping_norm, *, weights=None, rows=None):
+        """(Σ_{i∈rows} clip_C(gᵢ), Σ_{i∈rows} (1[‖gᵢ‖ ≤ C] − ½)): the clipped gradient sum
+        and the centred count of unclipped examples of a GLM or softmax ``loss`` that
+        adaptive clipping releases at every step (Andrew et al. 2021, Algorithm 1;
+        :class:`dperm.algorithms.adaptive_clipping.BatchOracle` asks the design for it).
+
+        A DP-SGD lot fetched ahead (:mod:`dperm.backends.dask_steps`) is computed on
+        the client by :func:`~dperm.backends._products.clipped_sum_count` on the lot's
+        rows — the numpy fit's numbers, bit for bit; any other batch (a lot the cost
+        rule :func:`~dperm.backends.dask_steps.worker_sums` leaves on the workers, a
+        full batch) by one task per worker with C passed to it: each partition runs
+        the same function on its rows of the batch and returns its sum on the public
+        grid and its count of unclipped rows, added exactly (integers).  Only the
+        d-vector and one integer per worker come back.
+
+        Returns
+        -------
+        (ndarray of θ's shape, float)
+        """
+        theta, shape = self._theta_size(theta)
+        C = float(clipping_norm)
+        if y is not None:
+            y = self.align(y)
+        if weights is not None:
+            weights = self.align(weights, "weights")
+        if rows is not None:
+            out = self._steps.clipped_count(loss, C, y, weights, theta, rows)
+            if out is not None:
+                return out[0].reshape(shape), out[1]
+        m = self.shape[0] if rows is None else rows_array(rows, self.shape[0]).size
+        args = dict(size=theta.size + 1, loss=loss, theta=theta, C=C, grid=grid_exponent(m, C))
+        out = self._pass("clipcount", y=y, weights=weights, rows=rows, **args)
+        return out[:-1].reshape(shape), float(out[-1]) - 0.5 * m
+
     # ----- DP-SGD's steps (dperm.backends.dask_steps) -----------------------------------
-    #: adaptive clipping and private feature scaling read each batch's rows on the client
-    #: through the generic batch oracle; on a Dask design they are not used yet (the
-    #: steps fetch the lots' rows for the fixed-C kernel only, dask_steps)
+    #: private feature scaling (:mod:`dperm.algorithms.private_scaling`) reads blocks of
+    #: every row on the machine that fits; the rows of a Dask design stay on the workers
+    #: (only the lots' rows of DP-SGD's steps are fetched), so it refuses this design
     rows_stay_on_workers = True
 
     def batches(self, sampler, rng, steps: int):
@@ -502,11 +539,15 @@ class DaskDesign(Design):
         return DaskDesign(self.X, aux, spec=spec, n_clipped=n_clipped)
 
 
-def _result(out, args) -> np.ndarray:
-    """A pass's reduced result as float64 (from the grid of a clipped sum)."""
-    if args.get("grid") is not None:
-        return from_grid(out, args["grid"])
-    return np.asarray(out, dtype=np.float64)
+def _result(op, out, args) -> np.ndarray:
+    """A pass's reduced result as float64 (from the grid of a clipped sum; the count of
+    unclipped rows of ``"clipcount"``, last, as it is)."""
+    grid = args.get("grid")
+    if grid is None:
+        return np.asarray(out, dtype=np.float64)
+    if op == "clipcount":
+        return np.append(from_grid(out[:-1], grid), float(out[-1]))
+    return from_grid(out, grid)
 
 
 def _count_clipped(aux, col, bound, count_tol: float = 0.0) -> int:

@@ -25,7 +25,14 @@ brought to where θ lives before θ is known:
   (:func:`dperm.backends._products.design_kernel`, or
   :meth:`~dperm.backends.numpy.Design.softmax_clipped_sum`) on the lot's positions
   in the chunk — the same function on the same numbers in the same order as the
-  numpy fit, so **the model is the numpy fit's, bit for bit**.
+  numpy fit, so **the model is the numpy fit's, bit for bit**;
+* with **adaptive clipping** (the estimators' default, Andrew et al. 2021:
+  :mod:`dperm.algorithms.adaptive_clipping`) a step also releases the noisy count of
+  its unclipped examples at the step's own norm Cₜ: the lot's rows are taken from the
+  chunk as the numpy fit takes them from X (``Design.take``) and the one batch
+  function of every backend, :func:`dperm.backends._products.clipped_sum_count`,
+  gives the sum at Cₜ and the count (:meth:`Stepper.clipped_count`) — again the numpy
+  fit's numbers, so the same Cₜ at every step and the same model, bit for bit.
 
 Only the lots' rows move (each row of a lot once; the data stay partitioned on the
 workers, and nothing else of them reaches the client).  The noise, the order of the
@@ -35,8 +42,11 @@ a few chunks of steps ahead of their step.
 When lots are large, the rows cost more to move than the arithmetic on them, and a
 step computes its sum on the workers instead (one task per worker and step, the
 partitions' sums added exactly on a public grid:
-:meth:`dperm.backends.dask.DaskDesign._pass`): chosen by the public cost rule
-:func:`worker_sums` of (lot, d, workers), never by anything read off the data.
+:meth:`dperm.backends.dask.DaskDesign._pass`; with adaptive clipping the task gets
+Cₜ and returns its partitions' count of unclipped rows with the sum, an integer added
+exactly: the numpy count, so the numpy Cₜ, and the sum to the grid's rounding):
+chosen by the public cost rule :func:`worker_sums` of (lot, d, workers), never by
+anything read off the data.
 
 A worker lost mid-fit: a chunk's tasks whose partitions were on it wait in
 ``Client.gather`` while Dask recomputes those partitions from their graph (Dask's
@@ -56,7 +66,7 @@ import numpy as np
 
 from .._validation import rows_per_chunk
 from ..exceptions import InvalidDataError
-from ._products import design_kernel
+from ._products import clipped_sum_count, design_kernel
 from .dask_tasks import _ALL, _local_design, records, step_columns, take_rows
 
 __all__ = [
@@ -186,7 +196,7 @@ class _Chunk:
 
     def __init__(self, lots: list):
         self.lots, self.pos = lots, 0
-        self.key = self.future = None  # what was fetched (op, y, weights), and how
+        self.key = self.future = None  # what was fetched (y, weights), and how
         self.kernel = None  # (loss, C, the numpy clipped-sum kernel of the rows)
 
 
@@ -256,7 +266,9 @@ def fetch(design, client, lots, y, weights, cols=_ALL, scheduler=None):
                 np.put(records(dst), pos, records(src))
             else:
                 dst[pos] = src
-    view = _local_design(out[0], out[1], design._spec, cols)
+    # the per-row columns each contiguous (a lot's scales, norms: gathered from a column
+    # as from the numpy design's vectors, without a copy of the strided whole first)
+    view = _local_design(out[0], np.asfortranarray(out[1]), design._spec, cols)
     view._batch_info()  # the kernel's per-row table, built here, off the steps' chain
     bounds = np.cumsum([0, *sizes])
     return view, out[2], out[3], [np.arange(a, b) for a, b in itertools.pairwise(bounds)]
@@ -344,14 +356,16 @@ class Stepper:
         self.lots.extend(lots)
         return True
 
-    def clipped(self, op, loss, C, y, weights, theta, rows):
-        """The lot ``rows``'s clipped sum at θ (float64, θ's size) from its fetched
-        rows, or None when ``rows`` is not the run's next lot drawn here."""
+    def lot(self, y, weights, rows):
+        """(a one-machine Design of the chunk's fetched rows, their labels, weights,
+        the lot's positions in them) when ``rows`` is the run's next lot drawn here —
+        the lot is then handed out, and the next chunks' fetches are started — else
+        None."""
         while self.chunks and self.chunks[0].pos == len(self.chunks[0].lots):
             self.chunks.popleft()
         if not self.chunks or self.chunks[0].lots[self.chunks[0].pos] is not rows:
             return None
-        key = (op, getattr(y, "name", None), getattr(weights, "name", None))
+        key = (getattr(y, "name", None), getattr(weights, "name", None))
         while len(self.chunks) <= AHEAD and self._draw():
             pass  # the next chunks' lots, to fetch while this one's steps run
         for chunk in itertools.islice(self.chunks, 1 + AHEAD):
@@ -359,13 +373,37 @@ class Stepper:
                 self._submit(chunk, key, y, weights)
         chunk = self.chunks[0]
         view, yl, wl, where = chunk.future.result()
-        rows = where[chunk.pos]
         chunk.pos += 1
+        return view, yl, wl, where[chunk.pos - 1]
+
+    def clipped(self, op, loss, C, y, weights, theta, rows):
+        """The lot ``rows``'s clipped sum at θ (float64, θ's size) from its fetched
+        rows, or None when ``rows`` is not the run's next lot drawn here."""
+        got = self.lot(y, weights, rows)
+        if got is None:
+            return None
+        view, yl, wl, pos = got
         if op != "clip":
-            return view.softmax_clipped_sum(loss, theta, yl, C, rows=rows)
+            return view.softmax_clipped_sum(loss, theta, yl, C, rows=pos)
+        chunk = self.chunks[0]
         if chunk.kernel is None or chunk.kernel[0] is not loss or chunk.kernel[1] != C:
             chunk.kernel = (loss, C, design_kernel(view, loss, yl, C, wl))
-        return chunk.kernel[2](theta, rows)
+        return chunk.kernel[2](theta, pos)
+
+    def clipped_count(self, loss, C, y, weights, theta, rows):
+        """The lot ``rows``'s (clipped sum at Cₜ = ``C``, centred count of unclipped
+        examples) from its fetched rows — the numpy fit's batch: the lot's rows taken
+        from the chunk (``Design.take``, as the numpy fit takes them from X) and
+        :func:`~dperm.backends._products.clipped_sum_count` on them — or None when
+        ``rows`` is not the run's next lot drawn here (adaptive clipping)."""
+        got = self.lot(y, weights, rows)
+        if got is None:
+            return None
+        view, yl, wl, pos = got
+        batch = view.take(pos)
+        yb = None if yl is None else yl[pos]
+        wb = None if wl is None else wl[pos]
+        return clipped_sum_count(loss, batch, batch.row_norms(), yb, wb, theta, C)
 
     def _submit(self, chunk, key, y, weights) -> None:
         chunk.key = key

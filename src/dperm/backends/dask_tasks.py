@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from ..exceptions import InvalidDataError
+from ._products import clipped_sum_count
 from .numpy import Design, _gather
 from .rows import clip_scale, clipped_count, safe_row_norms
 
@@ -222,12 +223,17 @@ def _flat(result) -> np.ndarray:
 def _partial(op, p, xb, auxb, yb, wb, spec, args, rows):
     """One partition's contribution to a pass (runs on a worker): float64, or for a
     clipped sum int64 on the grid ``args["grid"]`` (:func:`to_grid`: the partition's
-    sum rounded once, so that adding the partitions does not depend on the placement)."""
+    sum rounded once, so that adding the partitions does not depend on the placement);
+    a count of unclipped rows (``"clipcount"``, last entry) is an integer as it is."""
     grid = args.get("grid")
     if rows is not None and len(rows) == 0:
         return np.zeros(args["size"], dtype=np.float64 if grid is None else np.int64)
     out = _apply(op, *_batch_view(xb, auxb, yb, wb, rows, spec=spec), args, None)
-    return out if grid is None else to_grid(out, grid)
+    if grid is None:
+        return out
+    if op == "clipcount":
+        return np.append(to_grid(out[:-1], grid), np.int64(out[-1]))
+    return to_grid(out, grid)
 
 
 def _apply(op, view, yb, wb, args, rows):
@@ -249,6 +255,12 @@ def _apply(op, view, yb, wb, args, rows):
         )
     elif op == "softclip":
         res = view.softmax_clipped_sum(args["loss"], args["theta"], yb, args["C"], rows=rows)
+    elif op == "clipcount":  # adaptive clipping: the sum at Cₜ, the unclipped rows
+        # (``view`` is the batch's rows already: _partial gathers them, rows is None)
+        g, centred = clipped_sum_count(
+            args["loss"], view, view.row_norms(), yb, wb, args["theta"], args["C"]
+        )
+        res = np.append(np.ravel(g), centred + 0.5 * view.shape[0])
     elif op == "rmatvec":
         res = view.rmatvec(yb)
     elif op == "gram":
