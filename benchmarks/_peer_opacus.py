@@ -38,9 +38,9 @@ from pathlib import Path
 import numpy as np
 
 
-def _cnn(torch):
+def cnn(torch):
     """conv 16@8×8 s2 → tanh → maxpool 2/1 → conv 32@4×4 s2 → tanh → maxpool 2/1 → fc 32 →
-    tanh → fc 10 (the same module as benchmarks/bench_cnn.py builds for dperm)."""
+    tanh → fc 10 (benchmarks/bench_cnn.py builds dperm's side with it too)."""
     nn = torch.nn
     return nn.Sequential(
         nn.Conv2d(1, 16, 8, 2, padding=3), nn.Tanh(), nn.MaxPool2d(2, 1),
@@ -51,11 +51,28 @@ def _cnn(torch):
 
 def _model(torch, d: int, hidden: int, k: int, activation: str, kind: str = "mlp"):
     if kind == "cnn":
-        return _cnn(torch)
+        return cnn(torch)
     if not hidden:  # a linear softmax on the given features
         return torch.nn.Sequential(torch.nn.Linear(d, k))
     act = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[activation]
     return torch.nn.Sequential(torch.nn.Linear(d, hidden), act(), torch.nn.Linear(hidden, k))
+
+
+def timed_epochs(torch, model, opt, loader, device, epochs: int = 1) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``epochs`` passes of the user loop both sides of
+    benchmarks/bench_cnn.py run (``zero_grad``, cross-entropy of the batch, ``backward``,
+    ``step``), the device synchronised at the end."""
+    loss_fn = torch.nn.CrossEntropyLoss()
+    t0, c0 = time.perf_counter(), time.process_time()
+    for _ in range(epochs):
+        for xb, yb in loader:
+            xb, yb = xb.to(device), yb.to(device)
+            opt.zero_grad()
+            loss_fn(model(xb), yb).backward()
+            opt.step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def _train(job, data, noise_multiplier: float, seed: int, epochs: int):
@@ -87,17 +104,7 @@ def _train(job, data, noise_multiplier: float, seed: int, epochs: int):
         max_grad_norm=job["clipping_norm"],
         poisson_sampling=True,
     )
-    loss_fn = torch.nn.CrossEntropyLoss()
-    t0, c0 = time.perf_counter(), time.process_time()
-    for _ in range(epochs):
-        for xb, yb in loader:
-            xb, yb = xb.to(device), yb.to(device)
-            opt.zero_grad()
-            loss_fn(model(xb), yb).backward()
-            opt.step()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    wall, cpu = timed_epochs(torch, model, opt, loader, device, epochs)
     return model, engine, (wall / epochs, cpu / epochs)
 
 

@@ -30,10 +30,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+from _peer_opacus import cnn, timed_epochs
 
 HERE = Path(__file__).resolve().parent
 DELTA = 1e-5
@@ -53,11 +53,7 @@ def build(torch, model: str):
     """The timed module: "cnn" (the module docstring's) or "mlp"."""
     nn = torch.nn
     if model == "cnn":
-        return nn.Sequential(
-            nn.Conv2d(1, 16, 8, 2, padding=3), nn.Tanh(), nn.MaxPool2d(2, 1),
-            nn.Conv2d(16, 32, 4, 2), nn.Tanh(), nn.MaxPool2d(2, 1), nn.Flatten(),
-            nn.Linear(32 * 4 * 4, 32), nn.Tanh(), nn.Linear(32, 10),
-        )  # fmt: skip
+        return cnn(torch)  # the peer's own module
     return nn.Sequential(nn.Flatten(), nn.Linear(784, 1000), nn.ReLU(), nn.Linear(1000, 10))
 
 
@@ -91,16 +87,7 @@ def time_dperm(X, y, *, model: str, batch_size: int, seed: int, device: str = "c
         net, opt, loader, epsilon=EPSILON_BOUND, delta=DELTA, epochs=1, noise_multiplier=1.0,
         neighbouring="add-remove", dataset_size=len(X), random_state=seed,
     )  # fmt: skip
-    loss_fn = torch.nn.CrossEntropyLoss()
-    t0, c0 = time.perf_counter(), time.process_time()
-    for xb, yb in loader:
-        xb, yb = xb.to(dev), yb.to(dev)
-        opt.zero_grad()
-        loss_fn(net(xb), yb).backward()
-        opt.step()
-    if dev.type == "cuda":
-        torch.cuda.synchronize()
-    return time.perf_counter() - t0, time.process_time() - c0
+    return timed_epochs(torch, net, opt, loader, dev)  # the peer's own loop
 
 
 def time_opacus(py: Path, X, y, *, model: str, batch_size: int, seed: int, device="cpu"):

@@ -164,8 +164,28 @@ def _flags(module, names) -> list[bool]:
     return [getattr(module, n) is not None and getattr(module, n).requires_grad for n in names]
 
 
+class _WeightBiasFn(torch.autograd.Function):
+    """The tap of a (weight, bias) layer: ``unit.op(x, weight, bias)`` forward; backward
+    records (x, G) for the unit's per-example gradients and returns the gradient with
+    respect to x only (``unit.input_grad``), none to the parameters."""
+
+    @staticmethod
+    def forward(ctx, unit, x, weight, bias):
+        ctx.unit = unit
+        ctx.save_for_backward(x, weight)
+        return unit.op(x, weight, bias)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        ctx.unit.record(x, g)
+        gx = ctx.unit.input_grad(x, weight, g) if ctx.needs_input_grad[1] else None
+        return None, gx, None, None
+
+
 class _WeightBias(Unit):
-    """A layer whose per-layer lists are (weight, bias), either possibly frozen/absent."""
+    """A layer whose per-layer lists are (weight, bias), either possibly frozen/absent,
+    tapped by :class:`_WeightBiasFn` around its ``op`` and ``input_grad``."""
 
     def __init__(self, module, owner):
         super().__init__(module, owner)
@@ -176,21 +196,18 @@ class _WeightBias(Unit):
         m = self.module
         return [m.weight if self.has[0] else None, m.bias if self.has[1] else None]
 
+    def op(self, x, weight, bias):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def input_grad(self, x, weight, g):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def forward(self, x):
+        m = self.module
+        return _WeightBiasFn.apply(self, x, m.weight, m.bias)
+
 
 # ================================================================ Linear
-class _LinearFn(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, unit, x, weight, bias):
-        ctx.unit = unit
-        ctx.save_for_backward(x, weight)
-        return F.linear(x, weight, bias)
-
-    @staticmethod
-    def backward(ctx, g):
-        x, weight = ctx.saved_tensors
-        ctx.unit.record(x, g)
-        gx = g.matmul(weight) if ctx.needs_input_grad[1] else None
-        return None, gx, None, None
 
 
 def _choose_materialise(owner, b: int, T: int, p: int, d: int) -> bool:
@@ -212,9 +229,11 @@ class LinearUnit(_WeightBias):
 
     kind = "linear"
 
-    def forward(self, x):
-        m = self.module
-        return _LinearFn.apply(self, x, m.weight, m.bias)
+    def op(self, x, weight, bias):
+        return F.linear(x, weight, bias)
+
+    def input_grad(self, x, weight, g):
+        return g.matmul(weight)
 
     def _rows(self, rec):
         x, g = rec.saved, rec.grad
@@ -290,26 +309,6 @@ def _unfold(x, kernel, dilation, padding, stride):
     return view.reshape(b, c * math.prod(kernel), math.prod(sizes))
 
 
-class _ConvFn(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, unit, x, weight, bias):
-        ctx.unit = unit
-        ctx.save_for_backward(x, weight)
-        m = unit.module
-        return unit.conv(x, weight, bias, m.stride, m.padding, m.dilation, m.groups)
-
-    @staticmethod
-    def backward(ctx, g):
-        x, weight = ctx.saved_tensors
-        unit = ctx.unit
-        unit.record(x, g)
-        gx = None
-        if ctx.needs_input_grad[1]:
-            m = unit.module
-            gx = unit.conv_input(x.shape, weight, g, m.stride, m.padding, m.dilation, m.groups)
-        return None, gx, None, None
-
-
 class ConvUnit(_WeightBias):
     """:class:`torch.nn.Conv1d` / :class:`torch.nn.Conv2d` with zero (or no) padding."""
 
@@ -325,9 +324,13 @@ class ConvUnit(_WeightBias):
     def supports(module) -> bool:
         return module.padding_mode == "zeros" and not isinstance(module.padding, str)
 
-    def forward(self, x):
+    def op(self, x, weight, bias):
         m = self.module
-        return _ConvFn.apply(self, x, m.weight, m.bias)
+        return self.conv(x, weight, bias, m.stride, m.padding, m.dilation, m.groups)
+
+    def input_grad(self, x, weight, g):
+        m = self.module
+        return self.conv_input(x.shape, weight, g, m.stride, m.padding, m.dilation, m.groups)
 
     def _unfold(self, rec):
         """A of shape (b, groups, d_g, T) and G of shape (b, groups, p_g, T)."""
@@ -496,26 +499,6 @@ class EmbeddingUnit(Unit):
 
 
 # ================================================================ LayerNorm / GroupNorm
-class _AffineFn(torch.autograd.Function):
-    """y = x̂ ⊙ w + β, w and β broadcast by ``unit.view``."""
-
-    @staticmethod
-    def forward(ctx, unit, xhat, weight, bias):
-        ctx.unit = unit
-        ctx.save_for_backward(xhat, weight)
-        out = xhat if weight is None else xhat * unit.view(weight, xhat.dim())
-        return out if bias is None else out + unit.view(bias, xhat.dim())
-
-    @staticmethod
-    def backward(ctx, g):
-        xhat, weight = ctx.saved_tensors
-        ctx.unit.record(xhat, g)
-        gx = None
-        if ctx.needs_input_grad[1]:
-            gx = g if weight is None else g * ctx.unit.view(weight, g.dim())
-        return None, gx, None, None
-
-
 class NormUnit(_WeightBias):
     """The affine part of :class:`torch.nn.LayerNorm` / :class:`torch.nn.GroupNorm`."""
 
@@ -541,7 +524,15 @@ class NormUnit(_WeightBias):
             xhat = F.layer_norm(x, m.normalized_shape, None, None, m.eps)
         else:
             xhat = F.group_norm(x, m.num_groups, None, None, m.eps)
-        return _AffineFn.apply(self, xhat, m.weight, m.bias)
+        return super().forward(xhat)  # the tap is the affine map of x̂
+
+    def op(self, xhat, weight, bias):
+        """y = x̂ ⊙ w + β, w and β broadcast by :meth:`view`."""
+        out = xhat if weight is None else xhat * self.view(weight, xhat.dim())
+        return out if bias is None else out + self.view(bias, xhat.dim())
+
+    def input_grad(self, xhat, weight, g):
+        return g if weight is None else g * self.view(weight, g.dim())
 
     def per_example(self, rec):
         xhat, g = rec.saved, rec.grad

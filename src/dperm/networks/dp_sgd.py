@@ -38,10 +38,10 @@ import numpy as np
 
 from .._rng import check_random_state
 from .._validation import check_epsilon, check_nonnegative, check_positive
-from ..accounting.events import ADD_REMOVE
 from ..algorithms import _gradient_loop as gl
 from ..algorithms.base import Result, private_fit
-from ..exceptions import DpermError, InvalidDataError, InvalidPrivacyParameter, UnknownNameError
+from ..algorithms.dp_sgd import check_sampling
+from ..exceptions import DpermError, InvalidDataError, UnknownNameError
 from ..schedules import get_schedule
 from ._torch import flat_parameters, require_torch, resolve_device, trainable
 from ._torch import torch_rng_seed as _torch_seed
@@ -303,16 +303,9 @@ def fit(
     """
     torch = require_torch()
     check_module(module)
-    if sampling not in gl.SAMPLINGS:
-        raise UnknownNameError(f"unknown sampling {sampling!r}; choose one of {list(gl.SAMPLINGS)}")
+    neighbouring = check_sampling(sampling, neighbouring)
     if method not in METHODS:
         raise UnknownNameError(f"unknown method {method!r}; choose one of {list(METHODS)}")
-    neighbouring = gl.check_neighbouring(neighbouring)
-    if neighbouring == ADD_REMOVE and sampling != "poisson":
-        raise InvalidPrivacyParameter(
-            f"sampling={sampling!r} is accounted for replace-one neighbours only; use "
-            "sampling='poisson' or neighbouring='replace-one', got neighbouring='add-remove'"
-        )
     C = check_positive(clipping_norm, "clipping_norm")
     weight_decay = check_nonnegative(weight_decay, "weight_decay")
     opts = gl.check_options(weight_decay, momentum, averaging, None, C)

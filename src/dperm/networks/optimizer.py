@@ -32,6 +32,19 @@ from ..exceptions import InvalidPrivacyParameter
 __all__ = ["DPOptimizer"]
 
 
+def _wrapped(name: str) -> property:
+    """The wrapped optimizer's attribute ``name``, read and written through."""
+    return property(
+        lambda self: getattr(self.original_optimizer, name),
+        lambda self, value: setattr(self.original_optimizer, name, value),
+    )
+
+
+def _planned(name: str) -> property:
+    """The run's constant ``name``, read off its plan (:class:`~dperm.networks.plan.RunPlan`)."""
+    return property(lambda self: getattr(self.plan, name))
+
+
 class DPOptimizer(torch.optim.Optimizer):
     """A torch optimizer whose ``step`` is a DP-SGD step (module docstring).
 
@@ -79,29 +92,9 @@ class DPOptimizer(torch.optim.Optimizer):
         self._optimizer_load_state_dict_post_hooks: dict = {}
 
     # ---------------------------------------------------------------- proxies
-    @property
-    def param_groups(self):
-        return self.original_optimizer.param_groups
-
-    @param_groups.setter
-    def param_groups(self, value):
-        self.original_optimizer.param_groups = value
-
-    @property
-    def state(self):
-        return self.original_optimizer.state
-
-    @state.setter
-    def state(self, value):
-        self.original_optimizer.state = value
-
-    @property
-    def defaults(self):
-        return self.original_optimizer.defaults
-
-    @defaults.setter
-    def defaults(self, value):
-        self.original_optimizer.defaults = value
+    param_groups = _wrapped("param_groups")
+    state = _wrapped("state")
+    defaults = _wrapped("defaults")
 
     def state_dict(self):
         return self.original_optimizer.state_dict()
@@ -125,45 +118,16 @@ class DPOptimizer(torch.optim.Optimizer):
         )
 
     # ---------------------------------------------------------------- the plan
-    @property
-    def dp_event(self):
-        return self.plan.event
-
-    @property
-    def noise_multiplier(self) -> float:
-        return self.plan.noise_multiplier
-
-    @property
-    def noise_std(self) -> float:
-        return self.plan.noise_std
-
-    @property
-    def clipping_norm(self) -> float:
-        return self.plan.clipping_norm
-
-    @property
-    def expected_batch_size(self) -> float:
-        return self.plan.normalizer
-
-    @property
-    def steps(self) -> int:
-        return self.plan.steps
-
-    @property
-    def epsilon(self):
-        return self.plan.epsilon
-
-    @property
-    def delta(self):
-        return self.plan.delta
-
-    @property
-    def epsilon_spent(self):
-        return self.plan.epsilon_spent
-
-    @property
-    def neighbouring(self) -> str:
-        return self.plan.neighbouring
+    dp_event = _planned("event")
+    noise_multiplier = _planned("noise_multiplier")
+    noise_std = _planned("noise_std")
+    clipping_norm = _planned("clipping_norm")
+    expected_batch_size = _planned("normalizer")
+    steps = _planned("steps")
+    epsilon = _planned("epsilon")
+    delta = _planned("delta")
+    epsilon_spent = _planned("epsilon_spent")
+    neighbouring = _planned("neighbouring")
 
     def privacy_statement(self) -> str:
         """The plain-language statement of the run (:func:`dperm.privacy_statement`)."""

@@ -22,11 +22,10 @@ from .._validation import (
     check_delta_size,
     check_epsilon,
     check_positive,
-    check_probability,
 )
 from ..accounting.events import Composed, DpEvent, Gaussian
 from ..algorithms import _gradient_loop as gl
-from ..algorithms.dp_sgd import run_plan
+from ..algorithms.dp_sgd import check_plan, run_plan
 from ..exceptions import InvalidPrivacyParameter
 from ..statement import ACCOUNTANT_TEXTS, relation_text
 
@@ -117,19 +116,7 @@ def make_plan(
     neighbouring = gl.check_neighbouring(neighbouring)
     dataset_size = gl.check_dataset_size(dataset_size)
     size = gl.public_size(neighbouring, dataset_size, n_rows, "the dataset size")
-    given = {
-        "sampling_rate": (sampling_rate, check_probability),
-        "batch_size": (batch_size, check_count),
-        "epochs": (epochs, check_positive),
-        "steps": (steps, check_count),
-    }
-    v = {name: None if x is None else check(x, name) for name, (x, check) in given.items()}
-    for a, b in (("sampling_rate", "batch_size"), ("epochs", "steps")):
-        if v[a] is not None and v[b] is not None:
-            raise InvalidPrivacyParameter(
-                f"give {a} or {b}, not both (got {a}={v[a]!r}, {b}={v[b]!r})"
-            )
-    sampling_rate, batch_size, epochs, steps = (v[k] for k in given)
+    sampling_rate, batch_size, epochs, steps = check_plan(sampling_rate, batch_size, epochs, steps)
     defaults = default_hyperparameters(size, epsilon)
     sampler, steps = run_plan(
         sampling, n_rows, size, defaults, sampling_rate, batch_size, epochs, steps,
