@@ -18,32 +18,22 @@ n (default 10⁶, 3·10⁶, 10⁷ rows, d = 100, float32):
   (``dask scheduler`` / ``dask worker``, as on a real cluster), so the RSS is the
   client's alone (a ``LocalCluster`` would run the scheduler inside this process).
 
-Two more modes measure DP-SGD's per-step cost (issue #22 §3):
+One more mode measures DP-SGD's per-step cost (issue #39; the speed ratios:
+``bench_dask_steps.py``):
 
-* ``--sgd-ratio``: the issue's target.  X (2·10⁶ × 50 float32) and y are drawn on
-  the client and scattered to a 2-worker ``LocalCluster`` (one thread each); the
-  same ``DPLogisticRegression(mechanism="dp-sgd", epochs=1)`` fit (default batch
-  √n, ε = 1, replace-one, the same ``random_state``) is timed on the numpy array and
-  on the Dask array, alternating, for ``--seeds`` seeds, after an untimed one-step
-  warm-up fit on each side (so the calibration is cached on both sides — the
-  stricter ratio — and the workers have imported dperm).  Printed: both times, the
-  ratio (target ≤ 3), the steps, the fixed cost of each side (the same fit with one
-  step: validation, the row-norm pass, calibration, the session's opening) and the
-  time per step ((fit − fixed) / (steps − 1)), and the largest coefficient
-  difference between the two models (same seed → same model up to rounding).
-* ``--latency``: the per-step latency model of docs/cluster.md.  For 1 and 2
-  workers and expected batch sizes ``--batches``, ``dp_sgd.fit`` runs ``--steps``
-  Poisson steps on a Dask X of ``--n`` rows generated on the workers, through the
-  step session and through one task per worker and step (the fallback), and on the
-  numpy array; the time per step is the time between the first and the last step
-  (a callback), so set-up and calibration are excluded.
+* ``--latency``: the per-step cost model of docs/cluster.md and the constants of the
+  public cost rule ``dperm.backends.dask_steps.worker_sums``.  For 1 and 2 workers and
+  expected batch sizes ``--batches``, ``dp_sgd.fit`` runs ``--steps`` Poisson steps on
+  a Dask X of ``--n`` × ``--ratio-d`` float32 rows persisted on the workers, with the
+  lots' rows fetched to the client ("fetch") and with the sums computed on the workers
+  ("workers"), and on the numpy array; the time per step is the time between the
+  first and the last step (a callback), so set-up and calibration are excluded.
 
 Run (takes ~30–60 min; use nice on a shared machine)::
 
     nice -n 10 python benchmarks/bench_scale.py                       # full table
     python benchmarks/bench_scale.py --n 200000 --workers 2 --chunk 50000  # smoke run
-    python benchmarks/bench_scale.py --sgd-ratio                     # issue #22 target
-    python benchmarks/bench_scale.py --latency --n 1e7 --batches 1000 3162 10000 31623
+    python benchmarks/bench_scale.py --latency --n 2e6 --batches 160 1000 10000 100000
 
 Results are printed as a table and appended as JSON lines to ``--out``.
 """
@@ -199,7 +189,7 @@ def fit_one(name: str, X, y, n: int, args) -> dict:
 
 
 # ===================================================================== DP-SGD per step
-def local_cluster(workers: int, memory_gib: float):
+def local_cluster(workers: int, memory_gib: float, direct_to_workers=None):
     """A ``LocalCluster`` of ``workers`` processes with one thread each, and its client."""
     from distributed import Client, LocalCluster
 
@@ -211,7 +201,7 @@ def local_cluster(workers: int, memory_gib: float):
         memory_limit=f"{memory_gib / workers:.2f}GiB",
         env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
     )
-    return cluster, Client(cluster)
+    return cluster, Client(cluster, direct_to_workers=direct_to_workers)
 
 
 def client_data(n: int, d: int, seed: int = 0):
@@ -239,72 +229,6 @@ def _load() -> str:
     return " ".join(open("/proc/loadavg").read().split()[:3])
 
 
-def sgd_ratio(args) -> list[dict]:
-    """The issue's target: one DP-SGD epoch on a 2-worker LocalCluster vs numpy."""
-    from dperm import DPLogisticRegression
-
-    n, d = int(args.ratio_n), args.ratio_d
-    X, y = client_data(n, d)
-    cluster, client = local_cluster(2, args.memory_gib)
-    # the lot size of issue #31's measurement (√n, the named dp-sgd default of that time);
-    # ``--ratio-batch auto``: the estimator's rule today (160/√ε rows at most: many
-    # more, smaller steps, where the cluster's per-step round trip dominates)
-    batch = getattr(args, "ratio_batch", None) or str(round(np.sqrt(n)))
-    kw = dict(mechanism="dp-sgd", epsilon=1.0, delta=1e-8, data_norm=1.5, classes=[-1, 1], epochs=1)
-    if batch != "auto":
-        kw["batch_size"] = int(batch)
-    b_one = int(batch) if batch != "auto" else 160  # one step's share of an epoch
-    rows = []
-    try:
-        Xd, yd = scatter(X, y, args.chunk)
-        print(
-            f"n={n} d={d} float32, 2 workers, chunk {args.chunk}, batch {batch}; load {_load()}",
-            flush=True,
-        )
-        one_step = dict(kw, epochs=b_one / n)  # q: one step
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for A, b in ((X, y), (Xd, yd)):  # warm-up: calibration cached, workers' imports
-                DPLogisticRegression(**one_step, random_state=0).fit(A, b)
-            for seed in range(args.seeds):
-                sides = [("numpy", X, y), ("dask", Xd, yd)]
-                times, models, fixed = {}, {}, {}
-                for name, A, b in sides if seed % 2 == 0 else sides[::-1]:
-                    gc.collect()
-                    t0 = time.perf_counter()
-                    models[name] = DPLogisticRegression(**kw, random_state=seed).fit(A, b)
-                    times[name] = time.perf_counter() - t0
-                    t0 = time.perf_counter()  # the same fit's fixed cost: one step
-                    DPLogisticRegression(**one_step, random_state=seed).fit(A, b)
-                    fixed[name] = time.perf_counter() - t0
-                steps = models["dask"].diagnostics_["steps"]
-                diff = np.max(np.abs(models["dask"].coef_ - models["numpy"].coef_))
-                per_step = {k: 1e3 * (times[k] - fixed[k]) / (steps - 1) for k in times}
-                row = {
-                    "mode": "sgd-ratio", "n": n, "d": d, "seed": seed, "steps": steps,
-                    "numpy_s": times["numpy"], "dask_s": times["dask"],
-                    "ratio": times["dask"] / times["numpy"], "max_coef_diff": float(diff),
-                    "numpy_fixed_s": fixed["numpy"], "dask_fixed_s": fixed["dask"],
-                    "numpy_ms_step": per_step["numpy"], "dask_ms_step": per_step["dask"],
-                    "load": _load(),
-                }  # fmt: skip
-                rows.append(row)
-                print(
-                    f"seed {seed}: numpy {times['numpy']:.2f} s, dask {times['dask']:.2f} s, "
-                    f"ratio {row['ratio']:.2f}; {steps} steps; fixed cost numpy "
-                    f"{fixed['numpy']:.2f} s, dask {fixed['dask']:.2f} s; per step numpy "
-                    f"{per_step['numpy']:.2f} ms, dask {per_step['dask']:.2f} ms; "
-                    f"max |coef diff| {diff:.1e}; load {row['load']}",
-                    flush=True,
-                )
-        ratios = [r["ratio"] for r in rows]
-        print(f"median ratio {np.median(ratios):.2f} (target ≤ 3; {len(ratios)} seeds)")
-    finally:
-        client.close()
-        cluster.close()
-    return rows
-
-
 def _step_times(fit, A, b, batch: int, steps: int) -> np.ndarray:
     """Durations of steps 2..T of a DP-SGD run (set-up and calibration excluded)."""
     from dperm.losses import Logistic
@@ -319,27 +243,27 @@ def _step_times(fit, A, b, batch: int, steps: int) -> np.ndarray:
 
 
 def latency(args) -> list[dict]:
-    """Per-step time against the batch size and the number of workers (session, tasks,
-    numpy), for the latency model of docs/cluster.md."""
+    """Per-step time against the lot and the number of workers (rows fetched to the
+    client, sums on the workers, numpy), for the cost model of docs/cluster.md."""
     from dperm.algorithms import dp_sgd
-    from dperm.backends.dask import DaskDesign
+    from dperm.backends import dask_steps
 
     n, d = int(args.n[0]), args.ratio_d
     X, y = client_data(n, d)
     rows = []
+    rule = dask_steps.worker_sums
     print(f"n={n} d={d} float32; per-step ms: mean (median, p90); load {_load()}")
     for workers in args.workers:
         cluster, client = local_cluster(workers, args.memory_gib)
         try:
             Xd, yd = scatter(X, y, args.chunk)
             for batch in args.batches:
-                paths = [("numpy", X, y, True), ("session", Xd, yd, True)]
-                paths.append(("tasks", Xd, yd, False))
-                for name, A, b, session in paths:
+                paths = [("numpy", X, y, None), ("fetch", Xd, yd, False), ("workers", Xd, yd, True)]
+                for name, A, b, on_workers in paths:
                     if name == "numpy" and workers != args.workers[0]:
                         continue
-                    DaskDesign.use_session = session
-                    steps = args.steps if name != "tasks" else min(args.steps, 60)
+                    dask_steps.worker_sums = (lambda *a, v=on_workers: v) if A is Xd else rule
+                    steps = args.steps if name != "workers" else min(args.steps, 100)
                     dt = 1e3 * _step_times(dp_sgd.fit, A, b, int(batch), steps)
                     row = {
                         "mode": "latency", "path": name, "workers": workers, "n": n, "d": d,
@@ -349,22 +273,25 @@ def latency(args) -> list[dict]:
                     }  # fmt: skip
                     rows.append(row)
                     print(
-                        f"W={workers} b={int(batch):>6} {name:>8}: {row['ms_mean']:7.3f} "
+                        f"W={workers} b={int(batch):>6} {name:>8}: {row['ms_mean']:8.3f} "
                         f"({row['ms_median']:.3f}, {row['ms_p90']:.3f}) load {row['load']}",
                         flush=True,
                     )
         finally:
-            DaskDesign.use_session = True
+            dask_steps.worker_sums = rule
             client.close()
             cluster.close()
     for workers in args.workers:
-        for name in ("session", "numpy", "tasks"):
-            pts = [(r["batch"], r["ms_median"]) for r in rows
+        for name in ("fetch", "numpy", "workers"):
+            pts = [(r["batch"], r["ms_mean"]) for r in rows
                    if r["path"] == name and r["workers"] == workers]  # fmt: skip
             if len(pts) >= 2:
                 b, t = np.array(pts, dtype=float).T
                 slope, icpt = np.polyfit(b, t, 1)
-                print(f"model W={workers} {name}: {icpt:.3f} ms + {1e3 * slope:.3f} µs × batch")
+                print(
+                    f"model W={workers} {name}: {icpt:.3f} ms + {1e3 * slope:.3f} µs × lot "
+                    f"({1e6 * slope / d:.2f} ns a number)"
+                )
     return rows
 
 
@@ -386,17 +313,13 @@ def main(argv=None):
     p.add_argument("--dask-ml-iter", type=int, default=100)
     p.add_argument("--memory-gib", type=float, default=12.0, help="total over the workers")
     p.add_argument("--out", default="scale.jsonl", help="JSON lines appended here")
-    p.add_argument("--sgd-ratio", action="store_true", help="issue #22 §3 target only")
-    p.add_argument("--ratio-n", type=float, default=2e6)
-    p.add_argument("--ratio-d", type=int, default=50)
-    p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--ratio-batch", default=None, help="--sgd-ratio lot size: default √n, or auto")
-    p.add_argument("--latency", action="store_true", help="per-step latency model only")
-    p.add_argument("--batches", type=float, nargs="+", default=[1000, 3162, 10000, 31623])
+    p.add_argument("--ratio-d", type=int, default=50, help="--latency: columns")
+    p.add_argument("--latency", action="store_true", help="per-step cost model only")
+    p.add_argument("--batches", type=float, nargs="+", default=[160, 1000, 10000, 100000])
     p.add_argument("--steps", type=int, default=400)
     args = p.parse_args(argv)
-    if args.sgd_ratio or args.latency:
-        rows = sgd_ratio(args) if args.sgd_ratio else latency(args)
+    if args.latency:
+        rows = latency(args)
         with open(args.out, "a") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows)
         return

@@ -50,7 +50,7 @@ from dperm.algorithms import structured_output_perturbation as sop
 from dperm.constraints import L1Ball
 from dperm.datasets import load
 from dperm.datasets.group_sparse import ACTIVE_GROUPS, group_sparse_groups
-from dperm.estimators._mechanisms import objective_alpha_rule, output_alpha_rule
+from dperm.estimators._alpha_rules import objective_alpha_rule, output_alpha_rule
 from dperm.exceptions import ClippingWarning
 from dperm.losses import Logistic
 from dperm.norms import GroupLinfNorm

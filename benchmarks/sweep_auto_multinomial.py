@@ -96,7 +96,7 @@ def _output_candidates(n, D, k, eps, R, grid):
     no clipping; R the augmented row bound) and the default with each clipping fraction
     of :data:`OUTPUT_CLIPS` (key ``_clip``: ``OUTPUT_CLIP_FRACTION`` for that run), and
     two with the intercept column left at s (``_scale``: ``OUTPUT_INTERCEPT_SCALE``)."""
-    from dperm.estimators._mechanisms import output_alpha_rule
+    from dperm.estimators._alpha_rules import output_alpha_rule
 
     out = {"output": {"mechanism": "output"}}
     if grid:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,22 @@ def test_no_module_over_800_lines():
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert long == {}, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_no_merge_conflict_markers_anywhere():
+    """A conflict left in a docstring or a page passes ruff and the import checks: look
+    for the markers in every source, test, benchmark and docs file."""
+    root = Path(__file__).resolve().parents[1]
+    marker = re.compile(r"^\s*(<{7}|>{7}) |^={7}$", re.MULTILINE)
+    files = [
+        p
+        for folder in ("src", "tests", "benchmarks", "docs")
+        for p in (root / folder).rglob("*")
+        if p.suffix in (".py", ".md", ".toml", ".yml", ".txt")
+    ]
+    files += [root / "README.md", root / "pyproject.toml", root / "mkdocs.yml"]
+    hits = [str(p.relative_to(root)) for p in files if marker.search(p.read_text("utf-8"))]
+    assert hits == [], f"merge conflict markers in {hits}"
 
 
 def test_estimator_fit_never_tests_for_a_backend():

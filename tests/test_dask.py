@@ -3,15 +3,13 @@
 Two worker processes with one thread each, started once for the module.  The
 properties: every pass of the Design interface equals the one-machine pass; fits
 that are deterministic given the noise give the same model as on one machine for
-the same seed, DP-SGD included (the sampler's own batches, split by partition);
-X never reaches the client; bad input raises the one-machine exceptions.
+the same seed, DP-SGD included (the sampler's own batches; its steps:
+tests/test_dask_steps.py); X never reaches the client; bad input raises the
+one-machine exceptions.
 (The cross-backend equalities on small data: tests/test_backends.py.)
 """
 
 from __future__ import annotations
-
-import itertools
-import warnings
 
 import numpy as np
 import pytest
@@ -110,8 +108,9 @@ def test_every_data_method_of_design_is_served_by_the_workers():
 
 
 def test_x_is_never_gathered(client, data, ddata, monkeypatch):
-    """Every object the client receives is a few d-vectors (≪ size of X), and no
-    Dask array is ever converted with numpy.asarray on the client."""
+    """Every object a pass returns to the client is a few d-vectors (≪ size of X),
+    and no Dask array is ever converted with numpy.asarray on the client (DP-SGD's
+    lots' rows: tests/test_dask_steps.py)."""
     from dask.sizeof import sizeof
 
     _, yd = ddata
@@ -128,32 +127,17 @@ def test_x_is_never_gathered(client, data, ddata, monkeypatch):
     def no_asarray(self, *args, **kwargs):
         raise AssertionError("a Dask array was gathered with numpy.asarray")
 
-    from dperm.backends import dask_session
-
-    real_recv = dask_session._recv
-
-    replies = []
-
-    def recv(sock):  # the step session's replies: d-vectors too
-        out = real_recv(sock)
-        replies.append(len(out))
-        return out
-
     monkeypatch.setattr(distributed.Client, "gather", gather)
-    monkeypatch.setattr(dask_session, "_recv", recv)
     monkeypatch.setattr(da.Array, "__array__", no_asarray)
-    for mechanism in ("objective", "dp-gd", "dp-sgd"):
+    for mechanism in ("objective", "dp-gd"):
         est = DPLogisticRegression(
             epsilon=1.0, delta=1e-6, data_norm=1.2, mechanism=mechanism, classes=[-1, 1]
         )
-        if mechanism == "dp-sgd":
-            est.set_params(batch_size=600, epochs=1)
-        elif mechanism == "dp-gd":
+        if mechanism == "dp-gd":
             est.set_params(epochs=10)
         est.fit(Xd, yd)
     assert received, "nothing went through the distributed client"
-    assert len(replies) >= 10  # DP-SGD's 10 steps (q = 600/6000) came through the session
-    assert max(received + replies) < 4096 < Xd.nbytes / 40
+    assert max(received) < 4096 < Xd.nbytes / 40
     design = as_design(Xd, 1.2)
     with pytest.raises(TypeError):
         np.asarray(design)
@@ -240,7 +224,8 @@ def test_fixed_size_batches_are_split_exactly_across_partitions(ddata):
 
 def test_dp_sgd_poisson_same_model_as_numpy(data, ddata):
     """DP-SGD with Poisson sampling: the same batches, event, calibration and model
-    as on one machine for the same seed (up to the order of additions)."""
+    as on one machine for the same seed, bit for bit (each step runs the numpy
+    kernel on the lot's fetched rows)."""
     X, y = data
     Xd, yd = ddata
     kw = dict(
@@ -261,215 +246,8 @@ def test_dp_sgd_poisson_same_model_as_numpy(data, ddata):
         for key in ("noise_multiplier", "noise_std", "normalizer", "steps", "clipping_norm"):
             assert r1.diagnostics[key] == r0.diagnostics[key]
         assert r1.diagnostics["n_clipped"] == r0.diagnostics["n_clipped"] > 0
-        np.testing.assert_allclose(r1.theta, r0.theta, rtol=1e-9, atol=1e-12)
+        np.testing.assert_array_equal(r1.theta, r0.theta)
     assert np.mean(np.sign(X @ r1.theta) == y) > 0.8
-
-
-# ------------------------------------------------------------------ the step session
-def _session_threads(client) -> int:
-    import threading
-
-    def count():
-        return sum(t.name == "dperm-step-session" for t in threading.enumerate())
-
-    return sum(client.run(count).values())
-
-
-def _wait_no_session_threads(client, timeout=10.0) -> int:
-    import gc
-    import time
-
-    gc.collect()
-    deadline = time.monotonic() + timeout
-    while _session_threads(client) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return _session_threads(client)
-
-
-def test_dp_sgd_steps_go_through_one_session_per_fit(data, ddata, client, monkeypatch):
-    """A DP-SGD fit submits O(workers) tasks, not one per worker and step; its model
-    is bitwise the model of the task path (the same additions in the same order)
-    and the numpy model up to rounding; the workers' session threads end with it."""
-    X, y = data
-    Xd, yd = ddata
-    kw = dict(
-        epsilon=1.0, delta=1e-6, data_norm=1.2, neighbouring="replace-one",
-        accountant="pld", sampling_rate=0.05, steps=60, learning_rate=2.0, random_state=3,
-    )  # fmt: skip
-    submitted = []
-    real_submit = distributed.Client.submit
-
-    def submit(self, fn, *args, **kwargs):
-        submitted.append(getattr(fn, "__name__", fn))
-        return real_submit(self, fn, *args, **kwargs)
-
-    monkeypatch.setattr(distributed.Client, "submit", submit)
-    r_session = dp_sgd.fit(Logistic(), Xd, yd, **kw)
-    assert submitted.count("open_session") == 2  # one per worker, once
-    assert len(submitted) < 10 < kw["steps"]
-    assert _wait_no_session_threads(client) == 0  # closed with the fit's design
-    monkeypatch.setattr(DaskDesign, "use_session", False)
-    submitted.clear()
-    r_tasks = dp_sgd.fit(Logistic(), Xd, yd, **kw)
-    assert submitted.count("_partial_group") >= kw["steps"]
-    np.testing.assert_array_equal(r_session.theta, r_tasks.theta)
-    r_numpy = dp_sgd.fit(Logistic(), X, y, **kw)
-    np.testing.assert_allclose(r_session.theta, r_numpy.theta, rtol=1e-9, atol=1e-12)
-
-
-def _open(client, key, design, y):
-    """A session opened by hand on the worker holding partition 0 (its address)."""
-    import functools
-
-    from dperm.backends import dask as backend
-    from dperm.backends import dask_tasks as tasks
-    from dperm.backends.dask_session import open_session
-
-    where = design._placement()
-    _, groups, xf, af = where
-    worker = next(w for w, ps in groups.items() if 0 in ps)
-    yf = backend.block_futures(design.align(y), client)
-    blocks = [(xf[p], af[p], yf[p], None) for p in groups[worker]]
-    args = dict(size=design.shape[1], loss=Logistic(), C=0.3)
-    prepare = functools.partial(tasks.prepare_batch, op="clip", spec=design._spec)
-    compute = functools.partial(tasks.compute_batch, op="clip", spec=design._spec, args=args)
-    fut = client.submit(
-        open_session, key, prepare, compute, (design.shape[1],), blocks, workers=[worker],
-        pure=False,
-    )  # fmt: skip
-    return tuple(fut.result()), groups[worker]
-
-
-def test_session_refuses_a_peer_without_the_key(client, ddata):
-    """A connection that does not prove the session key is dropped before anything
-    is read or sent; the client that has the key is still served, by the
-    one-machine arithmetic, and the worker's thread ends when it disconnects."""
-    import socket
-
-    from dperm.backends import dask_session as ds
-    from dperm.backends import dask_tasks as tasks
-
-    Xd, yd = ddata
-    design = as_design(Xd, 1.2, warn=False)
-    key = b"k" * 32
-    address, parts = _open(client, key, design, yd)
-    intruder = socket.create_connection(address, timeout=10)
-    with pytest.raises((ds.SessionError, EOFError, OSError)):
-        ds._prove_client(intruder, b"x" * 32)
-        ds._recv(intruder)
-    intruder.close()
-    sock = socket.create_connection(address, timeout=10)
-    ds._prove_client(sock, key)
-    theta = np.random.default_rng(0).normal(size=D)
-    rows = np.arange(0, N, 7)
-    local = [(p, r) for p, r in design._blocks_for(rows) if p in parts]
-    counts = [len(dict(local).get(p, ())) for p in parts]
-    L = tasks.grid_exponent(len(rows), 0.3)
-    ds._send(sock, np.array([ds._STEP, L, *counts]), theta, *[r for _, r in local])
-    reply = ds._recv(sock)
-    assert np.frombuffer(reply, np.int64, 1)[0] == ds._OK
-    first = np.frombuffer(reply, np.int64, offset=8)
-    got = tasks.from_grid(first, L)
-    want = sum(
-        as_design(Xd[p * CHUNK : (p + 1) * CHUNK].compute(), 1.2, warn=False).glm_clipped_sum(
-            Logistic(), theta, yd[p * CHUNK : (p + 1) * CHUNK].compute(), 0.3, rows=r
-        )
-        for p, r in local
-    )
-    np.testing.assert_allclose(got, want, rtol=1e-12)
-    # batches queued ahead, then one θ per step: the same sums
-    ds._send(sock, np.array([ds._BATCHES, 2, *counts, *counts]), *[r for _, r in local] * 2)
-    for _ in range(2):
-        ds._send(sock, np.array([ds._NEXT, L]), theta)
-        reply = ds._recv(sock)
-        np.testing.assert_array_equal(np.frombuffer(reply, np.int64, offset=8), first)
-    sock.close()
-    assert _wait_no_session_threads(client) == 0
-
-
-def test_session_errors_and_a_lost_connection(client, data, ddata):
-    """A worker-side error is raised on the client (never a hang or a silent zero);
-    a lost connection to a live worker reopens the session for that step, same sum."""
-    from dperm.backends.dask_session import SessionError
-
-    X, y = data
-    Xd, yd = ddata
-    D0, D1 = as_design(X, 1.2, warn=False), as_design(Xd, 1.2, warn=False)
-    theta, rows, loss = np.full(D, 0.1), np.arange(3, N, 11), Logistic()
-    want = D0.glm_clipped_sum(loss, theta, y, 0.3, rows=rows)
-    np.testing.assert_allclose(D1.glm_clipped_sum(loss, theta, yd, 0.3, rows=rows), want)
-    session = D1._steps.session[2]
-    w0 = next(w for w, ps in session.groups.items() if 0 in ps)
-    bad = {w0: (np.eye(1, len(session.groups[w0]), dtype=np.int64)[0], np.array([CHUNK + 5]))}
-    with pytest.raises(RuntimeError, match="IndexError"):
-        session.step(theta, 40, bad)  # a row outside partition 0
-    assert session.closed
-    np.testing.assert_allclose(D1.glm_clipped_sum(loss, theta, yd, 0.3, rows=rows), want)
-    session = D1._steps.session[2]  # reopened
-    for sock in session._socks.values():
-        sock.close()  # the connections go away under the open session
-    np.testing.assert_allclose(D1.glm_clipped_sum(loss, theta, yd, 0.3, rows=rows), want)
-    assert session.closed and not D1._steps.session[2].closed  # a new session served it
-    assert D1._steps.recoveries == 0  # no worker was lost
-    with pytest.raises(SessionError):
-        session.step(theta, 40, bad)
-
-
-def test_session_on_a_tls_cluster_is_encrypted(tmp_path, data):
-    """On a cluster whose comms are TLS, the session's connections are TLS with the
-    cluster's own certificates (and the model is the numpy model)."""
-    import shutil
-    import ssl
-    import subprocess
-
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is needed to make a test certificate")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost",
-         "-addext", "basicConstraints=critical,CA:TRUE",
-         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    pem = {f"tls_{role}_{kind}": str(path) for role in ("client", "scheduler", "worker")
-           for kind, path in (("cert", cert), ("key", key))}  # fmt: skip
-    security = distributed.Security(tls_ca_file=str(cert), require_encryption=True, **pem)
-    X, y = data
-    kw = dict(
-        epsilon=1.0, delta=1e-6, data_norm=1.2, neighbouring="replace-one", accountant="pld",
-        sampling_rate=0.05, steps=20, learning_rate=2.0, random_state=1,
-    )  # fmt: skip
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(
-            n_workers=1, threads_per_worker=1, processes=True, protocol="tls://",
-            security=security, dashboard_address=":0", memory_limit="1GiB",
-        )  # fmt: skip
-        tls_client = distributed.Client(cluster, security=security, set_as_default=False)
-    try:
-        with tls_client.as_current():
-            Xd = tls_client.persist(da.from_array(X, chunks=(CHUNK, D)))
-            yd = tls_client.persist(da.from_array(y, chunks=CHUNK))
-            design = as_design(Xd, 1.2, warn=False)
-            got = design.glm_clipped_sum(
-                Logistic(), np.full(D, 0.1), yd, 0.3, rows=np.arange(0, N, 3)
-            )
-            session = design._steps.session[2]
-            assert all(isinstance(s, ssl.SSLSocket) for s in session._socks.values())
-            assert all(s.version().startswith("TLS") for s in session._socks.values())
-            want = as_design(X, 1.2, warn=False).glm_clipped_sum(
-                Logistic(), np.full(D, 0.1), y, 0.3, rows=np.arange(0, N, 3)
-            )
-            np.testing.assert_allclose(got, want, rtol=1e-10)
-            r1 = dp_sgd.fit(Logistic(), Xd, yd, **kw)
-        r0 = dp_sgd.fit(Logistic(), X, y, **kw)
-        np.testing.assert_allclose(r1.theta, r0.theta, rtol=1e-9, atol=1e-12)
-    finally:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tls_client.close()
-            cluster.close()
 
 
 # ------------------------------------------------------------------ bad input
@@ -648,57 +426,3 @@ def test_cli_fit_parquet(client, table_dir, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no public bound" in err[0]
-
-
-# ------------------------------------------------------------------ placement-free sums
-def test_clipped_sums_do_not_depend_on_how_the_rows_are_placed(data):
-    """The per-example grid sum of a batch is the same integer vector however its rows
-    are split over partitions and workers, in any order (so a lost worker's partitions
-    recomputed elsewhere give the same model, bit for bit), and the numpy clipped sum
-    to rounding; a term beyond the grid raises instead of wrapping around."""
-    from dperm.backends import dask_tasks as tasks
-
-    X, y = data
-    D0 = as_design(X, 1.2, intercept_scaling=0.5, warn=False)
-    D1 = as_design(da.from_array(X, chunks=(CHUNK, D)), 1.2, intercept_scaling=0.5, warn=False)
-    aux = D1.aux.compute()
-    rows = np.random.default_rng(5).choice(N, 900, replace=False)
-    theta, C, loss = np.random.default_rng(6).normal(size=D + 1), 0.3, Logistic()
-    L = tasks.grid_exponent(rows.size, C)
-    sums = []
-    for cuts in ([], [2000, 4000], [1, 3000, 5999]):  # partitions of the same rows
-        bounds = [0, *cuts, N]
-        blocks = [(X[a:b], aux[a:b], y[a:b], None) for a, b in itertools.pairwise(bounds)]
-        part = np.searchsorted(bounds, rows, side="right") - 1
-        for order in (np.arange(len(blocks)), np.arange(len(blocks))[::-1]):
-            entry = [(p, rows[part == p] - bounds[p]) for p in order if np.any(part == p)]
-            prepared = tasks.batch_rows(blocks, entry, D1._spec)
-            sums.append(tasks.clip_grid_sum(prepared, blocks, D1._spec, loss, theta, C, L))
-    for s in sums[1:]:
-        np.testing.assert_array_equal(s, sums[0])
-    want = D0.glm_clipped_sum(loss, theta, y, C, rows=rows)
-    np.testing.assert_allclose(tasks.from_grid(sums[0], L), want, rtol=1e-12, atol=1e-12)
-    with pytest.raises(ValueError, match="grid"):  # a grid too fine for terms of norm C
-        tasks.clip_grid_sum(prepared, blocks, D1._spec, loss, theta, C, L + 12)
-
-
-def test_batches_split_by_partition_and_worker():
-    """Batches of every sampler shape (index arrays in any order, negative indices, a
-    slice, None = every row, empty) are split into each worker's partitions' local
-    rows, in the batch's order within a partition; the row counts are public-size
-    facts of the batch (the grid's scale)."""
-    from dperm.backends.dask_steps import split
-
-    offsets = np.array([0, 10, 25, 40])
-    groups = {"w1": [0, 2], "w2": [1]}
-    batches = [np.array([39, 3, 12, 11, 0]), np.array([-1, 24]), slice(8, 12), None, []]
-    per_worker, sizes = split(batches, offsets, groups)
-    np.testing.assert_array_equal(sizes, [5, 2, 4, 40, 0])
-    c1, r1 = per_worker["w1"]
-    c2, r2 = per_worker["w2"]
-    np.testing.assert_array_equal(c1, [[2, 1], [0, 1], [2, 0], [-1, -1], [0, 0]])
-    np.testing.assert_array_equal(c2, [[2], [1], [2], [-1], [0]])
-    np.testing.assert_array_equal(r1, [3, 0, 14, 14, 8, 9])  # partition 0 keeps 3 before 0
-    np.testing.assert_array_equal(r2, [2, 1, 14, 0, 1])
-    with pytest.raises(InvalidDataError, match="out of range"):
-        split([np.array([40])], offsets, groups)

@@ -11,8 +11,8 @@ from sklearn.linear_model import LogisticRegression
 from dperm.accounting import EpsilonDelta, Gaussian, PoissonSampled, SelfComposed, epsilon_spent
 from dperm.design import augmented_bound
 from dperm.estimators import DPLogisticRegression
+from dperm.estimators._alpha_rules import objective_alpha_rule, output_alpha_rule
 from dperm.estimators._auto import output_clip_fraction
-from dperm.estimators._mechanisms import objective_alpha_rule, output_alpha_rule
 from dperm.exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
 from dperm.losses import Softmax
 

@@ -21,8 +21,8 @@ from dperm.accounting import epsilon_spent
 from dperm.accounting.events import EpsilonDelta, PureEpsilon, SelfComposed
 from dperm.algorithms.base import Result
 from dperm.estimators import _mechanisms, available_mechanisms, register_mechanism
+from dperm.estimators._alpha_rules import objective_alpha_rule, output_alpha_rule
 from dperm.estimators._base import sklearn_expected_failed_checks
-from dperm.estimators._mechanisms import objective_alpha_rule, output_alpha_rule
 from dperm.exceptions import (
     ClippingWarning,
     InvalidDataError,

@@ -219,7 +219,8 @@ def test_the_delta_label_says_where_delta_came_from(tmp_path):
     given = json.loads(_cli(*_FIT, "--ledger", db, "--delta", "1e-8", "--json").stdout)
     assert "delta_source" not in given and given["delta"] == 1e-8
     plain = _cli("fit", "--epsilon", "0.3", "--no-reference", "--seed", "0")
-    assert "default 1/n²" in plain.stdout  # no ledger: the estimator's 1/n²
+    flat = re.sub(r"[\s│]+", " ", plain.stdout)
+    assert "(default min(1/n², 1e-5))" in flat  # no ledger: the estimator's default rule
 
 
 # ------------------------------------------------------------------- verify --head

@@ -35,7 +35,6 @@ from dperm.networks._torch import flat_parameters  # noqa: E402
 from dperm.networks.mlp import build_module, forward_numpy, init_parameters  # noqa: E402
 from dperm.networks.per_example import (  # noqa: E402
     clipped_gradient_sum,
-    ghost_eligible,
     per_example_gradients,
 )
 
@@ -69,33 +68,35 @@ def test_per_example_gradients_match_one_autograd_call_per_example(activation):
     norms = G.norm(dim=1)
     for C in (float(norms.min()) / 2, float(norms.median()), 10 * float(norms.max())):
         expected = (G * torch.clamp(C / norms, max=1.0)[:, None]).sum(0)
-        for method in ("ghost", "vmap"):
+        for method in ("auto", "ghost", "materialise", "vmap"):
             got = clipped_gradient_sum(net, "cross_entropy", X, y, C, method)
             torch.testing.assert_close(got, expected, rtol=1e-9, atol=1e-12)
 
 
-def test_ghost_path_applies_to_mlps_only_and_frozen_layers_are_not_released():
-    net = _mlp()
-    assert ghost_eligible(net) and not ghost_eligible(net, X_ndim=3)
-    conv = torch.nn.Sequential(torch.nn.Conv1d(1, 2, 3), torch.nn.Flatten(), torch.nn.Linear(6, 2))
-    assert not ghost_eligible(conv)
-    X = torch.randn(4, 1, 5)
+def test_every_layer_path_agrees_with_vmap_and_frozen_layers_are_not_released():
+    torch.manual_seed(0)
+    conv = torch.nn.Sequential(
+        torch.nn.Conv1d(1, 2, 3), torch.nn.Flatten(), torch.nn.Linear(6, 2)
+    ).double()
+    X = torch.randn(4, 1, 5, dtype=torch.float64)
     y0 = torch.zeros(4, dtype=torch.long)
-    with pytest.raises(InvalidPrivacyParameter, match="method='ghost'"):
-        clipped_gradient_sum(conv, "cross_entropy", X, y0, 1.0, "ghost")
-    g = clipped_gradient_sum(conv, "cross_entropy", X, y0, 1.0)
-    assert g.shape == (sum(p.numel() for p in conv.parameters()),)
+    ref = clipped_gradient_sum(conv, "cross_entropy", X, y0, 0.1, "vmap")
+    for method in ("auto", "ghost", "materialise"):
+        g = clipped_gradient_sum(conv, "cross_entropy", X, y0, 0.1, method)
+        torch.testing.assert_close(g, ref, rtol=1e-9, atol=1e-12)
+    assert ref.shape == (sum(p.numel() for p in conv.parameters()),)
     conv[0].weight.requires_grad_(False)  # frozen (public) parameters are not trained
     g = clipped_gradient_sum(conv, "cross_entropy", X, y0, 1.0)
     assert g.shape == (sum(p.numel() for p in conv.parameters() if p.requires_grad),)
     assert float(g.norm()) <= 4.0 + 1e-6
+    assert all(p.grad is None for p in conv.parameters())  # no unclipped sum left behind
 
 
 def test_non_finite_per_example_gradient_contributes_zero():
     net = _mlp(sizes=(2, 3, 2))
     X = torch.tensor([[1.0, 2.0], [float("nan"), 0.0]], dtype=torch.float64)
     y = torch.tensor([0, 1])
-    for method in ("ghost", "vmap"):
+    for method in ("auto", "vmap"):
         got = clipped_gradient_sum(net, "cross_entropy", X, y, 1.0, method)
         ref = clipped_gradient_sum(net, "cross_entropy", X[:1], y[:1], 1.0, method)
         assert torch.isfinite(got).all()
@@ -229,7 +230,8 @@ def test_fit_trains_a_module_in_place_reproducibly():
         acc = (net(torch.from_numpy(X)).argmax(1).numpy() == y).mean()
     assert acc > 0.9
     np.testing.assert_array_equal(r.theta, run()[1].theta)
-    assert r.diagnostics["method"] == "ghost" and r.diagnostics["n_parameters"] == 114
+    assert r.diagnostics["layers"] == ("linear", "linear")
+    assert r.diagnostics["method"] == "auto" and r.diagnostics["n_parameters"] == 114
 
 
 # ------------------------------------------------------------------------------ DP PCA

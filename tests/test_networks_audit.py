@@ -24,7 +24,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from dperm.audit import audit, get_runner  # noqa: E402
-from dperm.networks import per_example  # noqa: E402
+from dperm.networks import _clipper  # noqa: E402
 
 EPSILON, DELTA = 1.0, 1e-5
 torch.set_num_threads(1)
@@ -36,7 +36,7 @@ def _no_clipping(sq_norms, clipping_norm):
 
 def _network_dp_sgd_without_clipping(X, y, epsilon, delta, rng):
     """Bug: per-example gradients are summed unclipped (sensitivity 50 instead of 1)."""
-    with mock.patch.object(per_example, "_clip_factors", _no_clipping):
+    with mock.patch.object(_clipper, "clip_factors", _no_clipping):
         return get_runner("network-dp-sgd").fn(X, y, epsilon, delta, rng)
 
 

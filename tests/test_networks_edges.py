@@ -1,9 +1,10 @@
 """Issue #32, the edges of dperm.networks a new user hits.
 
 * the ghost-norm path took modules that call a Linear layer twice or tie two layers'
-  weights, and under-estimated their per-example norms (an under-clipped sum): such
-  modules now take the exact vmap path (and ``method="ghost"`` refuses them); the
-  clipped sum is checked against an independent per-example computation;
+  weights, and under-estimated their per-example norms (an under-clipped sum): the
+  calls that touch a shared parameter are now summed per example before the norm, on
+  every path; the clipped sum is checked against an independent per-example
+  computation;
 * torch's own errors (a module that does not take X's rows, labels beyond its k
   outputs, a loss that does not fit the outputs) are dperm errors naming the parameter;
 * ``device="cuda"`` without CUDA is a specific error; ``predict`` before ``fit`` is
@@ -25,13 +26,7 @@ from dperm.estimators.mlp import DPMLPClassifier  # noqa: E402
 from dperm.exceptions import InvalidDataError, InvalidPrivacyParameter, ModelFileError  # noqa: E402
 from dperm.networks import fit as net_fit  # noqa: E402
 from dperm.networks._torch import resolve_device  # noqa: E402
-from dperm.networks.per_example import (  # noqa: E402
-    _ghost_clipped_sum,
-    clipped_gradient_sum,
-    ghost_eligible,
-    resolve_loss,
-    shares_parameters,
-)
+from dperm.networks.per_example import clipped_gradient_sum, shares_parameters  # noqa: E402
 
 torch.set_num_threads(1)
 nn = torch.nn
@@ -61,31 +56,26 @@ def _exact_clipped_sum(module, X, y, C):
 
 
 @pytest.mark.parametrize("name", ["reuse", "tied"])
-def test_shared_parameters_take_the_exact_path(name):
+def test_shared_parameters_are_summed_per_example_before_the_norm(name):
     module = _shared_modules()[name]
     X = torch.randn(12, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     y = torch.randint(0, 3, (12,), generator=torch.Generator().manual_seed(2))
-    assert shares_parameters(module) and not ghost_eligible(module)
+    assert shares_parameters(module)
     C = 0.05  # small enough that every example is clipped: the norms decide the sum
     exact = _exact_clipped_sum(module, X, y, C)
-    got = clipped_gradient_sum(module, "cross_entropy", X, y, C)
-    torch.testing.assert_close(got, exact, rtol=1e-9, atol=1e-12)
-    # what the ghost identity would have done: per-call norms, which under-estimate the
-    # norm of their sum, so the "clipped" sum is larger than C per example allows
-    ghost = _ghost_clipped_sum(module, resolve_loss("cross_entropy"), X, y, C)
-    assert ghost.numel() != exact.numel() or not torch.allclose(ghost, exact, rtol=1e-3)
-    with pytest.raises(InvalidPrivacyParameter, match="share a parameter"):
-        clipped_gradient_sum(module, "cross_entropy", X, y, C, method="ghost")
+    for method in ("auto", "ghost", "materialise", "vmap"):
+        got = clipped_gradient_sum(module, "cross_entropy", X, y, C, method)
+        torch.testing.assert_close(got, exact, rtol=1e-9, atol=1e-12)
 
 
-def test_distinct_layers_keep_the_ghost_path():
+def test_distinct_layers_are_exact_on_the_ghost_path():
     torch.manual_seed(3)
     module = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 3)).double()
-    assert not shares_parameters(module) and ghost_eligible(module)
+    assert not shares_parameters(module)
     X = torch.randn(16, 4, dtype=torch.float64)
     y = torch.randint(0, 3, (16,))
     torch.testing.assert_close(
-        clipped_gradient_sum(module, "cross_entropy", X, y, 0.05),
+        clipped_gradient_sum(module, "cross_entropy", X, y, 0.05, "ghost"),
         _exact_clipped_sum(module, X, y, 0.05),
         rtol=1e-9,
         atol=1e-12,

@@ -13,13 +13,13 @@ from sklearn.datasets import load_digits
 
 from dperm.design import as_design, augmented_bound
 from dperm.estimators import DPLogisticRegression, _auto
+from dperm.estimators._alpha_rules import output_alpha_rule
 from dperm.estimators._auto import (
     CONSISTENT_ABOVE,
     OUTPUT_CLIP_FRACTION,
     OUTPUT_INTERCEPT_SCALE,
     output_clip_fraction,
 )
-from dperm.estimators._mechanisms import output_alpha_rule
 from dperm.estimators._output_rows import scale_intercept
 from dperm.exceptions import InvalidPrivacyParameter
 

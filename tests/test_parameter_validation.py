@@ -12,6 +12,7 @@ raise the specific dperm exception with a message naming the parameter and the v
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -143,7 +144,8 @@ def _cases(classes):
         )
         for name in _make(cls).get_params(deep=False):
             for value, error in BAD_VALUES[name]:
-                cid = f"{cls.__name__}-{name}-{value!r}"
+                # no memory address in the id: pytest-xdist's workers must collect the same ids
+                cid = f"{cls.__name__}-{name}-{re.sub(' at 0x[0-9a-fA-F]+', '', repr(value))}"
                 yield pytest.param(cls, name, value, error, id=cid, marks=marks)
 
 

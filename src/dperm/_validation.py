@@ -250,7 +250,8 @@ def check_interval(value, name: str) -> tuple[float, float]:
     try:
         lo, hi = (float(v) for v in value)
     except (TypeError, ValueError):
-        raise InvalidPrivacyParameter(f"{name} must be a pair (lo, hi), got {value!r}") from None
+        msg = f"{name} must be two numbers (lo, hi), got {value!r}"
+        raise InvalidPrivacyParameter(msg) from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise InvalidPrivacyParameter(f"{name} must be finite with lo < hi, got {value!r}")
     return lo, hi

@@ -39,7 +39,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._parameters import RANDOM_STATE, positive, unit_interval, validate_params
 from ._rng import check_random_state
-from ._validation import check_positive, clip_rows, row_norms
+from ._validation import check_interval, check_positive, clip_rows, float_array, row_norms
 from .accounting.active import accounted_fit, charge, releasing
 from .accounting.events import (
     REPLACE_ONE,
@@ -109,12 +109,8 @@ def _check_bounds(bounds, n_features: int) -> tuple[np.ndarray, np.ndarray]:
             "bounds must be given: public per-feature [lo, hi] (a pair for every feature or "
             "an array of shape (n_features, 2)); they are never read from the data, got None"
         )
-    try:
-        b = np.asarray(bounds, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidPrivacyParameter(
-            f"bounds must be numeric pairs [lo, hi], got {bounds!r}"
-        ) from None
+    message = f"bounds must be numeric pairs [lo, hi], got {bounds!r}"
+    b = float_array(bounds, "bounds", error=InvalidPrivacyParameter, message=message)
     if b.shape == (2,):
         b = np.broadcast_to(b, (n_features, 2))
     if b.ndim != 2 or b.shape[1] != 2:
@@ -195,18 +191,7 @@ class PublicMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.clip = clip
 
     def _range(self) -> tuple[float, float]:
-        fr = self.feature_range
-        try:
-            a, b = (float(v) for v in fr)
-        except (TypeError, ValueError):
-            raise InvalidPrivacyParameter(
-                f"feature_range must be a pair (a, b) with a < b, got {fr!r}"
-            ) from None
-        if not (math.isfinite(a) and math.isfinite(b) and a < b):
-            raise InvalidPrivacyParameter(
-                f"feature_range must be a pair (a, b) with a < b, got {fr!r}"
-            )
-        return a, b
+        return check_interval(self.feature_range, "feature_range")
 
     def fit(self, X, y=None):
         """Set the public map; count the entries of X outside the bounds.

@@ -29,6 +29,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._validation import check_interval, float_array
 from .accounting.events import NonPrivate, NoOp
 from .exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
 
@@ -96,12 +97,7 @@ class NumericColumn:
 
     def __post_init__(self):
         _check_impute_number(self)
-        lo, hi = float(self.lo), float(self.hi)
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise InvalidPrivacyParameter(
-                f"bounds for column {self.name!r} must be finite with lo < hi, "
-                f"got ({self.lo!r}, {self.hi!r})"
-            )
+        lo, hi = check_interval((self.lo, self.hi), f"bounds for column {self.name!r}")
         if self.log and lo < 0:
             raise InvalidPrivacyParameter(
                 f"a log1p-scaled column needs lo ≥ 0; column {self.name!r} has lo={self.lo!r}"
@@ -111,13 +107,9 @@ class NumericColumn:
 
     def _values(self, values) -> np.ndarray:
         """The raw values as float64 (InvalidDataError when missing or not numeric)."""
-        try:
-            x = np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError):
-            # never echo the value: it is a private record's
-            raise InvalidDataError(
-                f"column {self.name!r} must be numeric, but holds a value that is not a number"
-            ) from None
+        # never echo the value: it is a private record's
+        message = f"column {self.name!r} must be numeric, but holds a value that is not a number"
+        x = float_array(values, self.name, message=message)
         nan = np.isnan(x)
         if nan.any():
             if self.impute is None:
@@ -531,16 +523,7 @@ def _check_impute_number(col: NumericColumn) -> None:
 
 
 def _as_bound_pair(b, name: str) -> tuple[float, float]:
-    try:
-        lo, hi = b
-        lo, hi = float(lo), float(hi)
-    except (TypeError, ValueError):
-        raise InvalidPrivacyParameter(
-            f"bounds[{name!r}] must be a pair (lo, hi) of numbers, got {b!r}"
-        ) from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise InvalidPrivacyParameter(f"bounds[{name!r}] must be finite with lo < hi, got {b!r}")
-    return lo, hi
+    return check_interval(b, f"bounds[{name!r}]")
 
 
 def _center_unit_rows(X: np.ndarray, midpoints: np.ndarray) -> np.ndarray:

@@ -23,7 +23,7 @@ charged — "reserved, outcome unknown".
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..exceptions import InvalidPrivacyParameter, LedgerIntegrityError, UnsupportedEventError
@@ -126,23 +126,17 @@ class Slot:
         return self.actual if self.use_actual and self.actual is not None else self.planned
 
     def entry(self, accounted: DpEvent | None) -> LedgerEntry:
+        """The slot as an entry: every field the two share, the event it charges, the
+        reserved event and its accounted (replace-one) form."""
         event = self.effective
         assert event is not None
-        return LedgerEntry(
-            event=event,
-            label=self.label,
-            accounted=accounted,
-            id=self.id,
-            status=self.status,
-            reserved=self.planned,
-            actual=self.actual,
-            time=self.time,
-            committed_time=self.committed_time,
-            model=self.model,
-            model_sha256=self.model_sha256,
-            pid=self.pid,
-            host=self.host,
-        )
+        shared = {name: getattr(self, name) for name in _SHARED}
+        return LedgerEntry(event=event, accounted=accounted, reserved=self.planned, **shared)
+
+
+#: the fields a :class:`Slot` hands to its :class:`LedgerEntry` as they are (label,
+#: status, the actual event, provenance)
+_SHARED = tuple(f.name for f in fields(LedgerEntry) if f.name in Slot.__dataclass_fields__)
 
 
 class LedgerState:

@@ -389,11 +389,7 @@ def run(
     schedule,
     noise_std: float,
     rng: np.random.Generator,
-    alpha: float = 0.0,
-    constraint=None,
-    regularizer=None,
-    momentum: float = 0.0,
-    averaging: str = "last",
+    options: Options,
     callback: Callable[[int, int, np.ndarray], Any] | None = None,
     progress: str | None = None,
     clipping: AdaptiveClipping | None = None,
@@ -416,17 +412,13 @@ def run(
         (``z · sensitivity_factor · C``); 0 gives the non-private algorithm.
     rng : numpy.random.Generator
         Split into independent streams for sampling and for noise.
-    alpha : float
-        Coefficient of the data-independent term (α/2)‖θ‖².
-    constraint : Constraint, optional
-        Projection after every step.
-    regularizer : Regularizer, optional
-        Data-independent non-smooth term r(θ): a proximal step
-        θ ← prox_{η r}(θ) follows every gradient step (post-processing).
-    momentum : float in [0, 1)
-    averaging : {"last", "uniform", "tail"}
-        Release the last iterate, the mean of all iterates, or the mean of
-        the last ⌈T/2⌉ iterates (suffix averaging).
+    options : Options
+        The run's checked settings (:func:`check_options`); the loop uses ``alpha``
+        (the data-independent term (α/2)‖θ‖²), ``momentum``, ``constraint`` (projection
+        after every step), ``regularizer`` (a data-independent non-smooth r(θ): a
+        proximal step θ ← prox_{η r}(θ) after every gradient step, post-processing) and
+        ``averaging`` ("last", "uniform" or "tail": the last iterate, the mean of all,
+        or the mean of the last ⌈T/2⌉ — suffix averaging).
     callback : callable, optional
         ``callback(t, steps, theta)`` after every step (progress bars).
     progress : str, optional
@@ -462,7 +454,7 @@ def run(
             noises = _noise_stream(noise_rng, theta.shape, steps, noise_std)
         inv_m = 1.0 / sampler.normalizer
         const_eta = schedule(1) if schedule.is_constant else None
-        start_avg = {"last": steps + 1, "uniform": 1, "tail": steps // 2 + 1}[averaging]
+        start_avg = {"last": steps + 1, "uniform": 1, "tail": steps // 2 + 1}[options.averaging]
         avg = np.zeros_like(theta) if start_avg <= steps else None
         n_avg = 0
         velocity = None
@@ -479,10 +471,11 @@ def run(
             if observe is not None:
                 observe(t, theta, g)
             g *= inv_m if clipping is None else inv_m * clipping.step_scale
-            g = add_l2(g, theta, alpha)
-            g, velocity = momentum_update(g, velocity, momentum)
+            g = add_l2(g, theta, options.alpha)
+            g, velocity = momentum_update(g, velocity, options.momentum)
             eta = const_eta if const_eta is not None else schedule(t)
-            theta = project(prox_step(sgd_step(theta, g, eta), regularizer, eta), constraint)
+            theta = sgd_step(theta, g, eta)
+            theta = project(prox_step(theta, options.regularizer, eta), options.constraint)
             if t >= start_avg:
                 n_avg += 1
                 avg += (theta - avg) / n_avg
@@ -746,6 +739,14 @@ class Run:
         )
         return self.clipping_norm
 
+    def smoothness(self) -> float | None:
+        """β of the loss over rows with ‖x‖ ≤ ``data_norm`` (public), or None: a
+        ``per_example_grad``, no ``data_norm`` or a non-smooth loss."""
+        loss, o = self.loss, self.options
+        if loss is None or self.per_example_grad is not None or o.data_norm is None:
+            return None
+        return float(loss.smoothness(o.data_norm)) if getattr(loss, "smooth", False) else None
+
     def initial_theta(self, theta0) -> np.ndarray:
         """:func:`initial_theta` for this run."""
         return initial_theta(self.loss, self.X, theta0, self.n_classes, self.per_example_grad)
@@ -757,7 +758,6 @@ class Run:
         """The fastest oracle (:func:`make_oracle`; the batch oracle for adaptive
         ``clipping`` or a feature ``transform``), the starting point, then :func:`run`
         with this run's generator and post-processing settings."""
-        o = self.options
         batch = transform if transform is not None else clipping is not None
         oracle = make_oracle(
             self.loss, self.X, self.y, self.clipping_norm, self.per_example_grad, batch=batch
@@ -770,11 +770,7 @@ class Run:
             schedule=schedule,
             noise_std=noise_std,
             rng=self.rng,
-            alpha=o.alpha,
-            constraint=o.constraint,
-            regularizer=o.regularizer,
-            momentum=o.momentum,
-            averaging=o.averaging,
+            options=self.options,
             callback=callback,
             progress=progress,
             clipping=clipping,

@@ -56,7 +56,8 @@ import math
 import numpy as np
 
 from .._validation import check_positive, check_probability
-from ..design import Design, as_design, clip_factors
+from ..backends._products import clipped_sum_count
+from ..design import as_design
 from ..exceptions import InvalidPrivacyParameter
 
 __all__ = [
@@ -229,7 +230,10 @@ class BatchOracle:
     For each batch the effective rows are gathered once (``X.take(idx)``), the per-example
     gradient norms are the n scalars |φ'ᵢ|·‖x̃ᵢ‖ (GLM) or ‖rᵢ‖·‖x̃ᵢ‖ (softmax), and the
     clipped sum is one transposed product; with ``transform`` the gathered rows are
-    materialized and mapped (x̃ ↦ transform(x̃), a copy of the batch only).
+    materialized and mapped (x̃ ↦ transform(x̃), a copy of the batch only).  A design
+    whose rows live on a cluster serves the pair itself (``X.clipped_sum_count``:
+    :meth:`dperm.backends.dask.DaskDesign.clipped_sum_count`, the same function on the
+    same rows).
 
     Parameters
     ----------
@@ -251,6 +255,8 @@ class BatchOracle:
         self.multiclass = bool(getattr(self._base, "multiclass", False))
         self.kind = "softmax" if self.multiclass else "glm"
         self.transform = transform
+        # the design's own count (rows on a cluster), unless the rows are mapped here
+        self._own = None if transform is not None else getattr(self.X, "clipped_sum_count", None)
 
     def batches(self, sampler, rng, steps):
         """The batches of ``sampler`` (drawn by the data's backend, same law)."""
@@ -267,30 +273,17 @@ class BatchOracle:
         return rows, np.sqrt(np.einsum("ij,ij->i", rows, rows)), yb, wb
 
     def clipped_sum_count(self, theta, idx, clipping_norm):
-        """(Σᵢ clip_C(gᵢ), Σᵢ (1[‖gᵢ‖ ≤ C] − ½)) over the batch ``idx``."""
+        """(Σᵢ clip_C(gᵢ), Σᵢ (1[‖gᵢ‖ ≤ C] − ½)) over the batch ``idx``
+        (:func:`dperm.backends._products.clipped_sum_count` on its gathered rows).  A
+        design that serves the pair itself (``X.clipped_sum_count``: the Dask backend,
+        from the lot's rows fetched ahead or by sums on its workers) does so, with
+        the same function on the same rows."""
+        if self._own is not None:
+            return self._own(
+                self._base, theta, self.y, clipping_norm, weights=self._weights, rows=idx
+            )
         rows, norms, yb, wb = self._rows(idx)
-        if isinstance(rows, Design):
-            scores = rows.matvec(theta)
-        else:
-            scores = rows @ theta
-        if self.multiclass:
-            s = self._base.residual_from_scores(scores, yb)
-            a = np.sqrt(np.einsum("ij,ij->i", s, s))
-        else:
-            s = np.asarray(self._base.derivative(scores, yb), dtype=np.float64)
-            if wb is not None:
-                s = s * wb
-            a = np.abs(s)
-        bad = ~np.isfinite(a)
-        if bad.any():  # overflow: drop the example rather than release NaN
-            s = np.where(bad[:, None] if s.ndim == 2 else bad, 0.0, s)
-            a = np.where(bad, 0.0, a)
-        a = a * norms  # ‖gᵢ‖
-        c = clip_factors(a, clipping_norm)
-        u = s * (c[:, None] if s.ndim == 2 else c)
-        g = rows.rmatvec(u) if isinstance(rows, Design) else rows.T @ u
-        centred = float(np.count_nonzero(a <= clipping_norm)) - 0.5 * a.size
-        return np.asarray(g, dtype=np.float64), centred
+        return clipped_sum_count(self._base, rows, norms, yb, wb, theta, clipping_norm)
 
     def clipped_sum(self, theta, idx):
         """Σᵢ clip_C(gᵢ) over the batch at the oracle's fixed C."""
@@ -349,18 +342,14 @@ def start(settings, z: float, sampler, clipping_norm: float) -> AdaptiveClipping
     return AdaptiveClipping(C0, quantile, lr, vector, count, m, share, SCALE_STEPS, ceiling)
 
 
-def diagnostics(settings, clipping: AdaptiveClipping | None, remote: bool = False) -> dict:
+def diagnostics(settings, clipping: AdaptiveClipping | None) -> dict:
     """Adaptive clipping's public facts for a run's diagnostics: γ, η_C, the split, the
-    norms Cₜ used (released values), or why the clipping stayed fixed (``remote``: the
-    design's rows stay on cluster workers, whose step session clips at a fixed C)."""
+    norms Cₜ used (released values), or why the clipping stayed fixed."""
     if clipping is None:
         if settings is None:
             return {"clipping": "fixed"}
         why = (
-            "the rows stay on the cluster's workers, whose step session returns clipped "
-            "sums at a fixed C"
-            if remote
-            else f"the count of unclipped examples would have noise above "
+            f"the count of unclipped examples would have noise above "
             f"{MAX_FRACTION_NOISE:g} on the released fraction (informative())"
         )
         return {"clipping": "fixed", "adaptive_clipping": f"off: {why}"}

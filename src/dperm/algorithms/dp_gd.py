@@ -276,7 +276,7 @@ def fit(
     # ---- step size (public)
     if learning_rate is None and (schedule is None or isinstance(schedule, str)):
         learning_rate = _default_learning_rate(
-            loss, opts.data_norm, opts.alpha, constraint, steps, clipping_norm, per_example_grad
+            run.smoothness(), opts.alpha, constraint, steps, clipping_norm
         )
     sched = get_schedule(schedule, learning_rate, strong_convexity=opts.alpha or None)
 
@@ -331,10 +331,11 @@ def fit(
     return Result(theta=out.theta, event=event, diagnostics=diagnostics)
 
 
-def _default_learning_rate(loss, data_norm, alpha, constraint, steps, clipping_norm, peg):
-    """1/β for smooth losses; D/(C√T) for non-smooth ones with a bounded domain."""
-    if loss is not None and peg is None and getattr(loss, "smooth", False) and data_norm:
-        beta = float(loss.smoothness(data_norm)) + alpha
+def _default_learning_rate(smoothness, alpha, constraint, steps, clipping_norm):
+    """1/(β + α) for smooth losses (β = ``smoothness``, the run's ``Run.smoothness()``);
+    D/(C√T) for non-smooth ones with a bounded domain."""
+    if smoothness is not None:
+        beta = smoothness + alpha
         if np.isfinite(beta) and beta > 0:
             return 1.0 / beta
     if constraint is not None:

@@ -63,14 +63,21 @@ import numpy as np
 from .._rng import check_random_state
 from .._validation import check_count, check_epsilon, check_positive, check_probability
 from ..bounds import sgd_gradient_second_moment
-from ..exceptions import InvalidPrivacyParameter
+from ..exceptions import InvalidPrivacyParameter, UnknownNameError
 from ..schedules import get_schedule, inverse_sqrt_learning_rate
 from . import _gradient_loop as gl
 from . import adaptive_clipping as ac
 from . import private_scaling as ps
 from .base import Result, private_fit
 
-__all__ = ["default_hyperparameters", "fit", "fit_single_sample", "prefetch_noise"]
+__all__ = [
+    "check_plan",
+    "check_sampling",
+    "default_hyperparameters",
+    "fit",
+    "fit_single_sample",
+    "prefetch_noise",
+]
 
 
 def default_hyperparameters(
@@ -137,6 +144,57 @@ def default_hyperparameters(
     else:
         lr = 1.0 / C**2
     return {"batch_size": b, "epochs": epochs, "learning_rate": float(lr)}
+
+
+def check_sampling(sampling: str, neighbouring: str | None) -> str:
+    """The relation of a run drawn by ``sampling``: ``neighbouring`` checked, by default
+    add/remove for Poisson sampling and replace-one for the others, whose accounting
+    exists for replace-one only.  Shared with :mod:`dperm.networks.dp_sgd`.
+
+    Raises
+    ------
+    UnknownNameError
+        Unknown ``sampling``.
+    InvalidPrivacyParameter
+        An unknown relation, or add/remove with a sampling other than Poisson.
+    """
+    if sampling not in gl.SAMPLINGS:
+        raise UnknownNameError(f"unknown sampling {sampling!r}; choose one of {list(gl.SAMPLINGS)}")
+    if neighbouring is None:
+        neighbouring = gl.ADD_REMOVE if sampling == "poisson" else gl.REPLACE_ONE
+    neighbouring = gl.check_neighbouring(neighbouring)
+    if neighbouring == gl.ADD_REMOVE and sampling != "poisson":
+        raise InvalidPrivacyParameter(
+            f"sampling={sampling!r} is accounted for replace-one neighbours only (its "
+            "batch law depends on the number of records n, which add/remove neighbours "
+            "do not share); use sampling='poisson' or neighbouring='replace-one', got "
+            "neighbouring='add-remove'"
+        )
+    return neighbouring
+
+
+def check_plan(sampling_rate, batch_size, epochs, steps) -> tuple:
+    """(q, b, epochs, T) as given (None: the default), each checked: q in (0, 1], b and T
+    whole ≥ 1, epochs > 0; at most one of q and b, one of epochs and T.  Shared with
+    :func:`dperm.networks.plan.make_plan`.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+    """
+    given = {
+        "sampling_rate": (sampling_rate, check_probability),
+        "batch_size": (batch_size, check_count),
+        "epochs": (epochs, check_positive),
+        "steps": (steps, check_count),
+    }
+    v = {name: None if x is None else check(x, name) for name, (x, check) in given.items()}
+    for a, b in (("sampling_rate", "batch_size"), ("epochs", "steps")):
+        if v[a] is not None and v[b] is not None:
+            raise InvalidPrivacyParameter(
+                f"give {a} or {b}, not both (got {a}={v[a]!r}, {b}={v[b]!r})"
+            )
+    return tuple(v.values())
 
 
 def run_plan(
@@ -417,45 +475,16 @@ def fit(
     """
     # ---- validate every public parameter before touching the data --------------------
     gl.check_loss_or_gradient(loss, per_example_grad)
-    if sampling not in gl.SAMPLINGS:
-        from ..exceptions import UnknownNameError
-
-        raise UnknownNameError(f"unknown sampling {sampling!r}; choose one of {list(gl.SAMPLINGS)}")
-    if neighbouring is None:
-        neighbouring = gl.ADD_REMOVE if sampling == "poisson" else gl.REPLACE_ONE
-    neighbouring = gl.check_neighbouring(neighbouring)
+    neighbouring = check_sampling(sampling, neighbouring)
     dataset_size = gl.check_dataset_size(dataset_size)
     if neighbouring == gl.ADD_REMOVE:
-        if sampling != "poisson":
-            raise InvalidPrivacyParameter(
-                f"sampling={sampling!r} is accounted for replace-one neighbours only (its "
-                "batch law depends on the number of records n, which add/remove neighbours "
-                "do not share); use sampling='poisson' or neighbouring='replace-one', got "
-                "neighbouring='add-remove'"
-            )
         gl.public_size(neighbouring, dataset_size, 0, "the normaliser q·dataset_size")
     if accountant is not None:
         gl.check_accountant(accountant)
     opts = gl.check_options(
         alpha, momentum, averaging, data_norm, clipping_norm, constraint, regularizer
     )
-    if sampling_rate is not None:
-        sampling_rate = check_probability(sampling_rate, "sampling_rate")
-    if batch_size is not None:
-        batch_size = check_count(batch_size, "batch_size")
-    if sampling_rate is not None and batch_size is not None:
-        raise InvalidPrivacyParameter(
-            f"give sampling_rate or batch_size, not both (got sampling_rate={sampling_rate!r}, "
-            f"batch_size={batch_size!r})"
-        )
-    if steps is not None:
-        steps = check_count(steps, "steps")
-    if epochs is not None:
-        epochs = check_positive(epochs, "epochs")
-    if steps is not None and epochs is not None:
-        raise InvalidPrivacyParameter(
-            f"give epochs or steps, not both (got epochs={epochs!r}, steps={steps!r})"
-        )
+    sampling_rate, batch_size, epochs, steps = check_plan(sampling_rate, batch_size, epochs, steps)
     if learning_rate is not None:
         learning_rate = check_positive(learning_rate, "learning_rate")
     adaptive = ac.check(
@@ -478,12 +507,8 @@ def fit(
     clipping_norm = run.resolve_clipping_norm()
 
     # ---- public hyper-parameters (functions of size, d, ε, C, β only) ---------------
-    smooth = None
-    if loss is not None and per_example_grad is None and opts.data_norm is not None:
-        if getattr(loss, "smooth", False):
-            smooth = float(loss.smoothness(opts.data_norm))
     defaults = default_hyperparameters(
-        size, d, epsilon, clipping_norm=clipping_norm, smoothness=smooth
+        size, d, epsilon, clipping_norm=clipping_norm, smoothness=run.smoothness()
     )
     sampler, steps = run_plan(
         sampling, n_rows, size, defaults, sampling_rate, batch_size, epochs, steps,
@@ -511,10 +536,8 @@ def fit(
         scaled = scaling.run(run.X, rng)
         transform = scaled.transform
     noise_std_sum = z * sampler.sensitivity_factor * clipping_norm
-    # adaptive clipping: the same event, the count takes a share of z⁻² (or None: fixed);
-    # not on a design whose rows stay on their workers (the Dask step session)
-    remote = bool(getattr(run.X, "rows_stay_on_workers", False))
-    clipping = None if remote else ac.start(adaptive, z, sampler, clipping_norm)
+    # adaptive clipping: the same event, the count takes a share of z⁻² (or None: fixed)
+    clipping = ac.start(adaptive, z, sampler, clipping_norm)
     if clipping is not None:
         noise_std_sum = clipping.vector_noise * clipping_norm
     theta0 = run.initial_theta(theta0)
@@ -546,7 +569,7 @@ def fit(
         **gl.sampler_diagnostics(sampler, z, steps, accountant, clipping_norm, noise_std_sum),
         "lipschitz": run.lipschitz,
         "dataset_size": size,
-        **ac.diagnostics(adaptive, clipping, remote),
+        **ac.diagnostics(adaptive, clipping),
     }
     if scaling is not None:  # θ on the original features (post-processing)
         theta = scaled.unscale(theta)

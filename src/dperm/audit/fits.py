@@ -351,6 +351,49 @@ def _fit_network(X, y, epsilon, delta, rng):
     )
 
 
+#: the user loop's lots and epochs: lots of half the rows (q = ½), 10 epochs (T = 20).  The
+#: code path is the same for any lot; at q = ½ the run's privacy-loss distribution is close
+#: to a Gaussian one, so the μ-GDP fit of the white-box scores is tight (ε_LB ≈ 0.9 of ε,
+#: against ≈ 0.75 at the q = 0.16 of the public rule for n = 100)
+_USER_LOOP = {"lot_fraction": 0.5, "epochs": 10}
+
+
+def _fit_user_loop(X, y, epsilon, delta, rng):
+    """:func:`dperm.networks.make_private` on its default path (replace-one, PLD
+    calibration, clipping norm 1, ``loss_reduction="mean"``) in a user's loop with Adam:
+    a linear module without bias started at 0, the canary loss averaged over each lot
+    (``CrossEntropyLoss``-style), lots and epochs of :data:`_USER_LOOP`.  Returns the DP
+    optimizer."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from ..networks import make_private
+
+    plan = {
+        "batch_size": max(1, int(_USER_LOOP["lot_fraction"] * X.shape[0])),
+        "epochs": _USER_LOOP["epochs"],
+    }
+    net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 1, bias=False))
+    with torch.no_grad():
+        net[0].weight.zero_()  # a public starting point
+    data = TensorDataset(torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y).float())
+    net, opt, loader = make_private(
+        net,
+        torch.optim.Adam(net.parameters(), lr=0.01),
+        DataLoader(data, batch_size=plan["batch_size"]),
+        epsilon=epsilon,
+        delta=delta,
+        epochs=plan["epochs"],
+        random_state=rng,
+    )
+    for _ in range(plan["epochs"]):
+        for xb, yb in loader:
+            opt.zero_grad()
+            _canary_loss(net(xb), yb).mean().backward()
+            opt.step()
+    return opt
+
+
 def _run_network_dp_sgd(X, y, epsilon, delta, rng):
     """⟨w, ·⟩ of :func:`_fit_network`: the final (tail-averaged) weights."""
     return _fit_network(X, y, epsilon, delta, rng).theta

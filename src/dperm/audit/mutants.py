@@ -38,6 +38,10 @@ patch                              the bug
 ``scaling-stages-not-composed``    the private feature scaling gives each of its three
                                    releases the multiplier z of the whole, forgetting that
                                    they compose (``private_scaling.stage_multipliers``)
+``mean-rescaled-after-clipping``   the user loop's mean loss: per-example gradients clipped
+                                   before they are rescaled by the lot size b, so each
+                                   record moves the sum by up to b·C
+                                   (``networks._clipper.GradSampler.take``)
 =================================  =========================================================
 
 :data:`MUTANT_TABLE` registers one runner (``kind="mutant"``) per row; ``dperm audit
@@ -211,6 +215,27 @@ def _stratified_split() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _mean_rescaled_after_clipping() -> Iterator[None]:
+    from ..networks._clipper import GradSampler
+
+    honest = GradSampler.take
+
+    def take(self, clipping_norm):
+        if self.loss_reduction != "mean":
+            return honest(self, clipping_norm)
+        self.loss_reduction = "sum"  # the norms of the 1/b-scaled gradients are clipped …
+        try:
+            sums = honest(self, clipping_norm)
+        finally:
+            self.loss_reduction = "mean"
+        b = float(self.batch_size or 1)  # … and only then rescaled by b
+        return sums if sums is None else [None if t is None else t * b for t in sums]
+
+    with mock.patch.object(GradSampler, "take", take):
+        yield
+
+
 #: the injected bugs: name → context manager factory (module docstring)
 PATCHES: dict[str, Callable[[], contextlib.AbstractContextManager]] = {
     "clip-above-calibration": _clip_above_calibration,
@@ -222,6 +247,7 @@ PATCHES: dict[str, Callable[[], contextlib.AbstractContextManager]] = {
     "output-row-clipping-dropped": _output_row_clipping_dropped,
     "stratified-split": _stratified_split,
     "scaling-stages-not-composed": _scaling_stages_not_composed,
+    "mean-rescaled-after-clipping": _mean_rescaled_after_clipping,
 }
 
 
@@ -345,32 +371,22 @@ MUTANT_TABLE: tuple[dict[str, Any], ...] = (
     *_dp_sgd_mutants("estimator-auto-multinomial", "DPLogisticRegression(classes=[0, 1, 2]) "
                      "default path (white box, gradient canaries)", 10,
                      ("clip-above-calibration", "sampling-rate-from-wrong-n")),
-    _mutant("estimator-auto", "clip-above-calibration", default_runs=200,
-            description="DPLogisticRegression() default path (white box) with per-example "
-            "clipping at 2C while the noise is calibrated to C"),
-    _mutant("estimator-auto", "sampling-rate-from-wrong-n", default_runs=200,
-            description="DPLogisticRegression() default path (white box) whose accountant "
-            "composes the sampling rate b/(2n) while batches are drawn at b/n"),
-    _mutant("estimator-auto", "add-remove-sensitivity", default_runs=200,
-            description="DPLogisticRegression() default path (white box) with the noise std "
-            "z·C of the add/remove sensitivity under replace-one (sensitivity 2C)"),
     _mutant("private-scaling", "scaling-stages-not-composed", default_runs=1000,
             description="private feature scaling whose three releases each get the "
             "multiplier z of the whole (their composition forgotten: √3 times the μ)"),
-    _mutant("estimator-auto-multinomial", "clip-above-calibration", default_runs=10,
-            description="DPLogisticRegression(classes=[0, 1, 2]) default path (white box, "
-            "gradient canaries) with per-example clipping at 2C while the noise is "
-            "calibrated to C"),
-    _mutant("estimator-auto-multinomial", "sampling-rate-from-wrong-n", default_runs=10,
-            description="DPLogisticRegression(classes=[0, 1, 2]) default path (white box, "
-            "gradient canaries) whose accountant composes b/(2n) while batches are drawn "
-            "at b/n"),
     _mutant("network-dp-sgd", "add-remove-sensitivity", default_runs=10,
             description="dperm.networks.fit default path (white box) with the noise std z·C "
             "of the add/remove sensitivity under replace-one; needs torch"),
     _mutant("network-dp-sgd", "sampling-rate-from-wrong-n", default_runs=10,
             description="dperm.networks.fit default path (white box) whose accountant "
             "composes q/2 while lots are drawn at q; needs torch"),
+    _mutant("network-user-loop", "mean-rescaled-after-clipping", default_runs=10,
+            description="dperm.networks.make_private in a user loop (white box) whose "
+            "mean-loss per-example gradients are clipped before they are rescaled by the "
+            "lot size (each record moves the sum by up to b·C); needs torch"),
+    _mutant("network-user-loop", "add-remove-sensitivity", default_runs=10,
+            description="dperm.networks.make_private in a user loop (white box) with the noise "
+            "std z·C of the add/remove sensitivity under replace-one; needs torch"),
     _mutant("dp-gd", "accountant-one-step-short", _dp_gd_two_steps,
             default_runs=500, method="gdp-fit",
             description=f"DP-GD (hinge, replace-one) with steps={_DP_GD_STEPS} whose "

@@ -106,6 +106,7 @@ from .whitebox import (
     _run_estimator_auto_multinomial_crafted,
     _run_estimator_auto_multinomial_whitebox,
     _run_estimator_auto_whitebox,
+    _run_network_user_loop_whitebox,
     _run_network_whitebox,
     crafted_gradient_pair,
     dirac_pair,
@@ -491,6 +492,17 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
         "PLD calibration), a linear module and the canary gradient −50·y·x (clipping "
         f"always binds); {_AR_SIZE} Dirac canaries per run; scores the LLR of every step's "
         "noisy sum; needs torch",
+    ),
+    dict(
+        name="network-user-loop", fn=_run_network_user_loop_whitebox, module="torch",
+        neighbouring="replace-one", n=_AR_SIZE, d=_AR_SIZE, **_GAUSSIAN,
+        default_runs=100, statistic=llr_statistic, method="gdp-fit", pair=dirac_pair,
+        threat_model=_WHITEBOX_THREAT,
+        description="dperm.networks.make_private (DP-SGD in the user's own loop: Adam, the "
+        "loss averaged over each lot) on its default path (replace-one, PLD calibration, "
+        f"clipping 1; n = {_AR_SIZE}, lots of half the rows, 10 epochs), a linear module and "
+        f"the canary gradient −50·y·x (clipping always binds); {_AR_SIZE} Dirac canaries per "
+        "run; scores the LLR of every lot's noisy sum; needs torch",
     ),
     dict(
         name="network-dp-sgd-final-model", fn=_run_network_dp_sgd, module="torch",

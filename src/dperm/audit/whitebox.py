@@ -56,7 +56,7 @@ from .._validation import check_count
 from ..algorithms._gradient_loop import GRADIENT_CANARY, STEP_OBSERVER, CallableOracle
 from ..exceptions import DpermError
 from .canary import CanaryPair
-from .fits import _fit_network
+from .fits import _fit_network, _fit_user_loop
 
 __all__ = ["record_steps", "subsampled_gaussian_llr"]
 
@@ -486,4 +486,19 @@ def _run_network_whitebox(X, y, epsilon, delta, rng):
     q, sigma, C = _noise(res.diagnostics)
     o = np.asarray(steps)  # (T, n): coordinate j is canary j's observation
     c = np.broadcast_to(C[:, None], o.shape)  # canary j at −1 adds +C·e_j, at +1 −C·e_j
+    return _llrs(o, c, -c, q, sigma)
+
+
+def _run_network_user_loop_whitebox(X, y, epsilon, delta, rng):
+    """The n LLRs (one per canary of :func:`dirac_pair`) of one run of
+    :func:`dperm.networks.make_private` in a user's loop (Adam, the canary loss −K·y·⟨w, x⟩
+    averaged over each lot, ``fits._fit_user_loop``), observed step by step: the DP
+    optimizer reports each lot's noisy clipped sum to the same observer as dperm's loop,
+    canary j moves coordinate j by exactly −y·C when sampled (clipping binds after the
+    per-example gradient is recovered from the lot's mean), and no other row moves it."""
+    with record_steps(lambda theta, g: np.array(g, dtype=float)) as steps:
+        opt = _fit_user_loop(X, y, epsilon, delta, rng)
+    q, sigma, C = opt.plan.sampler.sampling_rate, opt.noise_std, opt.clipping_norm
+    o = np.asarray(steps)  # (T, n): coordinate j is canary j's observation
+    c = np.full(o.shape, C)
     return _llrs(o, c, -c, q, sigma)

@@ -11,6 +11,7 @@ from .rows import clip_factors
 __all__ = [
     "clipped_rows_kernel",
     "clipped_rows_sum",
+    "clipped_sum_count",
     "dense_batch",
     "design_kernel",
     "every_row",
@@ -147,3 +148,37 @@ def design_kernel(design, loss, y, clipping_norm, weights):
         return kernel(theta, None, rows)
 
     return clipped_sum
+
+
+def clipped_sum_count(loss, rows, norms, y, weights, theta, clipping_norm):
+    """(Σᵢ clip_C(gᵢ), Σᵢ (1[‖gᵢ‖ ≤ C] − ½)) of a gathered batch: the clipped gradient
+    sum and the centred count of unclipped examples that adaptive clipping releases
+    (:mod:`dperm.algorithms.adaptive_clipping`, Andrew et al. 2021, Algorithm 1).
+
+    ``rows`` are the batch's effective rows — a one-machine Design of them
+    (``rows @ θ`` its margins, ``rows.T @ u`` its weighted sum) or a materialized
+    (b, d_eff) float64 array — and ``norms`` their norms ‖x̃ᵢ‖; ``loss`` a GLM loss
+    (‖gᵢ‖ = |wᵢφ'ᵢ|·‖x̃ᵢ‖) or a softmax loss (``multiclass``: ‖gᵢ‖ = ‖rᵢ‖·‖x̃ᵢ‖); ``y``,
+    ``weights`` the batch's labels and weights (or None).  The one function every
+    backend runs on a batch's rows: the numpy fit's batch, the Dask fit's fetched lot
+    (:mod:`dperm.backends.dask_steps`) and each partition's share of a lot summed on
+    the workers (:mod:`dperm.backends.dask_tasks`)."""
+    scores = rows @ theta
+    if getattr(loss, "multiclass", False):
+        s = loss.residual_from_scores(scores, y)
+        a = np.sqrt(np.einsum("ij,ij->i", s, s))
+    else:
+        s = np.asarray(loss.derivative(scores, y), dtype=np.float64)
+        if weights is not None:
+            s = s * weights
+        a = np.abs(s)
+    bad = ~np.isfinite(a)
+    if bad.any():  # overflow: drop the example rather than release NaN
+        s = np.where(bad[:, None] if s.ndim == 2 else bad, 0.0, s)
+        a = np.where(bad, 0.0, a)
+    a = a * norms  # ‖gᵢ‖
+    c = clip_factors(a, clipping_norm)
+    u = s * (c[:, None] if s.ndim == 2 else c)
+    g = rows.T @ u
+    centred = float(np.count_nonzero(a <= clipping_norm)) - 0.5 * a.size
+    return np.asarray(g, dtype=np.float64), centred

@@ -16,39 +16,38 @@ What runs where
   get the same scales and the same clipped count as on one machine), and the
   per-partition sums of a fused pass — loss values, gradients, Hessian-vector
   products, clipped per-example gradient sums over the partition's rows of a
-  batch.  Each task builds a numpy :class:`~dperm.backends.numpy.Design` of its
-  partition and calls the *same* method the one-machine path calls, so the
-  arithmetic of a partition is the one-machine arithmetic — except a DP-SGD
-  batch's clipped sum, computed row by row and added exactly
-  (:func:`dperm.backends.dask_tasks.clip_grid_sum`) so that it does not depend on
-  the placement.
+  batch; the rows of DP-SGD's lots (:func:`dperm.backends.dask_tasks.take_rows`).
+  Each task builds a numpy :class:`~dperm.backends.numpy.Design` of its partition
+  and calls the *same* method the one-machine path calls, so the arithmetic of a
+  partition is the one-machine arithmetic.
 * **Scheduler**: adds the per-partition d-vectors in a tree (fan-in 8).
 * **Client** (this process): the optimizer state θ, the privacy-critical noise
   (drawn once per step by :func:`dperm.algorithms._gradient_loop.run` from the
   fit's generator, in the same order as on one machine), the accounting, the
-  batches' row indices, and the d-vectors the passes return.  X, y and the
-  per-row vectors are never gathered onto the client; only the scalars
-  n_clipped and the finite checks.
+  batches' row indices, the d-vectors the passes return and the rows of DP-SGD's
+  small lots.  X, y and the per-row vectors are otherwise never gathered onto the
+  client; only the scalars n_clipped and the finite checks.
 
-Sampling is the sampler's own (:meth:`~dperm.backends.numpy.Design.batches`, not
-overridden here): the global row indices of every batch — Poisson (one
-Bernoulli(q) per record), fixed-size without replacement, shuffled — are drawn
-on the client by the sampler of :mod:`dperm.sampling` from the fit's sampling
-generator, exactly as on one machine (O(batch) integers a step), and each
-partition receives its own indices (:meth:`DaskDesign._blocks_for`, split by the
-partitions' row offsets).  The same ``random_state`` therefore gives the same
-batches, the same clipped sums up to the order of floating-point additions, and
-the same model as the numpy backend; the event comes from the same sampler
-object.  Full batches (DP-GD): every row, no draw.
+Sampling is the sampler's own (:meth:`~dperm.backends.numpy.Design.batches`): the
+global row indices of every batch — Poisson (one Bernoulli(q) per record),
+fixed-size without replacement, shuffled — are drawn on the client by the sampler of
+:mod:`dperm.sampling` from the fit's sampling generator, exactly as on one machine,
+and the same ``random_state`` gives the same batches; the event comes from the same
+sampler object.  Full batches (DP-GD): every row, no draw.
 
-Per-step latency.  θ of a DP-SGD step depends on the previous step's noisy sum, so
-a step is one round trip; it goes through a step session
-(:mod:`dperm.backends.dask_session`: one connection per worker, the batches read
-ahead and queued on the workers by :mod:`dperm.backends.dask_steps`, no task per
-step), not through the scheduler.  The clipped sums are added exactly on a public
-grid (:func:`dperm.backends.dask_tasks.to_grid`), so they do not depend on which
-worker holds which partition: a fit that loses a worker ends with the same model.
-Model and measurements: docs/cluster.md, "Performance" and "Losing a worker".
+DP-SGD's steps (:mod:`dperm.backends.dask_steps`).  θ of a step depends on the
+previous step's noisy sum, so the steps are a chain; the lots are not, so the rows of
+the next chunk of lots are brought to the client through Dask's own comms (one round
+trip per chunk, fetched while the previous chunk's steps run) and each step runs the
+numpy backend's own clipped-sum kernel on them — or, with adaptive clipping, the one
+batch function that gives the sum at the step's norm Cₜ and the count of unclipped
+examples (:meth:`DaskDesign.clipped_sum_count`): the numpy fit's model, bit for bit.
+Large lots are summed on the workers instead (one task per worker and step, given
+Cₜ and returning the count with the sum), by a public cost rule of (lot, d, workers);
+those sums are added exactly on a public grid
+(:func:`dperm.backends.dask_tasks.to_grid`), so they do not depend on which worker
+holds which partition.  Model and measurements: docs/cluster.md, "Performance" and
+"Losing a worker".
 """
 
 from __future__ import annotations
@@ -58,7 +57,7 @@ import math
 import numpy as np
 
 from ..exceptions import InvalidDataError
-from .dask_steps import Stepper, block_futures, placement, rows_array
+from .dask_steps import Stepper, block_futures, client_of, placement, rows_array
 from .dask_tasks import (
     _NORM,
     _SCALE,
@@ -145,7 +144,7 @@ class DaskDesign(Design):
         self._offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
         self._aligned: dict = {}
         self._where = None  # (client, partitions per worker, futures), found on first pass
-        self._steps = Stepper(self)  # DP-SGD's step session and read-ahead batches
+        self._steps = Stepper(self)  # DP-SGD's lots and their rows, fetched ahead
 
     # ----- description -------------------------------------------------------------
     @property
@@ -290,7 +289,7 @@ class DaskDesign(Design):
                 client.submit(_sum, *futs[i : i + _FAN_IN], pure=False)
                 for i in range(0, len(futs), _FAN_IN)
             ]
-        return _result(_sum(*client.gather(futs)), args)
+        return _result(op, _sum(*client.gather(futs)), args)
 
     def _pass_by_graph(self, op, y, weights, blocks, args):
         """The same pass as a Dask graph (any scheduler; X need not be persisted):
@@ -321,7 +320,7 @@ class DaskDesign(Design):
         while len(parts) > 1:
             parts = [add(*parts[i : i + _FAN_IN]) for i in range(0, len(parts), _FAN_IN)]
         (out,) = dask.compute(parts[0])
-        return _result(out, args)
+        return _result(op, out, args)
 
     def _theta_size(self, theta) -> tuple[np.ndarray, tuple]:
         theta = np.asarray(theta, dtype=np.float64)
@@ -382,19 +381,56 @@ class DaskDesign(Design):
         args = dict(size=theta.size, loss=loss, theta=theta, C=C, grid=grid_exponent(count, C))
         return self._pass(op, y=y, weights=weights, rows=rows, **args).reshape(shape)
 
+    def clipped_sum_count(self, loss, theta, y, clipping_norm, *, weights=None, rows=None):
+        """(Σ_{i∈rows} clip_C(gᵢ), Σ_{i∈rows} (1[‖gᵢ‖ ≤ C] − ½)): the clipped gradient sum
+        and the centred count of unclipped examples of a GLM or softmax ``loss`` that
+        adaptive clipping releases at every step (Andrew et al. 2021, Algorithm 1;
+        :class:`dperm.algorithms.adaptive_clipping.BatchOracle` asks the design for it).
+
+        A DP-SGD lot fetched ahead (:mod:`dperm.backends.dask_steps`) is computed on
+        the client by :func:`~dperm.backends._products.clipped_sum_count` on the lot's
+        rows — the numpy fit's numbers, bit for bit; any other batch (a lot the cost
+        rule :func:`~dperm.backends.dask_steps.worker_sums` leaves on the workers, a
+        full batch) by one task per worker with C passed to it: each partition runs
+        the same function on its rows of the batch and returns its sum on the public
+        grid and its count of unclipped rows, added exactly (integers).  Only the
+        d-vector and one integer per worker come back.
+
+        Returns
+        -------
+        (ndarray of θ's shape, float)
+        """
+        theta, shape = self._theta_size(theta)
+        C = float(clipping_norm)
+        if y is not None:
+            y = self.align(y)
+        if weights is not None:
+            weights = self.align(weights, "weights")
+        if rows is not None:
+            out = self._steps.clipped_count(loss, C, y, weights, theta, rows)
+            if out is not None:
+                return out[0].reshape(shape), out[1]
+        m = self.shape[0] if rows is None else rows_array(rows, self.shape[0]).size
+        args = dict(size=theta.size + 1, loss=loss, theta=theta, C=C, grid=grid_exponent(m, C))
+        out = self._pass("clipcount", y=y, weights=weights, rows=rows, **args)
+        return out[:-1].reshape(shape), float(out[-1]) - 0.5 * m
+
     # ----- DP-SGD's steps (dperm.backends.dask_steps) -----------------------------------
-    #: serve mini-batch clipped sums through a step session when a distributed Client
-    #: holds X (False: one task per worker and step, the slower path)
-    use_session = True
-    #: the rows never leave the workers: the DP-SGD step session returns clipped sums at a
-    #: fixed C only (adaptive clipping and private feature scaling run on one machine)
+    #: private feature scaling (:mod:`dperm.algorithms.private_scaling`) reads blocks of
+    #: every row on the machine that fits; the rows of a Dask design stay on the workers
+    #: (only the lots' rows of DP-SGD's steps are fetched), so it refuses this design
     rows_stay_on_workers = True
 
     def batches(self, sampler, rng, steps: int):
         """The sampler's batches (:meth:`dperm.design.Design.batches`: the same law and
-        the same draws as on one machine, on the client), read ahead by the step
-        session, which queues them on the workers (:mod:`dperm.backends.dask_steps`)."""
-        return self._steps.start(sampler.batches(rng, steps))
+        the same draws as on one machine, on the client), drawn a chunk of steps ahead
+        so that their rows are fetched ahead (:mod:`dperm.backends.dask_steps`)."""
+        return self._steps.start(sampler, sampler.batches(rng, steps))
+
+    def _client(self):
+        """The distributed Client holding X and its per-row vectors, or None."""
+        where = self._placement()
+        return where[0] if where else client_of(self.X) if where is None else None
 
     def batch_size(self, rows) -> int:
         """The number of records a row descriptor selects (a reduction; for tests
@@ -503,11 +539,15 @@ class DaskDesign(Design):
         return DaskDesign(self.X, aux, spec=spec, n_clipped=n_clipped)
 
 
-def _result(out, args) -> np.ndarray:
-    """A pass's reduced result as float64 (from the grid of a clipped sum)."""
-    if args.get("grid") is not None:
-        return from_grid(out, args["grid"])
-    return np.asarray(out, dtype=np.float64)
+def _result(op, out, args) -> np.ndarray:
+    """A pass's reduced result as float64 (from the grid of a clipped sum; the count of
+    unclipped rows of ``"clipcount"``, last, as it is)."""
+    grid = args.get("grid")
+    if grid is None:
+        return np.asarray(out, dtype=np.float64)
+    if op == "clipcount":
+        return np.append(from_grid(out[:-1], grid), float(out[-1]))
+    return from_grid(out, grid)
 
 
 def _count_clipped(aux, col, bound, count_tol: float = 0.0) -> int:

@@ -27,22 +27,10 @@ from .dask import (
 )
 from .dask_tasks import _XNORM, _aux_block, _Spec
 from .numpy import Design
-from .numpy_inputs import check_weight_values
+from .numpy_inputs import INPUT_RULES, check_weight_values
 from .rows import augmented_bound, count_tolerance, warn_clipped
 
-__all__ = [
-    "MULTINOMIAL",
-    "as_dask_design",
-    "build_design",
-    "check_sample_weight",
-    "class_indices",
-    "count_outside",
-    "label_set",
-    "map_labels",
-    "margins",
-    "one_vs_rest",
-    "validate_estimator_input",
-]
+__all__ = [*INPUT_RULES, "as_dask_design"]
 
 #: multinomial (softmax) models are fitted on this backend: the targets are the class
 #: indices of :func:`class_indices`, the softmax passes those of :class:`DaskDesign`

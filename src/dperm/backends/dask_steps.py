@@ -1,57 +1,115 @@
-"""The client side of the Dask backend's DP-SGD steps: batches read ahead, one message
-a step, and recovery from a lost worker (issue #31 §2 and §4).
+"""DP-SGD's steps on the Dask backend: the lots' rows brought to the client, a chunk of
+steps at a time, through Dask's own comms (issue #39).
 
-A DP-SGD step t needs θ_{t−1}, so the steps are a chain of round trips; what does not
-depend on θ is taken off that chain:
+A DP-SGD step t needs the clipped gradient sum of its lot at θ_{t−1}, and θ_{t−1}
+depends on the previous step's noise, so the steps are a chain.  The lots themselves
+do not depend on θ or on the data (the sampler's law: Poisson, fixed-size, shuffled),
+so they can be drawn ahead — by the sampler of :mod:`dperm.sampling`, from the fit's
+sampling generator, in order: the very lots of the one-machine fit — and their *rows*
+brought to where θ lives before θ is known:
 
-* **batches read ahead.**  The sampler's batches do not depend on θ.  The client
-  draws them (the sampler of :mod:`dperm.sampling`, the fit's own generator, in
-  order — the very batches of the one-machine fit) :data:`LOOKAHEAD` steps ahead,
-  splits their global row indices by partition for many steps at once (one sort),
-  and queues them on the workers in one message per worker.  A worker gathers the
-  next batch's rows of its partitions into their own arrays while the client adds
-  the noise and updates θ; a step is then one message per worker — θ — and one
-  reply — the int64 sum of its partitions on the grid of
-  :func:`~dperm.backends.dask_tasks.to_grid`.  The noise, the order of the steps and
-  the accounting stay on the client; the workers see each batch's row indices up to
-  :data:`LOOKAHEAD` steps before its θ (they saw them before too, one step ahead).
-* **a lost worker.**  The session's connection to a worker that dies fails at once
-  (its host closes it; a host that vanishes is found by TCP keepalive).  The client
-  then waits until the scheduler has dropped that worker and every partition of X,
-  its per-row arrays, y and the weights is in memory on a live worker again — Dask
-  recomputes the lost ones from their graph, so the recovery costs the lost
-  partitions' recomputation — opens a new session on the new placement, queues the
-  pending batches again and repeats the step at the same θ.  The partitions' sums
-  are added exactly on the grid, so the placement does not change a bit of the
-  sum: the fit ends with the model of the undisturbed fit, and the privacy cost is
-  charged once (the run is never restarted: each step's noise is drawn once).
+* the lots of the next k steps (a **chunk**) are split by partition and, for each
+  worker holding some of them, one task (:func:`dperm.backends.dask_tasks.take_rows`,
+  submitted through the cluster's ``Client`` and placed by Dask next to the
+  partitions it reads) returns exactly those rows — X in its dtype, the per-row clip
+  scale and norms, y, the weights — and ``Client.gather`` brings them over: one round
+  trip per k steps, through the scheduler or directly, as the client is configured
+  (``direct_to_workers``), over the cluster's own comms and security
+  (``distributed.Security``: TLS when the cluster's comms are);
+* the chunks of steps t+k … t+3k are fetched (in background threads of the client,
+  :data:`AHEAD` chunks at once) while steps t … t+k run: the chain waits for a round
+  trip only at its start, or when the rows come slower than the steps use them;
+* each step then runs on the client at numpy speed, *through the numpy backend's own
+  code*: a one-machine :class:`~dperm.backends.numpy.Design` of the chunk's rows
+  (the same rows, scales and norms) and its clipped-sum kernel
+  (:func:`dperm.backends._products.design_kernel`, or
+  :meth:`~dperm.backends.numpy.Design.softmax_clipped_sum`) on the lot's positions
+  in the chunk — the same function on the same numbers in the same order as the
+  numpy fit, so **the model is the numpy fit's, bit for bit**;
+* with **adaptive clipping** (the estimators' default, Andrew et al. 2021:
+  :mod:`dperm.algorithms.adaptive_clipping`) a step also releases the noisy count of
+  its unclipped examples at the step's own norm Cₜ: the lot's rows are taken from the
+  chunk as the numpy fit takes them from X (``Design.take``) and the one batch
+  function of every backend, :func:`dperm.backends._products.clipped_sum_count`,
+  gives the sum at Cₜ and the count (:meth:`Stepper.clipped_count`) — again the numpy
+  fit's numbers, so the same Cₜ at every step and the same model, bit for bit.
+
+Only the lots' rows move (each row of a lot once; the data stay partitioned on the
+workers, and nothing else of them reaches the client).  The noise, the order of the
+steps and the accounting stay on the client; the workers see the lots' row indices
+a few chunks of steps ahead of their step.
+
+When lots are large, the rows cost more to move than the arithmetic on them, and a
+step computes its sum on the workers instead (one task per worker and step, the
+partitions' sums added exactly on a public grid:
+:meth:`dperm.backends.dask.DaskDesign._pass`; with adaptive clipping the task gets
+Cₜ and returns its partitions' count of unclipped rows with the sum, an integer added
+exactly: the numpy count, so the numpy Cₜ, and the sum to the grid's rounding):
+chosen by the public cost rule :func:`worker_sums` of (lot, d, workers), never by
+anything read off the data.
+
+A worker lost mid-fit: a chunk's tasks whose partitions were on it wait in
+``Client.gather`` while Dask recomputes those partitions from their graph (Dask's
+own recovery); the rows, hence the model, are the same, the run is never restarted
+and its ε is charged once.
 """
 
 from __future__ import annotations
 
 import collections
-import dataclasses
-import functools
+import concurrent.futures
 import itertools
 import numbers
-import time
-import warnings
 import weakref
 
 import numpy as np
 
+from .._validation import rows_per_chunk
 from ..exceptions import InvalidDataError
-from .dask_session import SessionError, StepSession, live_workers
-from .dask_tasks import compute_batch, from_grid, grid_exponent, prepare_batch
+from ._products import clipped_sum_count, design_kernel
+from .dask_tasks import _ALL, _local_design, records, step_columns, take_rows
 
-__all__ = ["LOOKAHEAD", "RECOVERY_TIMEOUT", "ReadAhead", "Stepper", "placement", "rows_array"]
+__all__ = [
+    "CHUNK_BYTES",
+    "Stepper",
+    "block_futures",
+    "client_of",
+    "placement",
+    "rows_array",
+    "worker_sums",
+]
 
-#: steps of batches queued on the workers ahead of θ
-LOOKAHEAD = 32
-#: seconds the client waits for a lost worker's partitions to be back in memory
-RECOVERY_TIMEOUT = 300.0
-#: seconds the client waits for the scheduler to drop a worker whose session failed
-LOST_GRACE = 3.0
+#: bytes of the lots' rows one round trip brings to the client (a chunk of ≥ 1 lots);
+#: the first chunk of a run is FIRST_CHUNK times smaller (the first step waits for it)
+CHUNK_BYTES = 64 * 2**20
+FIRST_CHUNK = 16
+#: chunks fetched at once ahead of the one the steps read (the fetches overlap: one
+#: chunk's rows are gathered on the workers while another's cross the network)
+AHEAD = 2
+#: the public cost rule (:func:`worker_sums`), measured on the benchmark machine
+#: (docs/cluster.md, "Performance"; ``benchmarks/bench_scale.py --latency``): seconds
+#: of one step's round trip of tasks to the workers, and seconds per number (row ×
+#: column) of a lot computed on the client from fetched rows (moving them included)
+#: and on one worker
+TASK_ROUND_TRIP = 5e-3
+FETCHED_NUMBER = 9e-9
+WORKER_NUMBER = 6e-9
+#: bytes per row fetched besides X's: the per-row vectors (≤ 3 float64), y, a weight
+_ROW_EXTRA = 40
+
+
+def worker_sums(lot: float, d: int, workers: int) -> bool:
+    """The public cost rule: True when a step of an expected ``lot`` rows of ``d``
+    numbers, on data spread over ``workers`` workers, is cheaper as sums computed on
+    the workers (a round trip of tasks per step, the work divided by the workers)
+    than on the client from fetched rows (moving the rows, then the arithmetic of
+    one machine):
+
+        TASK_ROUND_TRIP + lot·d·WORKER_NUMBER / workers < lot·d·FETCHED_NUMBER.
+
+    Reads only public numbers (the sampler's expected lot, the width, the cluster)."""
+    work = float(lot) * int(d)
+    return TASK_ROUND_TRIP + work * WORKER_NUMBER / max(int(workers), 1) < work * FETCHED_NUMBER
 
 
 def block_futures(arr, client):
@@ -81,9 +139,9 @@ def client_of(X):
 
 def placement(X, aux):
     """(client, {worker: [partition]}, X futures, aux futures) when a distributed
-    Client is the scheduler and X is persisted on it; False when it is not (no step
-    session, no per-worker tasks: ordinary graphs); None when some partition has no
-    holder right now (a worker was lost and Dask is recomputing its partitions)."""
+    Client is the scheduler and X is persisted on it; False when it is not (ordinary
+    graphs); None when some partition has no holder right now (a worker was lost and
+    Dask is recomputing its partitions)."""
     client = client_of(X)
     if client is None:
         return False
@@ -91,14 +149,20 @@ def placement(X, aux):
     af = block_futures(aux, client)
     if xf is None or af is None:
         return False
-    who = client.who_has(xf)
-    groups: dict = {}
-    for p, f in enumerate(xf):
-        holders = sorted(who.get(f.key, ()))
-        if not holders:
-            return None
-        groups.setdefault(holders[0], []).append(p)
+    groups = _groups(client, xf)
+    if None in groups:
+        return None
     return client, groups, xf, af
+
+
+def _groups(client, futures) -> dict:
+    """{worker: [partition]} of the futures' current holders (key None: no holder)."""
+    who = client.who_has(futures)
+    groups: dict = {}
+    for p, f in enumerate(futures):
+        holders = sorted(who.get(f.key, ()))
+        groups.setdefault(holders[0] if holders else None, []).append(p)
+    return groups
 
 
 def rows_array(rows, n: int) -> np.ndarray:
@@ -126,238 +190,224 @@ def rows_array(rows, n: int) -> np.ndarray:
     return rows if lo >= 0 else np.where(rows < 0, rows + n, rows)
 
 
-def split(batches, offsets: np.ndarray, groups: dict):
-    """The batches' rows by worker: ({worker: (counts int64[K, P_w], local rows)},
-    row count of each batch).  A partition's rows keep the batch's order (a stable
-    sort by (step, partition); sorted batches, as Poisson batches are, are cut at
-    the partitions' offsets instead, O(P log b) a batch); ``None`` (every row) is the
-    count −1."""
-    P = len(offsets) - 1
-    n = int(offsets[-1])
-    K = len(batches)
-    idx = [None if b is None else rows_array(b, n) for b in batches]
-    sizes = np.array([n if r is None else r.size for r in idx], dtype=np.int64)
-    flat = np.concatenate([np.empty(0, np.int64)] + [r for r in idx if r is not None])
-    counts = np.zeros((K, P), dtype=np.int64)
-    if all(r is None or not np.any(r[1:] < r[:-1]) for r in idx):  # (step, partition) order
-        for k, r in enumerate(idx):
-            if r is not None and r.size:
-                counts[k] = np.diff(np.searchsorted(r, offsets))
-        part = np.repeat(np.tile(np.arange(P), K), counts.ravel())
+# ============================================================================ a chunk
+class _Chunk:
+    """Consecutive lots of a run and, once fetched, their rows on the client."""
+
+    def __init__(self, lots: list):
+        self.lots, self.pos = lots, 0
+        self.key = self.future = None  # what was fetched (y, weights), and how
+        self.kernel = None  # (loss, C, the numpy clipped-sum kernel of the rows)
+
+
+def fetch(design, client, lots, y, weights, cols=_ALL, scheduler=None):
+    """The rows of ``lots`` on the client: (a one-machine Design of the rows, their
+    labels, weights, each lot's positions in them), by one task per worker that holds
+    some (:func:`~dperm.backends.dask_tasks.take_rows`; per partition on a scheduler
+    other than distributed).  The rows are put in the lots' order — each lot's rows in
+    its own order, one lot after the other — so a step gathers a contiguous block:
+    exactly the numpy fit's gathered batch; float32 rows of lots of one block
+    (:func:`dperm._validation.rows_per_chunk`) become float64 here (exact), off the
+    steps' chain, so that each step runs the numpy backend's float64 kernel, whose
+    products are those of its float32 path on the same values.  ``cols``: the
+    per-row columns fetched (a step needs
+    :func:`~dperm.backends.dask_tasks.step_columns`); ``scheduler``: the Dask
+    scheduler of a graph (found by the caller's thread: its context decides)."""
+    n, offsets = design.shape[0], design._offsets
+    flat, sizes = _flat(lots, n)
+    part = np.searchsorted(offsets, flat, side="right") - 1
+    small = np.int16 if len(offsets) < 2**15 else np.int64  # int16: a radix sort, O(rows)
+    order = np.argsort(part.astype(small), kind="stable")  # rows by partition, in order
+    cuts = np.searchsorted(part[order], np.arange(len(offsets)))
+    arrays = (design.X, design.aux, y, weights)
+    blocks = None
+    if client is not None:
+        blocks = [None if a is None else block_futures(a, client) for a in arrays]
+        if any(b is None for a, b in zip(arrays, blocks, strict=True) if a is not None):
+            client = blocks = None  # not all persisted on the client: a Dask graph
+    if client is not None:
+        groups = list(_groups(client, blocks[0]).values())
     else:
-        part = np.searchsorted(offsets, flat, side="right") - 1
-        key = np.repeat(np.arange(K) * P, [0 if r is None else r.size for r in idx]) + part
-        order = np.argsort(key, kind="stable")
-        flat, part = flat[order], part[order]
-        counts = np.bincount(key, minlength=K * P).reshape(K, P)
-    local = flat - offsets[part]
-    counts[[r is None for r in idx]] = -1
-    owner = np.empty(P, dtype=np.int16 if len(groups) < 2**15 else np.int64)
-    for j, ps in enumerate(groups.values()):
-        owner[ps] = j
-    of_row = owner[part]
-    by_owner = np.argsort(of_row, kind="stable")  # a radix sort for int16 keys: O(rows)
-    cuts = np.concatenate([[0], np.cumsum(np.bincount(of_row, minlength=len(groups)))])
-    out = {}
-    for j, (w, ps) in enumerate(groups.items()):
-        out[w] = (np.ascontiguousarray(counts[:, ps]), local[by_owner[cuts[j] : cuts[j + 1]]])
-    return out, sizes
+        blocks = [None if a is None else a.to_delayed().ravel() for a in arrays]
+        groups = [[p] for p in range(design.n_partitions)]
+    groups = [g for g in ([p for p in g if cuts[p + 1] > cuts[p]] for g in groups) if g]
+    tasks, perms = [], []
+    for g in groups:
+        pos = [order[cuts[p] : cuts[p + 1]] for p in g]
+        perms.append(np.concatenate(pos))
+        args = [None if b is None else [b[p] for p in g] for b in blocks]
+        tasks.append((*args, [flat[r] - offsets[p] for p, r in zip(g, pos, strict=True)], cols))
+    if client is not None:
+        pieces = client.gather([client.submit(take_rows, *t, pure=False) for t in tasks])
+    else:
+        import dask
+        from dask.delayed import delayed
+
+        scheduler = scheduler or dask.base.get_scheduler(collections=[design.X])
+        pieces = dask.compute(*[delayed(take_rows)(*t) for t in tasks], scheduler=scheduler)
+    # float64 rows (exact): a step then runs the numpy kernel of float64 rows, which
+    # computes the numbers of the float32 path (the same products on the same values)
+    # for lots of one block — the float32 path adds larger lots block by block
+    one_block = max(sizes, default=0) <= rows_per_chunk(design.n_features)
+    dtypes = [
+        np.float64 if one_block else design.X.dtype,
+        *(None if a is None else a.dtype for a in arrays[1:]),
+    ]
+    widths = [design.X.shape[1:], (len(cols),), (), ()]
+    out = [
+        None if a is None else np.empty((flat.size, *w), dtype=t)
+        for a, w, t in zip(arrays, widths, dtypes, strict=True)
+    ]
+    for piece, pos in zip(pieces, perms, strict=True):  # each row to its place in its lot
+        for dst, src in zip(out, piece, strict=True):
+            if dst is None:
+                continue
+            if dst.dtype == src.dtype:
+                np.put(records(dst), pos, records(src))
+            else:
+                dst[pos] = src
+    # the per-row columns each contiguous (a lot's scales, norms: gathered from a column
+    # as from the numpy design's vectors, without a copy of the strided whole first)
+    view = _local_design(out[0], np.asfortranarray(out[1]), design._spec, cols)
+    view._batch_info()  # the kernel's per-row table, built here, off the steps' chain
+    bounds = np.cumsum([0, *sizes])
+    return view, out[2], out[3], [np.arange(a, b) for a, b in itertools.pairwise(bounds)]
 
 
-class ReadAhead:
-    """The sampler's batches (``sampler.batches(rng, steps)``, unchanged and in order),
-    with :meth:`draw` to read some ahead of the loop."""
+def _flat(lots, n: int):
+    """The lots' rows as one int64 array of global indices (each lot in its order) and
+    the lots' sizes; integer index arrays within [0, n) — the samplers' lots — as they
+    are, any other row descriptor through :func:`rows_array`."""
+    if all(type(b) is np.ndarray and b.dtype.kind in "iu" and b.ndim == 1 for b in lots):
+        flat = np.concatenate([np.empty(0, np.int64), *lots]).astype(np.int64, copy=False)
+        if not flat.size or (flat.min() >= 0 and flat.max() < n):
+            return flat, [b.size for b in lots]
+    idx = [rows_array(b, n) for b in lots]
+    return np.concatenate([np.empty(0, np.int64), *idx]), [r.size for r in idx]
 
-    def __init__(self, source):
+
+# ============================================================================ the steps
+class Stepper:
+    """The DP-SGD steps of one :class:`~dperm.backends.dask.DaskDesign`: the run's lots,
+    drawn :data:`AHEAD` chunks ahead, and their rows, fetched as far ahead.
+
+    :meth:`start` returns the run's lots (an iterator of the sampler's own batches,
+    unchanged and in order); :meth:`clipped` serves a lot's clipped sum from its
+    fetched rows, or returns None for the workers' sums (a lot it did not draw, or
+    the cost rule chose the workers)."""
+
+    def __init__(self, design):
+        self._design = weakref.ref(design)
+        self.chunks: collections.deque = collections.deque()
+        self.lots: collections.deque = collections.deque()  # drawn, not yet handed out
+        self.source = None
+        self.client = None
+        self.scheduler = None  # a graph's scheduler, when X is not persisted on a Client
+        self.size = self.per_chunk = 0  # lots in the next chunk, in a full one
+        self.pool = concurrent.futures.ThreadPoolExecutor(AHEAD, "dperm-lots")
+        weakref.finalize(self, self.pool.shutdown, wait=False, cancel_futures=True)
+        self.fetched = 0  # chunks fetched (diagnostics)
+
+    def start(self, sampler, source):
+        """A new run's lots: the sampler's ``source`` as it is when :func:`worker_sums`
+        chooses the workers, else drawn a chunk at a time by this stepper."""
+        import dask
+
+        design = self._design()
+        self.close()
+        lot = float(sampler.normalizer)  # public: the expected lot, never a drawn one
+        self.client = design._client()
+        self.scheduler = dask.base.get_scheduler(collections=[design.X])
+        workers = 1 if self.client is None else len(self.client.nthreads()) or 1
+        if worker_sums(lot, design.shape[1], workers):
+            self.source = None
+            return source
+        row = design.X.dtype.itemsize * design.n_features + _ROW_EXTRA
+        self.per_chunk = max(1, int(CHUNK_BYTES // max(lot * row, 1.0)))
+        self.size = max(1, self.per_chunk // FIRST_CHUNK)
         self.source = source
-        self.buffer: collections.deque = collections.deque()
+        return self
+
+    def close(self) -> None:
+        """Forget the lots and the rows of a previous run (its fetches not yet begun
+        are cancelled)."""
+        for chunk in self.chunks:
+            if chunk.future is not None:
+                chunk.future.cancel()
+        self.chunks.clear()
+        self.lots.clear()
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        return self.buffer.popleft() if self.buffer else next(self.source)
+        if not self.lots and not self._draw():
+            raise StopIteration
+        return self.lots.popleft()
 
-    def draw(self, k: int) -> list:
-        new = list(itertools.islice(self.source, k))
-        self.buffer.extend(new)
-        return new
-
-
-@dataclasses.dataclass
-class _Queued:
-    rows: object  # the sampler's batch object (matched by identity)
-    exponent: int  # the grid of its sum (its row count and C)
-    workers: list  # the workers that hold rows of it
-
-
-class Stepper:
-    """The DP-SGD steps of one :class:`~dperm.backends.dask.DaskDesign`: its step
-    session, the batches queued on the workers, and the recovery from a lost worker."""
-
-    def __init__(self, design):
-        self._design = weakref.ref(design)
-        self.session = None  # (key, loss, StepSession)
-        self.reader: ReadAhead | None = None
-        self.queued: collections.deque = collections.deque()
-        self.failed = False  # no session can open (warned once)
-        self.recoveries = 0  # sessions reopened after a lost connection (diagnostics)
-
-    def start(self, source) -> ReadAhead:
-        """A new run's batches: forget the queue of the previous one."""
-        self.close()
-        self.queued.clear()
-        self.reader = ReadAhead(source)
-        return self.reader
-
-    def close(self) -> None:
-        if self.session is not None:
-            self.session[2].close()
-            self.session = None
-
-    # ----- a step ---------------------------------------------------------------------
-    def clipped(self, op, loss, C, y, weights, theta, rows):
-        """The batch's clipped sum (float64, flat) through the step session, or None
-        for the task path (no session on this cluster, or none could be restored)."""
-        design = self._design()
-        deadline = time.monotonic() + RECOVERY_TIMEOUT
-        strikes = 0
-        while True:
-            try:
-                session = self._open(design, op, loss, C, y, weights, theta.shape)
-                if session is None:
-                    return None
-                return self._step(design, session, C, theta, rows)
-            except SessionError as exc:
-                self.close()
-                lost = not exc.fatal and self._recover(design, exc, y, weights, deadline)
-                strikes += not lost
-                if exc.fatal or strikes >= 2 or time.monotonic() > deadline:
-                    self._give_up(exc)
-                    return None
-
-    def _step(self, design, session, C, theta, rows):
-        if self.queued and rows is self.queued[0].rows:
-            item = self.queued[0]
-            session.post(theta, item.exponent, item.workers)
-            self._refill(design, session, C)  # while the workers compute
-            total = session.collect(item.workers)
-            self.queued.popleft()
-            return from_grid(total, item.exponent)
-        self._refill(design, session, C)
-        per_worker, sizes = split([rows], design._offsets, session.groups)
-        exponent = grid_exponent(sizes[0], C)
-        per_worker = {w: (c[0], r) for w, (c, r) in per_worker.items() if c.any()}
-        return from_grid(session.step(theta, exponent, per_worker), exponent)
-
-    def _refill(self, design, session, C) -> None:
-        """Draw and queue batches ahead when fewer than LOOKAHEAD/2 are queued."""
-        if self.reader is None or len(self.queued) > LOOKAHEAD // 2:
-            return
-        new = self.reader.draw(LOOKAHEAD - len(self.queued))
-        if new:
-            self._send(design, session, C, new)
-
-    def _send(self, design, session, C, batches) -> None:
-        """Queue ``batches`` on the workers (each worker gets the steps it has rows in)."""
-        per_worker, sizes = split(batches, design._offsets, session.groups)
-        items = [_Queued(b, grid_exponent(m, C), []) for b, m in zip(batches, sizes, strict=True)]
-        message = {}
-        for w, (counts, rows) in per_worker.items():
-            has = counts.any(axis=1)
-            for k in np.flatnonzero(has):
-                items[k].workers.append(w)
-            if has.any():
-                message[w] = (np.ascontiguousarray(counts[has]), rows)
-        self.queued.extend(items)
-        session.send_batches(message)
-
-    # ----- opening, losing and restoring a session ------------------------------------------
-    def _open(self, design, op, loss, C, y, weights, shape):
-        """The open session for this (op, loss, C, y, weights), opened on first use and
-        given the queued batches; None when this cluster has none (the task path).
-
-        Raises SessionError when a partition has no holder now or a worker leaves."""
-        key = (op, C, shape, getattr(y, "name", None), getattr(weights, "name", None))
-        old = self.session
-        if old is not None and old[0] == key and old[1] is loss and not old[2].closed:
-            return old[2]
-        self.close()
-        if not design.use_session or self.failed:
-            return None
-        where = design._placement()
-        if where is None:
-            if design._where is False:
-                return None  # not a distributed Client, or X not persisted on it
-            raise SessionError("some partitions have no holder (being recomputed)")
-        client, groups, xf, af = where
-        yf = None if y is None else block_futures(y, client)
-        wf = None if weights is None else block_futures(weights, client)
-        if (y is not None and yf is None) or (weights is not None and wf is None):
-            return None
-        blocks = {
-            w: [(xf[p], af[p], yf and yf[p], wf and wf[p]) for p in ps] for w, ps in groups.items()
-        }
-        session = StepSession(
-            client,
-            groups,
-            blocks,
-            prepare=functools.partial(prepare_batch, op=op, spec=design._spec),
-            compute=functools.partial(
-                compute_batch,
-                op=op,
-                spec=design._spec,
-                args=dict(size=int(np.prod(shape)), loss=loss, C=C),
-            ),
-            shape=shape,
-        )
-        weakref.finalize(design, session.close)
-        self.session = (key, loss, session)
-        pending = [q.rows for q in self.queued]
-        self.queued.clear()
-        if pending:  # queued on a lost session: again, on this one
-            self._send(design, session, C, pending)
-        return session
-
-    def _recover(self, design, exc: SessionError, y, weights, deadline: float) -> bool:
-        """After a lost connection: wait until the scheduler has dropped the worker (at
-        once for a killed process; docs/cluster.md for a vanished host) and every
-        partition of X, aux, y and the weights is in memory on a live worker (Dask
-        recomputes the lost ones from their graph).  Returns False when the worker
-        whose connection failed is still in the cluster (nothing was lost)."""
-        design._where = None
-        client = client_of(design.X)
-        if client is None:
+    def _draw(self) -> bool:
+        """The next chunk of lots, drawn from the sampler (False: the run's last lot
+        has been drawn)."""
+        lots = [] if self.source is None else list(itertools.islice(self.source, self.size))
+        if not lots:
             return False
-        grace = time.monotonic() + (0.5 if exc.opening else LOST_GRACE)
-        alive = exc.worker in live_workers(client)
-        while alive and time.monotonic() < grace:
-            time.sleep(0.02)
-            alive = exc.worker in live_workers(client)
-        if alive:
-            return False
-        self.recoveries += 1
-        futures = [
-            f
-            for a in (design.X, design.aux, y, weights)
-            if a is not None
-            for f in (block_futures(a, client) or ())
-        ]
-        while time.monotonic() < deadline:
-            live = live_workers(client)
-            who = client.who_has(futures)
-            if all(set(who.get(f.key, ())) & live for f in futures):
-                break
-            time.sleep(0.02)
-        design._where = None
+        self.size = min(self.per_chunk, 2 * self.size)
+        self.chunks.append(_Chunk(lots))
+        self.lots.extend(lots)
         return True
 
-    def _give_up(self, exc) -> None:
-        self.failed = True
-        warnings.warn(
-            f"dperm could not open a step session on the Dask workers ({exc}); DP-SGD "
-            "steps run as one task per worker and step, which is slower "
-            "(docs/cluster.md, 'Performance')",
-            RuntimeWarning,
-            stacklevel=6,
-        )
+    def lot(self, y, weights, rows):
+        """(a one-machine Design of the chunk's fetched rows, their labels, weights,
+        the lot's positions in them) when ``rows`` is the run's next lot drawn here —
+        the lot is then handed out, and the next chunks' fetches are started — else
+        None."""
+        while self.chunks and self.chunks[0].pos == len(self.chunks[0].lots):
+            self.chunks.popleft()
+        if not self.chunks or self.chunks[0].lots[self.chunks[0].pos] is not rows:
+            return None
+        key = (getattr(y, "name", None), getattr(weights, "name", None))
+        while len(self.chunks) <= AHEAD and self._draw():
+            pass  # the next chunks' lots, to fetch while this one's steps run
+        for chunk in itertools.islice(self.chunks, 1 + AHEAD):
+            if chunk.key != key:
+                self._submit(chunk, key, y, weights)
+        chunk = self.chunks[0]
+        view, yl, wl, where = chunk.future.result()
+        chunk.pos += 1
+        return view, yl, wl, where[chunk.pos - 1]
+
+    def clipped(self, op, loss, C, y, weights, theta, rows):
+        """The lot ``rows``'s clipped sum at θ (float64, θ's size) from its fetched
+        rows, or None when ``rows`` is not the run's next lot drawn here."""
+        got = self.lot(y, weights, rows)
+        if got is None:
+            return None
+        view, yl, wl, pos = got
+        if op != "clip":
+            return view.softmax_clipped_sum(loss, theta, yl, C, rows=pos)
+        chunk = self.chunks[0]
+        if chunk.kernel is None or chunk.kernel[0] is not loss or chunk.kernel[1] != C:
+            chunk.kernel = (loss, C, design_kernel(view, loss, yl, C, wl))
+        return chunk.kernel[2](theta, pos)
+
+    def clipped_count(self, loss, C, y, weights, theta, rows):
+        """The lot ``rows``'s (clipped sum at Cₜ = ``C``, centred count of unclipped
+        examples) from its fetched rows — the numpy fit's batch: the lot's rows taken
+        from the chunk (``Design.take``, as the numpy fit takes them from X) and
+        :func:`~dperm.backends._products.clipped_sum_count` on them — or None when
+        ``rows`` is not the run's next lot drawn here (adaptive clipping)."""
+        got = self.lot(y, weights, rows)
+        if got is None:
+            return None
+        view, yl, wl, pos = got
+        batch = view.take(pos)
+        yb = None if yl is None else yl[pos]
+        wb = None if wl is None else wl[pos]
+        return clipped_sum_count(loss, batch, batch.row_norms(), yb, wb, theta, C)
+
+    def _submit(self, chunk, key, y, weights) -> None:
+        chunk.key = key
+        design = self._design()
+        args = (self.client, chunk.lots, y, weights, step_columns(design._spec), self.scheduler)
+        chunk.future = self.pool.submit(fetch, design, *args)
+        self.fetched += 1

@@ -5,8 +5,9 @@ partition (:func:`_local_design`) and calls the *same* method the one-machine pa
 calls (:func:`_apply`), so the arithmetic of a partition is the one-machine
 arithmetic; the row norms and clip scales follow :mod:`dperm.backends.rows`.  Used
 by :mod:`dperm.backends.dask` (the client-side view and its passes),
-:mod:`dperm.backends.dask_inputs` (building a view) and the step sessions of
-:mod:`dperm.backends.dask_session`.  Nothing here imports Dask.
+:mod:`dperm.backends.dask_inputs` (building a view) and the DP-SGD steps of
+:mod:`dperm.backends.dask_steps` (:func:`take_rows`: a chunk of lots' rows).
+Nothing here imports Dask.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import math
 import numpy as np
 
 from ..exceptions import InvalidDataError
+from ._products import clipped_sum_count
 from .numpy import Design, _gather
-from .rows import clip_factors, clip_scale, clipped_count, safe_row_norms
+from .rows import clip_scale, clipped_count, safe_row_norms
 
 #: columns of the per-row auxiliary array persisted next to each partition
 _XNORM, _SCALE, _ICOL, _NORM = range(4)
@@ -35,27 +37,37 @@ class _Spec:
     clipped: bool  # the scale column is used (data_norm given or re-clipped)
 
 
-def _local_design(xb, auxb, spec: _Spec) -> Design:
-    """The one-machine :class:`Design` of one partition (views of its arrays)."""
-    icol = auxb[:, _ICOL] if spec.per_row_intercept else spec.intercept
+#: every column of the per-row array
+_ALL = (_XNORM, _SCALE, _ICOL, _NORM)
+
+
+def _local_design(xb, auxb, spec: _Spec, cols=_ALL) -> Design:
+    """The one-machine :class:`Design` of one partition (views of its arrays; ``auxb``
+    holds the per-row columns ``cols``, :func:`step_columns` at least)."""
+    col = {c: auxb[:, i] for i, c in enumerate(cols)}
     view = Design(
         xb,
-        scale=auxb[:, _SCALE] if spec.clipped else None,
-        intercept=icol,
-        xnorms=auxb[:, _XNORM],
+        scale=col[_SCALE] if spec.clipped else None,
+        intercept=col[_ICOL] if spec.per_row_intercept else spec.intercept,
+        xnorms=col.get(_XNORM),
         data_norm=spec.data_norm,
         bound=spec.bound,
     )
-    view._norms = auxb[:, _NORM]
+    view._norms = col[_NORM]
     return view
+
+
+def step_columns(spec: _Spec) -> tuple:
+    """The per-row columns a clipped sum reads: the clip scale (when rows are
+    clipped), the intercept values (when they are per row) and the effective norm."""
+    return (_SCALE,) * spec.clipped + (_ICOL,) * spec.per_row_intercept + (_NORM,)
 
 
 def _batch_view(xb, auxb, yb, wb, rows, *, spec: _Spec):
     """(view, y, weights) of a partition's rows ``rows`` (None = all): the one-machine
     :class:`Design` of the gathered rows (a DP-SGD batch) with their labels and
-    weights.  Every path — the step session, which gathers a batch before θ arrives,
-    and the tasks — computes a partition's share of a batch on this view, so a
-    partition's result depends only on its rows, never on which worker holds it."""
+    weights: a partition's result depends only on its rows, never on which worker
+    holds it."""
     if rows is None:
         return _local_design(xb, auxb, spec), yb, wb
     # float64 once (exact): the products of a step then skip the per-product conversion
@@ -68,134 +80,47 @@ def _batch_view(xb, auxb, yb, wb, rows, *, spec: _Spec):
     )
 
 
-# ----------------------------------------------------------- a batch's clipped sum
-def buffer(scratch: dict, name: str, shape, dtype=np.float64) -> np.ndarray:
-    """A work array of ``shape`` kept in ``scratch`` (a dict the caller keeps from step
-    to step) and reused.  A Dask worker's allocator returns freed memory to the
-    system at once (``MALLOC_TRIM_THRESHOLD_``, set by the nanny), so a fresh array
-    of a batch's size at every step costs page faults — more than the arithmetic."""
-    size = math.prod(shape)
-    buf = scratch.get(name)
-    if buf is None or buf.size < size or buf.dtype != dtype:
-        buf = scratch[name] = np.empty(size + size // 4, dtype=dtype)
-    return buf[:size].reshape(shape)
-
-
-@dataclasses.dataclass
-class Rows:
-    """Effective rows x̃ᵢ = (cᵢ xᵢ, bᵢ) of (part of) a batch as a float64 (m, d_eff)
-    array, with their norms ‖x̃ᵢ‖ (the persisted ones), labels and weights."""
-
-    X: np.ndarray
-    norms: np.ndarray
-    y: np.ndarray | None
-    w: np.ndarray | None
-
-
-def _width(d: int, spec: _Spec) -> int:
-    return d + (spec.per_row_intercept or spec.intercept is not None)
-
-
-def _finish(X, d: int, aux, y, w, spec: _Spec) -> Rows:
-    """Scale the raw rows in ``X[:, :d]`` and fill the intercept column."""
-    if spec.clipped:
-        X[:, :d] *= aux[:, _SCALE, None]
-    if X.shape[1] > d:
-        X[:, d] = aux[:, _ICOL] if spec.per_row_intercept else spec.intercept
-    return Rows(X, aux[:, _NORM], y, w)
-
-
-def batch_rows(blocks, entry, spec: _Spec, scratch: dict | None = None) -> list:
-    """One worker's rows of a batch: ``entry`` = [(partition, local rows or None = all)]
-    of ``blocks`` = [(xb, auxb, yb, wb)].  The gathered rows of every partition are
-    one :class:`Rows` (a DP-SGD batch: a few rows, one block for all partitions, in
-    ``scratch``); whole partitions stay (partition, None)."""
-    out = [(i, None) for i, r in entry if r is None]
-    picked = [(blocks[i], r) for i, r in entry if r is not None]
-    if not picked:
-        return out
-    scratch = {} if scratch is None else scratch
-    m, d = sum(len(r) for _, r in picked), picked[0][0][0].shape[1]
-    X, aux = buffer(scratch, "X", (m, _width(d, spec))), buffer(scratch, "aux", (m, 4))
-    y = None if picked[0][0][2] is None else buffer(scratch, "y", (m,))
-    w = None if picked[0][0][3] is None else buffer(scratch, "w", (m,))
+# ----------------------------------------------------------- a lot's rows
+def take_rows(xs, auxs, ys, ws, rows, cols=_ALL):
+    """The rows ``rows[i]`` (local indices) of the partitions ``xs[i]`` held by one
+    worker, concatenated in that order: (X rows in X's dtype, the per-row columns
+    ``cols`` of ``auxs``, labels, weights; None where there are none).  What a chunk of
+    DP-SGD lots brings to the client (:mod:`dperm.backends.dask_steps`): those rows
+    and nothing else."""
+    cols = list(cols)
+    m = sum(len(r) for r in rows)
+    heads = (xs[0], auxs[0][:, cols], ys[0] if ys else None, ws[0] if ws else None)
+    out = [None if a is None else np.empty((m, *a.shape[1:]), dtype=a.dtype) for a in heads]
     pos = 0
-    for (xb, auxb, yb, wb), r in picked:
+    for i, r in enumerate(rows):
         sl = slice(pos, pos + len(r))
-        X[sl, :d] = _gather(xb, r)
-        aux[sl] = _gather(auxb, r)
-        if y is not None:
-            y[sl] = _gather(yb, r)
-        if w is not None:
-            w[sl] = _gather(wb, r)
+        out[1][sl] = auxs[i][r[:, None], cols]
+        for dst, src in zip(out[::2] + out[3:], (xs, ys, ws), strict=True):
+            if dst is not None:
+                _take_into(dst[sl], src[i], r)
         pos = sl.stop
-    return [_finish(X, d, aux, y, w, spec), *out]
+    return tuple(out)
 
 
-def clip_grid_sum(rows, blocks, spec: _Spec, loss, theta, C, exponent, scratch=None):
-    """Σᵢ clip_C(wᵢ φ'(x̃ᵢᵀθ, yᵢ) x̃ᵢ) over ``rows`` (:func:`batch_rows`), each term
-    rounded to the grid 2^-``exponent`` (:func:`to_grid`) and added exactly: int64
-    (d_eff,).  A whole partition (a full pass, DP-GD) is summed by the one-machine
-    :meth:`~dperm.design.Design.glm_clipped_sum` and rounded once.  The
-    per-example clipping of Abadi et al. (CCS 2016, Algorithm 1) with
-    ‖∇ℓᵢ‖ = |wᵢφ'ᵢ|·‖x̃ᵢ‖ as in :meth:`dperm.design.Design.glm_clipped_sum`; every
-    operation on a batch is row by row (the margins by ``einsum``, not a BLAS
-    product whose rounding may depend on the other rows of the block), so a row's
-    term, and with the exact sum the whole result, is the same however the rows are
-    grouped.
-
-    Raises
-    ------
-    ValueError
-        A clipped term exceeds the grid's range (never rounded away silently).
-    """
-    scratch = {} if scratch is None else scratch
-    total = np.zeros(len(theta), dtype=np.int64)
-    unit = _unit(exponent)
-    for R in rows:
-        if isinstance(R, tuple):  # a whole partition (a full pass): its sum, rounded
-            xb, auxb, yb, wb = blocks[R[0]]
-            args = dict(size=len(theta), loss=loss, theta=theta, C=C)
-            total += to_grid(
-                _apply("clip", _local_design(xb, auxb, spec), yb, wb, args, None), exponent
-            )
-            continue
-        z = np.einsum("ij,j->i", R.X, theta, out=buffer(scratch, "z", R.X.shape[:1]))
-        s = np.asarray(loss.derivative(z, R.y), dtype=np.float64)
-        if R.w is not None:
-            s = s * R.w
-        if not np.isfinite(np.sum(s)):  # overflow: drop the example, never a NaN
-            s = np.where(np.isfinite(s), s, 0.0)
-        a = np.abs(s)
-        a *= R.norms
-        s = s * clip_factors(a, C)
-        s *= unit  # exact: a power of two; |each term| ≤ |sᵢ|·‖x̃ᵢ‖ ≤ C·2ᴸ < 2⁶¹
-        if not np.all(np.abs(s) * R.norms < 2.0**62):
-            raise ValueError("a clipped term exceeds clipping_norm (grid overflow)")
-        G = np.multiply(R.X, s[:, None], out=buffer(scratch, "G", R.X.shape))
-        ints = np.rint(G, out=buffer(scratch, "I", R.X.shape, np.int64), casting="unsafe")
-        total += ints.sum(axis=0)
-    return total
+def _take_into(dst, src, rows) -> None:
+    """``dst[:] = src[rows]`` without a temporary: each row taken whole as one opaque
+    record (:func:`records`: ``numpy.take`` of an unaligned array — a partition received
+    over the network may be — would copy it whole first).  ``rows`` are in range (the
+    client split checked global indices at the partitions' offsets), so ``mode="clip"``:
+    ``numpy.take`` then writes into ``dst`` directly instead of through a buffer."""
+    if not len(rows):
+        return
+    if src.flags.c_contiguous and src.dtype == dst.dtype:
+        np.take(records(src), rows, out=records(dst), mode="clip")
+    else:
+        dst[...] = _gather(src, rows)
 
 
-def prepare_batch(blocks, entry, *, op: str, spec: _Spec, scratch: dict | None = None):
-    """What a worker gathers for one step before θ arrives (:func:`compute_batch`)."""
-    if op == "clip":
-        return batch_rows(blocks, entry, spec, scratch)
-    return [_batch_view(*blocks[i], r, spec=spec) for i, r in entry]
-
-
-def compute_batch(prepared, blocks, theta, exponent, *, op, spec, args, scratch=None):
-    """One worker's int64 share of a step on the grid 2^-``exponent``: per example for
-    a GLM's clipped sum (:func:`clip_grid_sum`), per partition otherwise."""
-    if op == "clip":
-        loss, C = args["loss"], args["C"]
-        return clip_grid_sum(prepared, blocks, spec, loss, theta, C, exponent, scratch)
-    args = {**args, "theta": theta}
-    total = np.zeros(args["size"], dtype=np.int64)
-    for view, yb, wb in prepared:
-        total += to_grid(_apply(op, view, yb, wb, args, None), exponent)
-    return total
+def records(a) -> np.ndarray:
+    """The rows of a C-contiguous array as a 1-D array of opaque records (a view: one
+    ``numpy.void`` item per row, which has no alignment to respect)."""
+    rec = np.dtype((np.void, a.itemsize * math.prod(a.shape[1:])))
+    return a.reshape(len(a), -1).view(rec).reshape(len(a))
 
 
 # ----------------------------------------------------------- the reproducible sum
@@ -210,15 +135,22 @@ def to_grid(v, exponent: int) -> np.ndarray:
     """``v`` rounded to the grid 2^-``exponent``, as int64 multiples of it.
 
     Reproducible summation (the pre-rounding of Demmel & Nguyen, "Fast reproducible
-    floating-point summation", ARITH 2013): every clipped per-example gradient of a
-    GLM (:func:`clip_grid_sum`; for other losses, each partition's clipped sum) is
-    rounded once, on its own, to a grid fixed by public numbers (the batch's row
-    count m and C); the integers then add exactly, in any order and any grouping.
-    So the sum of a batch does not depend on which worker holds which partition — a
+    floating-point summation", ARITH 2013): each partition's clipped sum (computed
+    by the one-machine code on that partition's rows alone) is rounded once to a
+    grid 2⁻ᴸ set by the batch's row count m and C (:func:`grid_exponent`: no int64
+    sum can overflow); the integers then add exactly, in any order and any
+    grouping.  So a clipped sum computed on the workers (DP-GD's full batches,
+    DP-SGD's large lots) does not depend on which worker holds which partition — a
     fit that loses a worker and recomputes its partitions elsewhere gives the model
-    of the undisturbed fit, bit for bit.  The rounding error is ≤ m · 2^-(L+1) ≈
-    m²·C·2⁻⁶² on a coordinate of the sum (2·10⁻¹³ C for m = 1 414): far below the
-    noise (σ·C per coordinate).
+    of the undisturbed fit, bit for bit.
+
+    The rounding moves each coordinate of the sum of P partitions by at most
+    P·2⁻⁽ᴸ⁺¹⁾ ≤ P·m·C·2⁻⁶¹, so the ℓ2 sensitivity of the rounded sum is at most
+    C·(1 + √d·P·m·2⁻⁶⁰) instead of the C of Abadi et al.'s clipped sum (add/remove;
+    2C replace-one): a relative excess of 5·10⁻¹² at d = 50, P = 8, m = 10⁵ — smaller
+    than the float64 rounding of the sum itself (≈ m·2⁻⁵³ relative), which no
+    mechanism of the library accounts for either (m, hence L, may differ between
+    neighbouring datasets: the bound covers any L with 2ᴸ·m·C < 2⁶¹).
 
     Raises
     ------
@@ -290,16 +222,18 @@ def _flat(result) -> np.ndarray:
 
 def _partial(op, p, xb, auxb, yb, wb, spec, args, rows):
     """One partition's contribution to a pass (runs on a worker): float64, or for a
-    clipped sum int64 on the grid ``args["grid"]`` (the step session's arithmetic,
-    :func:`compute_batch`)."""
+    clipped sum int64 on the grid ``args["grid"]`` (:func:`to_grid`: the partition's
+    sum rounded once, so that adding the partitions does not depend on the placement);
+    a count of unclipped rows (``"clipcount"``, last entry) is an integer as it is."""
     grid = args.get("grid")
     if rows is not None and len(rows) == 0:
         return np.zeros(args["size"], dtype=np.float64 if grid is None else np.int64)
-    if grid is not None:
-        blocks = [(xb, auxb, yb, wb)]
-        prepared = prepare_batch(blocks, [(0, rows)], op=op, spec=spec)
-        return compute_batch(prepared, blocks, args["theta"], grid, op=op, spec=spec, args=args)
-    return _apply(op, *_batch_view(xb, auxb, yb, wb, rows, spec=spec), args, None)
+    out = _apply(op, *_batch_view(xb, auxb, yb, wb, rows, spec=spec), args, None)
+    if grid is None:
+        return out
+    if op == "clipcount":
+        return np.append(to_grid(out[:-1], grid), np.int64(out[-1]))
+    return to_grid(out, grid)
 
 
 def _apply(op, view, yb, wb, args, rows):
@@ -321,6 +255,12 @@ def _apply(op, view, yb, wb, args, rows):
         )
     elif op == "softclip":
         res = view.softmax_clipped_sum(args["loss"], args["theta"], yb, args["C"], rows=rows)
+    elif op == "clipcount":  # adaptive clipping: the sum at Cₜ, the unclipped rows
+        # (``view`` is the batch's rows already: _partial gathers them, rows is None)
+        g, centred = clipped_sum_count(
+            args["loss"], view, view.row_norms(), yb, wb, args["theta"], args["C"]
+        )
+        res = np.append(np.ravel(g), centred + 0.5 * view.shape[0])
     elif op == "rmatvec":
         res = view.rmatvec(yb)
     elif op == "gram":

@@ -36,20 +36,23 @@ from .rows import (
     warn_clipped,
 )
 
-__all__ = [
+#: the input rules of a backend: every backend's input module (this one,
+#: :mod:`dperm.backends.dask_inputs`) has them, under these names, for the dispatch of
+#: :mod:`dperm.design`
+INPUT_RULES = (
     "MULTINOMIAL",
     "build_design",
     "check_sample_weight",
-    "check_weight_values",
     "class_indices",
     "count_outside",
     "label_set",
     "map_labels",
     "margins",
     "one_vs_rest",
-    "sklearn_validate",
     "validate_estimator_input",
-]
+)
+
+__all__ = [*INPUT_RULES, "INPUT_RULES", "check_weight_values", "sklearn_validate"]
 
 #: multinomial (softmax) models are fitted on this backend
 MULTINOMIAL = True

@@ -353,7 +353,7 @@ def _fit_dperm(alg: str, split: Split, params: dict, epsilon, delta, seed, risk,
     est_params.setdefault("data_norm", split.data_norm)
     mechanism = _VIRTUAL.get(alg, alg).removesuffix(TUNED)
     if alg == "bolt-on-sc" and "alpha" not in est_params:
-        from ..estimators._mechanisms import objective_alpha_rule
+        from ..estimators._alpha_rules import objective_alpha_rule
 
         r_eff = math.hypot(float(est_params["data_norm"]), 0.5)  # intercept_scaling 0.5
         est_params["alpha"] = objective_alpha_rule(

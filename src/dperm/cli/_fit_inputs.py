@@ -105,16 +105,9 @@ def _bound_value(col: str, value: Any, option: str) -> tuple:
         raise InvalidPrivacyParameter(
             f"{option}: the third part of the bound of {col!r} can only be 'log', got {value[2]!r}"
         )
-    try:
-        lo, hi = float(value[0]), float(value[1])
-    except (TypeError, ValueError):
-        raise InvalidPrivacyParameter(
-            f"{option}: bound of {col!r} must be two numbers, got {value!r}"
-        ) from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise InvalidPrivacyParameter(
-            f"{option}: bound of {col!r} must be finite with lo < hi, got {lo}:{hi}"
-        )
+    from .._validation import check_interval  # the library, once a command runs (fast --help)
+
+    lo, hi = check_interval(value[:2], f"{option}: bound of {col!r}")
     if log and lo < 0:
         raise InvalidPrivacyParameter(
             f"{option}: a log-scaled bound needs lo ≥ 0; {col!r} has {lo}:{hi}:log"

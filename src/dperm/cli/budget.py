@@ -28,7 +28,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ._common import json_safe, one_line_errors
+from ._common import json_safe, new_app, one_line_errors
 
 __all__ = [
     "budget_app",
@@ -40,11 +40,9 @@ __all__ = [
     "verify_budgets",
 ]
 
-budget_app = typer.Typer(
-    name="budget",
-    help="Privacy budgets kept in a store: create, show, history, verify, export, import.",
-    add_completion=False,
-    rich_markup_mode=None,
+budget_app = new_app(
+    "budget",
+    "Privacy budgets kept in a store: create, show, history, verify, export, import.",
     no_args_is_help=True,
 )
 

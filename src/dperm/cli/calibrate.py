@@ -70,26 +70,17 @@ def calibrate_command(
         frac = Fraction(check_probability(sampling_rate, "sampling_rate")).limit_denominator(10**12)
         population_size = frac.denominator
         sampling_rate = frac.numerator / frac.denominator
-    sigma = calibrate_gaussian(
-        epsilon,
-        delta,
-        steps=steps,
-        sampling_rate=sampling_rate,
-        accountant=accountant,
-        sampling=sampling,
-        population_size=population_size,
-        neighbouring=neighbouring,
-    )
-    achieved_run = account_command(
-        sigma,
-        sampling_rate=sampling_rate,
-        steps=steps,
-        delta=delta,
-        accountant=accountant,
-        sampling=sampling,
-        population_size=population_size,
-        neighbouring=neighbouring,
-    )
+    # one description of the run: the ε achieved is certified for the run calibrated
+    run = {
+        "steps": steps,
+        "sampling_rate": sampling_rate,
+        "accountant": accountant,
+        "sampling": sampling,
+        "population_size": population_size,
+        "neighbouring": neighbouring,
+    }
+    sigma = calibrate_gaussian(epsilon, delta, **run)
+    achieved_run = account_command(sigma, delta=delta, **run)
     achieved = achieved_run["epsilon"]
     return {
         "accountant": accountant,

@@ -183,60 +183,55 @@ def run_fit(
 ) -> dict[str, Any]:
     """Load data, fit a private model and measure it; the work behind ``dperm fit``.
 
-        ``tune`` selects Λ privately (:func:`dperm.model_selection.tuning_search`):
-        ε and δ are then the budget of the whole search, and the result gains a
-        ``tuned`` key (the selected parameters, released by the search).
+    ``tune`` selects Λ privately (:func:`dperm.model_selection.tuning_search`):
+    ε and δ are then the budget of the whole search, and the result gains a
+    ``tuned`` key (the selected parameters, released by the search).
 
-        ``progress`` shows a progress bar (on stderr) during the iterations of the
-        gradient-perturbation mechanisms, and a note on stderr for every step
-        slower than a second.  ``save`` writes the fitted model with
-        :func:`dperm.io.save` and its privacy statement to ``<save>.privacy.txt``.
+    ``progress`` shows a progress bar (on stderr) during the iterations of the
+    gradient-perturbation mechanisms, and a note on stderr for every step
+    slower than a second.  ``save`` writes the fitted model with
+    :func:`dperm.io.save` and its privacy statement to ``<save>.privacy.txt``.
 
-    <<<<<<< HEAD
-        ``bounds`` / ``categories`` / ``impute`` (``col=lo:hi`` / ``col=a,b,c`` /
-        ``col=value`` items or schema files, or dicts), ``categorical``, ``classes``
-        (``"a,b,c"`` or a list), ``label_bound``, ``task`` and ``positive_label`` are the
-        public schema of a ``csv`` file (CSV, or Parquet by suffix ``.parquet``) or a Dask
-        source (:data:`~dperm.cli._common.FILE_SCHEMA`): nothing of it is read off the data,
-        the task and the labels included.  ``ledger`` names a
-    =======
-        ``bounds`` / ``categories`` (``col=lo:hi`` / ``col=a,b,c`` items or schema
-        files, or dicts), ``label_bound`` and ``task`` are the public schema of a
-        ``csv`` file (CSV, or Parquet by suffix ``.parquet``).  ``feature_scaling``
-        (:class:`~dperm.estimators.DPLogisticRegression`'s parameter; None: "private" for a
-        ``csv`` file's classification with the logistic model, whose bounds a user writes
-        generously, else the estimator's default) finds the columns' location and scale
-        privately within the fit's (ε, δ) (issue #36).  ``ledger`` names a
-    >>>>>>> i36-scale
-        store (a SQLite file, a JSON store or a ``postgresql://`` URL) holding the
-        budget ``ledger_budget`` (default "default", created with budget
-        ``ledger_epsilon``, ``ledger_delta``) spent across invocations, processes and
-        machines (:mod:`dperm.cli._fit_ledger`): the fit's (ε, δ) is reserved before
-        the fit (refused with ``BudgetExceededError`` when the budget cannot afford
-        it; with ``wait`` seconds, retried while other fits' open reservations settle)
-        and committed, with the model file's SHA-256, before the model file is moved into
-        place; ``ledger_key`` is the key file of a signed budget.  ``reference=False``
-        skips the non-private reference fit (its keys are then None); otherwise it minimizes the private
-        fit's own regularized objective with the estimator's ``tol``/``max_iter``.
+    ``bounds`` / ``categories`` / ``impute`` (``col=lo:hi`` / ``col=a,b,c`` /
+    ``col=value`` items or schema files, or dicts), ``categorical``, ``classes``
+    (``"a,b,c"`` or a list), ``label_bound``, ``task`` and ``positive_label`` are the
+    public schema of a ``csv`` file (CSV, or Parquet by suffix ``.parquet``) or a Dask
+    source (:data:`~dperm.cli._common.FILE_SCHEMA`): nothing of it is read off the data,
+    the task and the labels included.  ``feature_scaling``
+    (:class:`~dperm.estimators.DPLogisticRegression`'s parameter; None: "private" for a
+    ``csv`` file's classification with the logistic model, whose bounds a user writes
+    generously, else the estimator's default) finds the columns' location and scale
+    privately within the fit's (ε, δ) (issue #36).  ``ledger`` names a
+    store (a SQLite file, a JSON store or a ``postgresql://`` URL) holding the
+    budget ``ledger_budget`` (default "default", created with budget
+    ``ledger_epsilon``, ``ledger_delta``) spent across invocations, processes and
+    machines (:mod:`dperm.cli._fit_ledger`): the fit's (ε, δ) is reserved before
+    the fit (refused with ``BudgetExceededError`` when the budget cannot afford
+    it; with ``wait`` seconds, retried while other fits' open reservations settle)
+    and committed, with the model file's SHA-256, before the model file is moved into
+    place; ``ledger_key`` is the key file of a signed budget.  ``reference=False``
+    skips the non-private reference fit (its keys are then None); otherwise it
+    minimizes the private fit's own regularized objective with the estimator's
+    ``tol``/``max_iter``.
 
-        Returns
-        -------
-        dict
-            The keys of ``dperm fit --json`` (see :data:`FIT_KEYS`) plus
-            ``metric`` ("accuracy" or "r2" for regression: the keys ``test_r2``,
-            ``test_rmse``, ``train_r2``, ``nonprivate_test_r2`` then replace the
-            ``*_accuracy`` ones), ``bounds_from_data`` (True when a bound or
-            category list was read from the data: no end-to-end guarantee),
-            ``delta_default``,
-            ``dp_event``, ``alpha``, ``neighbouring`` (the relation ε and δ are
-            stated for: "replace-one") and ``outside_guarantee`` (the keys of
-            :data:`NON_PRIVATE_KEYS`: diagnostics computed from the training data
-            without noise, not covered by the privacy guarantee).
+    Returns
+    -------
+    dict
+        The keys of ``dperm fit --json`` (see :data:`FIT_KEYS`) plus
+        ``metric`` ("accuracy" or "r2" for regression: the keys ``test_r2``,
+        ``test_rmse``, ``train_r2``, ``nonprivate_test_r2`` then replace the
+        ``*_accuracy`` ones), ``bounds_from_data`` (True when a bound or
+        category list was read from the data: no end-to-end guarantee),
+        ``delta_default``,
+        ``dp_event``, ``alpha``, ``neighbouring`` (the relation ε and δ are
+        stated for: "replace-one") and ``outside_guarantee`` (the keys of
+        :data:`NON_PRIVATE_KEYS`: diagnostics computed from the training data
+        without noise, not covered by the privacy guarantee).
 
-        Raises
-        ------
-        DpermError
-            Any validation error (unknown dataset or model, missing file, bad ε, …).
+    Raises
+    ------
+    DpermError
+        Any validation error (unknown dataset or model, missing file, bad ε, …).
     """
     verbose = progress or notes  # plain progress lines on stderr; --quiet: none
     budget_options = (ledger_epsilon, ledger_delta, ledger_budget, ledger_key, wait)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .._rng import check_random_state
-from .._validation import check_positive, check_probability
+from .._validation import check_positive, check_probability, float_array
 from ..exceptions import InvalidPrivacyParameter, LabelError, UnknownNameError
 from ..schema import Schema, SchemaEncoder
 from .dataset import Dataset
@@ -199,13 +199,11 @@ class LabelRule:
                 "fill or remove them in the file first"
             )
         if self.task == "regression":
-            try:
-                t = np.asarray(y, dtype=np.float64)
-            except (TypeError, ValueError):
-                raise LabelError(
-                    f"task='regression' needs a numeric target; column {column!r} holds "
-                    "values that are not numbers"
-                ) from None
+            message = (
+                f"task='regression' needs a numeric target; column {column!r} holds values "
+                "that are not numbers"
+            )
+            t = float_array(y, column, error=LabelError, message=message)
             if self.label_bound is None:
                 return t, 0
             b = self.label_bound

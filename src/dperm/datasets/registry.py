@@ -10,6 +10,7 @@ from .adult import _ADULT_SCHEMA, _load_adult
 from .breast_cancer import WDBC_SCHEMA, _load_breast_cancer
 from .california_housing import _CAL_SCHEMA, _load_california_housing
 from .casp import _CASP_SCHEMA, _load_casp
+from .cifar10 import load_cifar10
 from .dataset import Dataset
 from .group_sparse import _load_group_sparse
 from .kddcup99 import _KDD_SCHEMA, _load_kddcup99
@@ -62,11 +63,12 @@ _LOADERS = {
     "california-housing": _load_california_housing,
     "casp": _load_casp,
     "group-sparse": _load_group_sparse,
+    "cifar10": load_cifar10,
 }
 
 
 #: Other accepted names (short forms) → canonical names.
-_ALIASES = {"california": "california-housing"}
+_ALIASES = {"california": "california-housing", "cifar-10": "cifar10"}
 
 
 def _canonical(name) -> str:

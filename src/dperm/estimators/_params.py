@@ -146,8 +146,8 @@ PARAMETER_DOCS: dict[str, ParamDoc] = {
         effective row bound): for "objective" and "output" the minimizer of
         the mechanism's excess-risk bound at this ε (it grows as ε shrinks),
         floored at R²/n; constants chosen on training splits only.  See
-        :func:`dperm.estimators._mechanisms.objective_alpha_rule` and
-        :func:`~dperm.estimators._mechanisms.output_alpha_rule`.  The value
+        :func:`dperm.estimators._alpha_rules.objective_alpha_rule` and
+        :func:`~dperm.estimators._alpha_rules.output_alpha_rule`.  The value
         used is ``alpha_``.""",
     ),
     "fit_intercept": ParamDoc(

@@ -37,8 +37,9 @@ def privacy_statement(model) -> str:
 
     Parameters
     ----------
-    model : fitted dperm estimator or sklearn.pipeline.Pipeline
-        E.g. :class:`~dperm.estimators.DPLogisticRegression`.  For a pipeline the
+    model : fitted dperm estimator, sklearn.pipeline.Pipeline, or a DP optimizer
+        E.g. :class:`~dperm.estimators.DPLogisticRegression`, or the optimizer of
+        :func:`dperm.networks.make_private` (the statement of its run).  For a pipeline the
         statement gives the composed (ε, δ) of every step (its δ is the sum of the
         steps' δ, its ε the "auto" accountant's bound at that δ), what each step spends,
         then the final estimator's statement.
@@ -56,6 +57,8 @@ def privacy_statement(model) -> str:
     sklearn.exceptions.NotFittedError
         If it is not fitted.
     """
+    if getattr(model, "_private_run", False):  # a run of dperm.networks.make_private
+        return model.privacy_statement()
     if _is_pipeline(model):
         event, epsilon, delta = _pipeline_privacy(model)
         return pipeline_statement(model, event, epsilon, delta, privacy_statement)

@@ -70,7 +70,7 @@ MARGIN_BOUND = 20.0
 #: The prior bound B₀ of the output-perturbation Λ rule (its proxy is a looser upper
 #: bound of the risk than objective perturbation's, so the constant differs; chosen on
 #: validation splits of the training rows, see
-#: :func:`dperm.estimators._mechanisms.output_alpha_rule`).
+#: :func:`dperm.estimators._alpha_rules.output_alpha_rule`).
 OUTPUT_MARGIN_BOUND = 10.0
 #: ε above which the prior bound is relaxed (:func:`prior_margin`): beyond every cell
 #: the Λ rules were checked on (ε ≤ 8), and where the noise has stopped mattering

@@ -1,32 +1,30 @@
-"""Per-example gradients of a PyTorch module and their clipped sum (step P2 of DP-SGD).
+"""Per-example gradients of a PyTorch module and their clipped sum (step P2 of DP-SGD),
+the per-example losses, and the refusal of layers that mix the records of a batch.
 
 DP-SGD needs Σ_{i∈batch} clip_C(∇_θ ℓ(θ; xᵢ, yᵢ)) with clip_C(g) = g·min(1, C/‖g‖₂)
 (Abadi et al., CCS 2016, Algorithm 1, "clip gradient"): every term has norm ≤ C, so
 one record moves the sum by at most C (add/remove) or 2C (replace-one) — the
-sensitivity the Gaussian noise of :mod:`dperm.networks.dp_sgd` is calibrated to.
-Two exact ways to get it, both from PyTorch's autodiff (never a hand-written
-gradient):
+sensitivity the Gaussian noise of the run is calibrated to.  Two exact ways to get it
+from a module and a per-example loss, both from PyTorch's autodiff (never a
+hand-written gradient):
 
-* ``"vmap"`` — any :class:`torch.nn.Module`: ``torch.func.vmap(torch.func.grad(ℓ))``
-  over the batch (the per-example gradients are materialised, b × p numbers, in
-  chunks of at most :data:`VMAP_CHUNK` numbers);
-* ``"ghost"`` — an :class:`torch.nn.Sequential` of distinct :class:`torch.nn.Linear`
-  layers (no layer called twice, no tied weights: :func:`shares_parameters`) and
-  parameter-free element-wise activations on (b, d) inputs: one backward pass gives
-  the gradients Gₗ = ∂(Σᵢ ℓᵢ)/∂Zₗ with respect to each layer's outputs, whose row i
-  is example i's own (rows of an MLP do not interact); example i's gradient of layer
-  l is the outer product Gₗ,ᵢ Aₗ,ᵢᵀ (Aₗ the layer's inputs) plus the bias Gₗ,ᵢ, so
-
-      ‖∇θ ℓᵢ‖² = Σₗ ‖Gₗ,ᵢ‖² (‖Aₗ,ᵢ‖² + 1)          (Goodfellow 2015, "Efficient
-                                                   per-example gradient computations")
-
-  and the clipped sum of layer l is (c ⊙ Gₗ)ᵀ Aₗ — no b × p tensor is formed.  Same
-  numbers as ``"vmap"`` up to float rounding (tests/test_networks.py).
+* ``"auto"`` / ``"ghost"`` — the taps of :mod:`dperm.networks._clipper` on the module's
+  layers (what :func:`~dperm.networks.make_private` and :func:`~dperm.networks.fit`
+  run): one forward and one backward pass of the summed loss, then per layer the ghost
+  norms (Linear, Conv, Embedding; Goodfellow 2015; Li et al. 2022; Bu et al. 2023) or
+  the materialised per-example gradients, whichever is cheaper ("auto"), or the ghost
+  norms wherever a layer has them ("ghost"); parameters shared by two calls are summed
+  per example before the norm (exact);
+* ``"vmap"`` — any module as a whole: ``torch.func.vmap(torch.func.grad(ℓ))`` over the
+  batch (the per-example gradients are materialised, b × p numbers, in chunks of at
+  most :data:`VMAP_CHUNK` numbers).  An independent computation: the tests check the
+  taps against it.
 
 Per-example norms are accumulated in float64.  A per-example gradient that is not
 finite contributes zero (one bad record must not turn the release into NaN, which
 would itself leak).  Modules whose outputs mix the rows of a batch (batch
-normalisation) have no per-example gradient and are refused.
+normalisation) have no per-example gradient and are refused
+(:func:`convert_batchnorm` replaces them by GroupNorm).
 """
 
 from __future__ import annotations
@@ -41,9 +39,10 @@ __all__ = [
     "LOSSES",
     "METHODS",
     "VMAP_CHUNK",
+    "check_losses",
     "check_module",
     "clipped_gradient_sum",
-    "ghost_eligible",
+    "convert_batchnorm",
     "per_example_gradients",
     "resolve_loss",
     "shares_parameters",
@@ -109,23 +108,81 @@ def check_module(module) -> None:
                 raise InvalidPrivacyParameter(
                     f"module layer {name or type(m).__name__!r} ({type(m).__name__}) mixes the "
                     "records of a batch, so DP-SGD has no per-example gradient for it; use "
-                    "GroupNorm or LayerNorm"
+                    "GroupNorm or LayerNorm (dperm.networks.convert_batchnorm(module) "
+                    "replaces every batch normalisation by a GroupNorm)"
                 )
 
 
-def _elementwise_types():
+def _groups(channels: int, most: int = 32) -> int:
+    """The largest number of groups ≤ ``most`` that divides ``channels``."""
+    return max(g for g in range(1, min(most, channels) + 1) if channels % g == 0)
+
+
+def convert_batchnorm(module, num_groups: int | None = None):
+    """Replace every batch normalisation layer of ``module`` by a GroupNorm (in place).
+
+    BatchNorm normalises each record by statistics of the whole batch and keeps running
+    statistics of the private data: DP-SGD has no per-example gradient for it and
+    :func:`check_module` refuses it.  GroupNorm (Wu & He, ECCV 2018) normalises each
+    record by its own channels, which is what DP training uses instead (De, Berrada,
+    Hayes, Smith, Balle 2022; Opacus's ``ModuleValidator.fix`` does the same).  Each
+    ``BatchNorm1d/2d/3d(C)`` becomes ``GroupNorm(g, C, affine=True)`` with g the largest
+    divisor of C that is ≤ 32 (or ``num_groups``), freshly initialised (weight 1, bias
+    0: a BatchNorm's running statistics and weights came from data and are dropped);
+    ``InstanceNorm`` layers that track running statistics become GroupNorm(C, C).
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+    num_groups : int, optional
+        Groups of every GroupNorm (must divide each layer's channels).
+
+    Returns
+    -------
+    torch.nn.Module
+        ``module`` itself, changed in place (a new GroupNorm when ``module`` is a
+        batch normalisation layer).
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+        ``num_groups`` does not divide a layer's number of channels.
+
+    Examples
+    --------
+    >>> import torch  # doctest: +SKIP
+    >>> nn = torch.nn  # doctest: +SKIP
+    >>> net = nn.Sequential(nn.Conv2d(1, 8, 3), nn.BatchNorm2d(8))  # doctest: +SKIP
+    >>> convert_batchnorm(net)[1]  # doctest: +SKIP
+    GroupNorm(8, 8, eps=1e-05, affine=True)
+    """
     nn = require_torch().nn
-    return (
-        nn.ReLU,
-        nn.Tanh,
-        nn.Sigmoid,
-        nn.LeakyReLU,
-        nn.ELU,
-        nn.GELU,
-        nn.SiLU,
-        nn.Softplus,
-        nn.Identity,
-    )
+
+    def replace(m):
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            c = m.num_features
+            g = _groups(c) if num_groups is None else int(num_groups)
+        elif isinstance(m, nn.modules.instancenorm._InstanceNorm) and m.track_running_stats:
+            c = g = m.num_features
+        else:
+            return None
+        if c % g:
+            raise InvalidPrivacyParameter(
+                f"num_groups={num_groups!r} does not divide the {c} channels of {m}"
+            )
+        new = nn.GroupNorm(g, c, eps=m.eps, affine=True)
+        p = next(m.parameters(), None)
+        return new if p is None else new.to(device=p.device, dtype=p.dtype)
+
+    root = replace(module)
+    if root is not None:
+        return root
+    for parent in list(module.modules()):
+        for name, child in list(parent.named_children()):
+            new = replace(child)
+            if new is not None:
+                setattr(parent, name, new)
+    return module
 
 
 def shares_parameters(module) -> bool:
@@ -142,91 +199,14 @@ def shares_parameters(module) -> bool:
     return len(params) != len(set(params))
 
 
-def ghost_eligible(module, X_ndim: int = 2) -> bool:
-    """Whether the ``"ghost"`` path applies: a Sequential of Linear layers (with or
-    without bias, all parameters trainable, no parameter used by two layers —
-    :func:`shares_parameters`) and parameter-free element-wise activations
-    (:class:`~dperm.networks.mlp.TemperedSigmoid` included) or row-wise maps (a
-    ``rowwise`` attribute: the quadratic features of :mod:`dperm.networks.mlp`; the
-    identity needs only that rows do not mix), inputs of shape (b, d).  Anything else
-    takes the ``"vmap"`` path, exact for any module."""
-    nn = require_torch().nn
-    if X_ndim != 2 or not isinstance(module, nn.Sequential):
-        return False
-    linear = 0
-    for m in module:
-        if isinstance(m, nn.Linear):
-            if not all(p.requires_grad for p in m.parameters()):
-                return False
-            linear += 1
-        elif not (
-            isinstance(m, _elementwise_types())
-            or getattr(m, "elementwise", False)
-            or getattr(m, "rowwise", False)  # a fixed map of each row (quadratic features)
-        ):
-            return False
-        elif any(True for _ in m.parameters()):
-            return False
-    return linear > 0 and not shares_parameters(module)
-
-
-def _check_losses(values, b: int):
+def check_losses(values, b: int):
+    """``values`` (the per-example losses) checked to have shape (b,)."""
     if tuple(values.shape) != (b,):
         raise InvalidDataError(
             f"loss must return one value per example (shape ({b},), reduction='none'), got "
             f"shape {tuple(values.shape)}"
         )
     return values
-
-
-def _clip_factors(sq_norms, clipping_norm: float):
-    """cᵢ = C / max(‖gᵢ‖, C) from float64 squared norms (0 for a non-finite gᵢ)."""
-    torch = require_torch()
-    norms = torch.sqrt(sq_norms)
-    finite = torch.isfinite(norms)
-    if bool(finite.all()):
-        return clipping_norm / torch.clamp(norms, min=clipping_norm), finite
-    c = clipping_norm / torch.clamp(torch.where(finite, norms, 0.0), min=clipping_norm)
-    return torch.where(finite, c, 0.0), finite
-
-
-def _ghost_clipped_sum(module, loss_fn, Xb, yb, clipping_norm: float):
-    torch = require_torch()
-    nn, F = torch.nn, torch.nn.functional
-    b = Xb.shape[0]
-    inputs, outputs, layers = [], [], []
-    with torch.enable_grad():
-        h = Xb
-        for m in module:
-            if isinstance(m, nn.Linear):
-                bias = None if m.bias is None else m.bias.detach()
-                z = F.linear(h, m.weight.detach(), bias)
-                if not outputs:
-                    z.requires_grad_(True)
-                inputs.append(h.detach())
-                outputs.append(z)
-                layers.append(m)
-                h = z
-            else:
-                h = m(h)
-        total = _check_losses(loss_fn(h, yb), b).sum()
-        grads = torch.autograd.grad(total, outputs)
-    sq = torch.zeros(b, dtype=torch.float64, device=Xb.device)
-    for m, A, G in zip(layers, inputs, grads, strict=True):
-        g2 = torch.linalg.vector_norm(G, dim=1, dtype=torch.float64) ** 2
-        a2 = torch.linalg.vector_norm(A, dim=1, dtype=torch.float64) ** 2
-        sq += g2 * (a2 + (0.0 if m.bias is None else 1.0))
-    c, finite = _clip_factors(sq, clipping_norm)
-    all_finite = bool(finite.all())
-    parts = []
-    for m, A, G in zip(layers, inputs, grads, strict=True):
-        if not all_finite:
-            G, A = torch.where(finite[:, None], G, 0.0), torch.where(finite[:, None], A, 0.0)
-        Gc = G * c[:, None].to(G.dtype)
-        parts.append((Gc.T @ A).reshape(-1))
-        if m.bias is not None:
-            parts.append(Gc.sum(dim=0))
-    return torch.cat(parts)
 
 
 def _vmap_grads(module, loss_fn, Xb, yb):
@@ -275,6 +255,8 @@ def per_example_gradients(module, loss, X, y):
 
 
 def _vmap_clipped_sum(module, loss_fn, Xb, yb, clipping_norm: float):
+    from ._layers import clip_factors  # imports torch
+
     torch = require_torch()
     b = Xb.shape[0]
     names = _trainable_names(module)
@@ -285,7 +267,7 @@ def _vmap_clipped_sum(module, loss_fn, Xb, yb, clipping_norm: float):
         g = _vmap_grads(module, loss_fn, Xb[start : start + step], yb[start : start + step])
         G = torch.cat([g[k].reshape(g[k].shape[0], -1) for k in names], dim=1)
         sq = torch.linalg.vector_norm(G, dim=1, dtype=torch.float64) ** 2
-        c, finite = _clip_factors(sq, clipping_norm)
+        c, finite = clip_factors(sq, clipping_norm)
         part = c.to(G.dtype) @ torch.where(finite[:, None], G, 0.0)
         total = part if total is None else total + part
     return total
@@ -304,8 +286,10 @@ def clipped_gradient_sum(module, loss, Xb, yb, clipping_norm: float, method: str
     yb : torch.Tensor of shape (b, ...)
     clipping_norm : float
         C > 0: every per-example gradient is scaled to ℓ2 norm ≤ C before the sum.
-    method : {"auto", "ghost", "vmap"}
-        "auto" takes "ghost" where it applies (:func:`ghost_eligible`), else "vmap".
+    method : {"auto", "ghost", "vmap", "materialise"}
+        The taps, choosing per layer ("auto") or the ghost norms wherever a layer has
+        them ("ghost"), or every per-example gradient formed ("materialise"); or
+        ``torch.func`` over the whole module ("vmap").  All are exact.
 
     Returns
     -------
@@ -315,28 +299,36 @@ def clipped_gradient_sum(module, loss, Xb, yb, clipping_norm: float, method: str
     ------
     UnknownNameError
         Unknown ``method``.
-    InvalidPrivacyParameter
-        ``method="ghost"`` for a module it does not cover.
     """
     torch = require_torch()
-    if method not in METHODS:
+    if method not in (*METHODS, "materialise"):
         raise UnknownNameError(f"unknown method {method!r}; choose one of {list(METHODS)}")
     loss_fn = resolve_loss(loss)
-    ghost = ghost_eligible(module, Xb.ndim)
-    if method == "ghost" and not ghost:
-        shared = (
-            " whose layers share a parameter (use method='vmap')"
-            if (Xb.ndim == 2 and shares_parameters(module))
-            else ""
-        )
-        raise InvalidPrivacyParameter(
-            "method='ghost' needs a torch.nn.Sequential of distinct Linear layers and "
-            f"element-wise activations on (b, d) inputs, got {type(module).__name__}{shared} "
-            f"on inputs of dimension {Xb.ndim}"
-        )
+    params = [v for v in module.parameters() if v.requires_grad]
     if Xb.shape[0] == 0:
-        p = sum(v.numel() for v in module.parameters() if v.requires_grad)
-        return torch.zeros(p, dtype=next(module.parameters()).dtype, device=Xb.device)
-    if method == "vmap" or not ghost:
+        p = sum(v.numel() for v in params)
+        return torch.zeros(p, dtype=params[0].dtype, device=Xb.device)
+    if method == "vmap":
         return _vmap_clipped_sum(module, loss_fn, Xb, yb, clipping_norm)
-    return _ghost_clipped_sum(module, loss_fn, Xb, yb, clipping_norm)
+    from ._clipper import GradSampler  # imports torch
+
+    sampler = GradSampler(module, loss_reduction="sum", method=method)
+    before = [p.grad for p in params]
+    try:
+        sampler.new_batch(Xb.shape[0])
+        with torch.enable_grad():
+            check_losses(loss_fn(module(Xb), yb), Xb.shape[0]).sum().backward()
+        if any(p.grad is not g for p, g in zip(params, before, strict=True)):
+            raise InvalidPrivacyParameter(
+                "a trainable parameter received a plain (summed, unclipped) gradient: it is "
+                "used outside the layer that owns it; its per-example gradient is unknown"
+            )
+        sums = sampler.take(clipping_norm)
+    finally:
+        sampler.remove()
+        for p, g in zip(params, before, strict=True):
+            p.grad = g
+    return torch.cat(
+        [torch.zeros_like(p).reshape(-1) if t is None else t.reshape(-1)
+         for p, t in zip(params, sums or [None] * len(params), strict=True)]
+    )  # fmt: skip

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import DataFileNotFoundError, LedgerIntegrityError, LedgerStoreError
-from .records import Record, is_budget_name
+from .records import MapTransaction, Record, is_budget_name
 
 __all__ = ["FORMAT", "JsonStore", "atomic_write_text", "read_store_json", "store_json"]
 
@@ -111,29 +111,6 @@ def read_store_json(data: Any, location: str) -> dict[str, tuple[tuple[int, str]
     return out
 
 
-class _JsonTransaction:
-    def __init__(self, budgets: dict, budget: str, added: dict[str, list[Record]]) -> None:
-        self._budgets, self._budget, self.added = budgets, budget, added
-
-    def head(self) -> tuple[int, str] | None:
-        mine = self.added.get(self._budget)
-        if mine:
-            return mine[-1].seq, mine[-1].hash
-        entry = self._budgets.get(self._budget)
-        return None if entry is None else entry[0]
-
-    def records(self, after: int) -> list[Record]:
-        entry = self._budgets.get(self._budget)
-        stored = [] if entry is None else entry[1]
-        return [r for r in (*stored, *self.added.get(self._budget, ())) if r.seq > after]
-
-    def append(self, record: Record) -> None:
-        self.added.setdefault(self._budget, []).append(record)
-
-    def other(self, budget: str) -> _JsonTransaction:
-        return _JsonTransaction(self._budgets, budget, self.added)
-
-
 class JsonStore:
     """Budgets in one JSON file (:class:`~dperm.stores.records.Store`).
 
@@ -199,18 +176,15 @@ class JsonStore:
         return read_store_json(data, repr(self.location))
 
     @contextlib.contextmanager
-    def transaction(self, budget: str, *, write: bool) -> Iterator[_JsonTransaction]:
+    def transaction(self, budget: str, *, write: bool) -> Iterator[MapTransaction]:
         with self._locked(write):
             budgets = self._read()
-            added: dict[str, list[Record]] = {}
-            yield _JsonTransaction(budgets, budget, added)
-            if any(added.values()):
+            tx = MapTransaction(budgets, budget)
+            yield tx
+            if any(tx.added.values()):
                 if not write:  # pragma: no cover - the ledger appends in write transactions
                     raise LedgerStoreError("append in a read transaction")
-                for name, new in added.items():
-                    _, recs = budgets.get(name, ((-1, ""), []))
-                    recs = [*recs, *new]
-                    budgets[name] = ((recs[-1].seq, recs[-1].hash), recs)
+                tx.commit()
                 text = json.dumps(store_json(budgets), indent=1, sort_keys=True, allow_nan=False)
                 atomic_write_text(self.path, text + "\n")
 

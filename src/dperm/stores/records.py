@@ -38,6 +38,7 @@ __all__ = [
     "GENESIS",
     "STORE_CHAIN",
     "BudgetChain",
+    "MapTransaction",
     "Record",
     "Store",
     "Transaction",
@@ -193,6 +194,51 @@ class Transaction(Protocol):
         with it; a write transaction locks that budget too).  Used for the store's
         own chain only (:data:`STORE_CHAIN`), always locked after the budget's."""
         ...
+
+
+class MapTransaction:
+    """A :class:`Transaction` over budgets held as one map, name → ((number, hash) of the
+    head, records): the memory of :class:`~dperm.stores.memory.MemoryStore`, or the file
+    of :class:`~dperm.stores.jsonfile.JsonStore` as read under its lock.  Reads see the
+    map and what the transaction appended; the appended records (``added``, by budget,
+    shared with :meth:`other`) reach the map only by :meth:`commit`, which the store
+    calls at a normal exit — an exception appends nothing."""
+
+    def __init__(
+        self,
+        budgets: dict[str, tuple[tuple[int, str], list[Record]]],
+        budget: str,
+        added: dict[str, list[Record]] | None = None,
+    ) -> None:
+        self._budgets, self._budget = budgets, budget
+        self.added: dict[str, list[Record]] = {} if added is None else added
+
+    def head(self) -> tuple[int, str] | None:
+        mine = self.added.get(self._budget)
+        if mine:
+            return mine[-1].seq, mine[-1].hash
+        entry = self._budgets.get(self._budget)
+        return None if entry is None else entry[0]
+
+    def records(self, after: int) -> list[Record]:
+        entry = self._budgets.get(self._budget)
+        stored = () if entry is None else entry[1]
+        return [r for r in (*stored, *self.added.get(self._budget, ())) if r.seq > after]
+
+    def append(self, record: Record) -> None:
+        self.added.setdefault(self._budget, []).append(record)
+
+    def other(self, budget: str) -> MapTransaction:
+        return MapTransaction(self._budgets, budget, self.added)
+
+    def commit(self) -> None:
+        """The appended records into the map (each budget's head moves to its last)."""
+        for name, new in self.added.items():
+            if new:
+                entry = self._budgets.get(name)
+                recs = [] if entry is None else entry[1]
+                recs.extend(new)
+                self._budgets[name] = ((new[-1].seq, new[-1].hash), recs)
 
 
 class Store(Protocol):

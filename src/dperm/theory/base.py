@@ -101,6 +101,11 @@ def _noise_moments(d: int, epsilon: float, delta: float, sensitivity: float):
     return math.sqrt(d) * sigma, d * sigma * sigma
 
 
+def _e_norm_gaussian(d: int) -> float:
+    """E‖g‖₂ = √2 Γ((d+1)/2)/Γ(d/2) for g ~ N(0, I_d)."""
+    return math.sqrt(2.0) * math.exp(math.lgamma((d + 1) / 2.0) - math.lgamma(d / 2.0))
+
+
 def _output_noise_cost(m1: float, m2: float, lip: float, beta, lam: float) -> float:
     """Fact (ii): E[J(θ+κ)] − E[J(θ)] for independent zero-mean κ."""
     lip_form = lip * m1 + 0.5 * lam * m2

@@ -13,12 +13,17 @@ from ..bounds import _check_problem, expmech_erm_bound, sgd_gradient_second_mome
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError
 from ..losses.base import MARGIN_BOUND
 from . import seeds
-from .base import TheoryBound, _diagnostics, _n_coef, _need, _radius, _strong
+from .base import TheoryBound, _diagnostics, _e_norm_gaussian, _n_coef, _need, _radius, _strong
 from .exponential import _exponential
 from .first_order import _frank_wolfe, _gradient_methods
 from .perturbation import _amp, _bolt_on, _objective, _output
 from .seeds import lecture15_sgd_bound
-from .structured import _dual_fw_for_estimator, _structured_for_estimator
+from .structured import (
+    _dual_fw_for_estimator,
+    _norm_and_width,
+    _structured_for_estimator,
+    _vertex_set,
+)
 
 __all__ = ["ALGORITHMS", "bound_for_estimator", "seed_bounds_for_estimator", "theoretical_bound"]
 
@@ -306,7 +311,13 @@ def _noise_moments_of(dg: dict, d: int, scale_divisor: float = 1.0) -> tuple[flo
     s = float(dg["noise_scale"]) / scale_divisor
     if dg.get("noise") == "gamma":
         return d * s, d * (d + 1) * s * s
-    return s * seeds._e_norm_gaussian(d), d * s * s
+    return s * _e_norm_gaussian(d), d * s * s
+
+
+def _run_problem(dg: dict, n_samples: int, d: int) -> dict[str, Any]:
+    """The problem of one fitted call as the bounds' keywords: n, d and the (ε, δ) of the
+    call read off its diagnostics."""
+    return {"n": n_samples, "d": d, "epsilon": float(dg["epsilon"]), "delta": float(dg["delta"])}
 
 
 def seed_bounds_for_estimator(estimator, n_samples: int) -> list[TheoryBound]:
@@ -337,10 +348,7 @@ def seed_bounds_for_estimator(estimator, n_samples: int) -> list[TheoryBound]:
             _, m2 = _noise_moments_of(dg, d, scale_divisor=n_samples)
             out.append(
                 seeds.lecture14_objective_bound(
-                    n=n_samples,
-                    d=d,
-                    epsilon=float(dg["epsilon"]),
-                    delta=float(dg["delta"]),
+                    **_run_problem(dg, n_samples, d),
                     regularization=float(dg["l2_total"]),
                     noise_second_moment=m2,
                     theta_norm=prior,
@@ -357,10 +365,7 @@ def seed_bounds_for_estimator(estimator, n_samples: int) -> list[TheoryBound]:
             out.append(
                 theoretical_bound(
                     mechanism,
-                    n=n_samples,
-                    d=d,
-                    epsilon=float(dg["epsilon"]),
-                    delta=float(dg["delta"]),
+                    **_run_problem(dg, n_samples, d),
                     lipschitz=float(dg["lipschitz"]),
                     strong_convexity=float(dg.get("alpha", 0.0)),
                     theta_norm=prior,
@@ -402,20 +407,12 @@ def seed_bounds_for_estimator(estimator, n_samples: int) -> list[TheoryBound]:
 
 
 def _kd_bounds(estimator, dg, d, n_samples, prior) -> list[TheoryBound]:
-    from ..algorithms.dual_frank_wolfe import dual_vertex_blocks, vertex_radius
-    from ..algorithms.structured_output_perturbation import estimator_norm
-    from ..norms import gaussian_width
-
-    norm, _ = estimator_norm(estimator, estimator.loss_, n_samples, d)
-    w = gaussian_width(norm, ball="dual", n_samples=2000, random_state=0).ci_high
+    norm, w = _norm_and_width(estimator, n_samples, d)
     if estimator.mechanism == "structured-output":
         m1, m2 = _noise_moments_of(dg, d)
         return [
             seeds.kd_theorem1_bound(
-                n=n_samples,
-                d=d,
-                epsilon=float(dg["epsilon"]),
-                delta=float(dg["delta"]),
+                **_run_problem(dg, n_samples, d),
                 lipschitz=float(dg["lipschitz"]),
                 lam=float(dg["lam"]) / n_samples,
                 strong_convexity=float(dg["strong_convexity"]),
@@ -425,7 +422,7 @@ def _kd_bounds(estimator, dg, d, n_samples, prior) -> list[TheoryBound]:
                 theta_norm=prior,
             )
         ]
-    blocks = dual_vertex_blocks(norm)
+    log_n, rho = _vertex_set(norm)
     eps_sel = (1.0 - float(dg["release_fraction"])) * float(dg["epsilon"])
     out = [
         seeds.kd_theorem4_bound(
@@ -435,9 +432,9 @@ def _kd_bounds(estimator, dg, d, n_samples, prior) -> list[TheoryBound]:
             lipschitz=float(dg["lipschitz"]),
             strong_convexity=float(dg["strong_convexity"]),
             lam=float(dg["lam"]),
-            vertex_radius=vertex_radius(blocks, d),
+            vertex_radius=rho,
             dual_width=w,
-            log_n_vertices=float(sum(math.log(V.shape[0]) for _, V in blocks)),
+            log_n_vertices=float(log_n),
         )
     ]
     derived = _dual_fw_for_estimator(estimator, n_samples)

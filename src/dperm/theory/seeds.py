@@ -42,7 +42,7 @@ import math
 from .._validation import check_count, check_nonnegative, check_positive
 from ..bounds import expmech_erm_bound
 from ..exceptions import InvalidPrivacyParameter
-from .base import _REG, _UNREG, TheoryBound
+from .base import _REG, _UNREG, TheoryBound, _e_norm_gaussian
 
 __all__ = [
     "expmech_erm_bound",
@@ -52,11 +52,6 @@ __all__ = [
     "lecture14_objective_bound",
     "lecture15_sgd_bound",
 ]
-
-
-def _e_norm_gaussian(d: int) -> float:
-    """E‖g‖₂ for g ~ N(0, I_d)."""
-    return math.sqrt(2.0) * math.exp(math.lgamma((d + 1) / 2.0) - math.lgamma(d / 2.0))
 
 
 # ------------------------------------------------------------------ Lecture 14

@@ -10,7 +10,14 @@ import math
 from .._validation import check_count, check_delta, check_epsilon, check_nonnegative, check_positive
 from ..bounds import _check_problem
 from ..exceptions import InvalidPrivacyParameter
-from .base import TheoryBound, _diagnostics, _n_coef, _noise_moments, _output_noise_cost
+from .base import (
+    TheoryBound,
+    _diagnostics,
+    _e_norm_gaussian,
+    _n_coef,
+    _noise_moments,
+    _output_noise_cost,
+)
 
 __all__ = ["denoised_release_bound", "dual_frank_wolfe_bound", "structured_output_bound"]
 
@@ -25,23 +32,40 @@ def _release_noise_cost(n, d, epsilon, delta, lip, lam_sc, beta, weight, width):
     E‖g‖ = √2 Γ((d+1)/2)/Γ(d/2)).
     """
     m1, m2 = _noise_moments(d, epsilon, delta, 2.0 * lip / (n * lam_sc))
-    e_norm_g = math.sqrt(2.0) * math.exp(math.lgamma((d + 1) / 2.0) - math.lgamma(d / 2.0))
-    return _output_noise_cost(m1, m2, lip, beta, lam_sc), weight * m1 * width / e_norm_g
+    return _output_noise_cost(m1, m2, lip, beta, lam_sc), weight * m1 * width / _e_norm_gaussian(d)
+
+
+def _norm_and_width(estimator, n_samples: int, d: int) -> tuple:
+    """(the norm the adapter of a fitted structured estimator resolved, the Gaussian
+    width w = E Ω(g) of its dual ball |P|(F) — the upper end of its CI when Monte Carlo):
+    public quantities, the same for every bound of :mod:`dperm.theory`."""
+    from ..algorithms.structured_output_perturbation import estimator_norm
+    from ..norms import gaussian_width
+
+    norm, _ = estimator_norm(estimator, estimator.loss_, n_samples, d)
+    return norm, gaussian_width(norm, ball="dual", n_samples=2000, random_state=0).ci_high
+
+
+def _vertex_set(norm) -> tuple[float, float]:
+    """(ln N, ρ) of the vertex set the private dual Frank-Wolfe selects from: N vertices of
+    the product of the dual blocks, ρ ≥ max‖Σ_b v_b‖ (the quadrature sum of the blocks'
+    radii is exact only for disjoint blocks; overlapping ones — groups, graph TV — need
+    more: :func:`~dperm.algorithms.dual_frank_wolfe.vertex_radius`)."""
+    from ..algorithms.dual_frank_wolfe import dual_vertex_blocks, vertex_radius
+
+    blocks = dual_vertex_blocks(norm)
+    return sum(math.log(V.shape[0]) for _, V in blocks), vertex_radius(blocks, norm.d)
 
 
 def _for_estimator(estimator, n_samples: int, make_bound) -> TheoryBound | None:
     """``make_bound(diagnostics, norm, common)`` for a fitted structured estimator,
     or None when a quantity is missing; ``common`` holds the keyword arguments
     both structured bounds take (public quantities: the call's diagnostics, the
-    norm the adapter resolved, its Gaussian width — upper CI end when Monte Carlo)."""
-    from ..algorithms.structured_output_perturbation import estimator_norm
-    from ..norms import gaussian_width
-
+    norm the adapter resolved, its Gaussian width: :func:`_norm_and_width`)."""
     dg = _diagnostics(estimator)
     d = _n_coef(estimator)
     try:
-        norm, _ = estimator_norm(estimator, estimator.loss_, n_samples, d)
-        width = gaussian_width(norm, ball="dual", n_samples=2000, random_state=0).ci_high
+        norm, width = _norm_and_width(estimator, n_samples, d)
         beta = dg.get("smoothness")
         common = {
             "n": n_samples,
@@ -260,18 +284,15 @@ def dual_frank_wolfe_bound(
 def _dual_fw_for_estimator(estimator, n_samples: int) -> TheoryBound | None:
     """:func:`dual_frank_wolfe_bound` of an estimator fitted with
     ``mechanism="dual-frank-wolfe"`` (see :func:`_for_estimator`; also the
-    norm's vertex blocks)."""
-    from ..algorithms.dual_frank_wolfe import dual_vertex_blocks, vertex_radius
+    norm's vertex set: :func:`_vertex_set`)."""
 
     def bound(dg, norm, common):
-        blocks = dual_vertex_blocks(norm)
+        log_n, rho = _vertex_set(norm)
         return dual_frank_wolfe_bound(
             epsilon_step=float(dg["epsilon_step"]),
             n_steps=int(dg["n_steps"]),
-            log_n_vertices=sum(math.log(V.shape[0]) for _, V in blocks),
-            # ρ ≥ max‖Σ_b v_b‖ (the quadrature sum of the blocks' radii is exact only
-            # for disjoint blocks; overlapping ones — groups, graph TV — need more)
-            vertex_radius=vertex_radius(blocks, norm.d),
+            log_n_vertices=log_n,
+            vertex_radius=rho,
             epsilon_release=float(dg["release_fraction"]) * float(dg["epsilon"]),
             delta_release=float(dg["delta"]) / 2.0 if "noise_multiplier" in dg else 0.0,
             **common,
