@@ -42,7 +42,16 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._parameters import RANDOM_STATE, Accepted, Count, Names, Number, positive, validate_params
+from .._parameters import (
+    RANDOM_STATE,
+    Accepted,
+    Count,
+    Names,
+    Number,
+    positive,
+    store_params,
+    validate_params,
+)
 from .._rng import check_random_state
 from .._validation import (
     MAX_DATA_NORM,
@@ -270,14 +279,7 @@ class DPPCA(TransformerMixin, BaseEstimator):
         noise_multiplier=None,
         random_state=None,
     ):
-        self.n_components = n_components
-        self.epsilon = epsilon
-        self.delta = delta
-        self.data_norm = data_norm
-        self.mode = mode
-        self.neighbouring = neighbouring
-        self.noise_multiplier = noise_multiplier
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _privacy(self, n: int) -> tuple[float, float, float]:
         """(s, ε, δ) from the parameters (public inputs and n only under replace-one)."""
