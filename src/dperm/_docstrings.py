@@ -43,12 +43,25 @@ import textwrap
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-__all__ = ["PLACEHOLDER", "compose_doc", "fill_fragments"]
+__all__ = ["PLACEHOLDER", "TRANSFORMER_FIT", "compose_doc", "fill_fragments"]
 
 T = TypeVar("T")
 
 #: a line that names a fragment: ``{name}`` alone on its line (any indentation)
 PLACEHOLDER = re.compile(r"^(?P<indent>[ \t]*)\{(?P<name>[A-Za-z_]\w*)\}[ \t]*$", re.MULTILINE)
+
+#: ``fit(X, y=None)`` of a transformer of numeric features (scikit-learn's contract:
+#: ``y`` is accepted for pipelines and ignored; ``fit`` returns the transformer)
+TRANSFORMER_FIT = """
+Parameters
+----------
+X : array-like of shape (n_samples, n_features)
+y : ignored
+
+Returns
+-------
+self
+"""
 
 
 def fill_fragments(doc: str, fragments: Mapping[str, str]) -> str:

@@ -37,6 +37,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._docstrings import TRANSFORMER_FIT, compose_doc
 from ._parameters import RANDOM_STATE, positive, store_params, unit_interval, validate_params
 from ._rng import check_random_state
 from ._validation import check_interval, check_positive, clip_rows, float_array, row_norms
@@ -191,17 +192,11 @@ class PublicMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     def _range(self) -> tuple[float, float]:
         return check_interval(self.feature_range, "feature_range")
 
+    @compose_doc(fit=TRANSFORMER_FIT)
     def fit(self, X, y=None):
         """Set the public map; count the entries of X outside the bounds.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self
+        {fit}
         """
         X = _validate(self, X, reset=True, dtype=np.float64)
         lo, hi = _check_bounds(self.bounds, X.shape[1])

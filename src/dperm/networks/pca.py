@@ -42,6 +42,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._docstrings import TRANSFORMER_FIT, compose_doc
 from .._parameters import (
     RANDOM_STATE,
     Accepted,
@@ -293,17 +294,11 @@ class DPPCA(TransformerMixin, BaseEstimator):
         return s, float(gaussian_epsilon(s, delta)), delta
 
     @accounted_fit  # reserve before the data is read, commit dp_event_ (or cancel)
+    @compose_doc(fit=TRANSFORMER_FIT)
     def fit(self, X, y=None):
         """Release the private principal directions.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self
+        {fit}
         """
         validate_params(self)  # every parameter, before the data and any reservation
         X = np.asarray(X)
