@@ -7,8 +7,11 @@ built from their parameter table by
 :func:`dperm.estimators._params.estimator_parameters` (an explicit signature, no
 source).  Griffe reads the source statically and would show only the summary
 written in the class body and no parameters; for such a class this extension
-shows the runtime docstring and adds the runtime ``__init__`` signature.  Enabled
-in ``mkdocs.yml`` under the python handler's options::
+shows the runtime docstring and adds the runtime ``__init__`` signature.  Likewise
+for a function or method whose docstring names a shared fragment on a line of its
+own (``{name}``, filled by :func:`dperm._docstrings.compose_doc` at import time):
+the extension shows the composed runtime docstring.  Enabled in ``mkdocs.yml``
+under the python handler's options::
 
     extensions:
       - docs/griffe_composed_docstrings.py
@@ -19,6 +22,8 @@ from __future__ import annotations
 import inspect
 
 import griffe
+
+from dperm._docstrings import PLACEHOLDER
 
 
 def _runtime_init(cls: griffe.Class, runtime: type) -> None:
@@ -58,4 +63,18 @@ class ComposedDocstrings(griffe.Extension):
         doc = inspect.getdoc(runtime)
         head = static.value.partition("\nExamples\n")[0].rstrip()
         if doc and doc != static.value and doc.startswith(head):
+            static.value = doc
+
+    def on_function_instance(self, *, func: griffe.Function, **kwargs) -> None:
+        """Show the composed runtime docstring of a function whose source names a
+        fragment (``{name}`` on a line of its own)."""
+        static = func.docstring
+        if static is None or not PLACEHOLDER.search(static.value):
+            return
+        try:
+            runtime = griffe.dynamic_import(func.path)
+        except ImportError:
+            return
+        doc = inspect.getdoc(runtime)
+        if doc and not PLACEHOLDER.search(doc):
             static.value = doc

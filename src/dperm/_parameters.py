@@ -31,7 +31,7 @@ as :func:`dperm._validation.check_count` does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from numbers import Integral, Real
 
 import numpy as np
@@ -57,9 +57,26 @@ __all__ = [
     "Number",
     "nonnegative",
     "positive",
+    "store_params",
     "unit_interval",
     "validate_params",
 ]
+
+
+def store_params(estimator, arguments: Mapping[str, object]) -> None:
+    """Store every ``__init__`` argument on ``estimator`` under its own name, unchanged.
+
+    scikit-learn's contract (``get_params``, ``clone``, ``parametrize_with_checks``)
+    reads the parameters off the signature of ``__init__``, which must store them
+    unchanged and do nothing else.  Called as ``store_params(self, locals())`` as the
+    only statement of an explicit ``__init__`` (before any other local exists), or
+    with the bound arguments by the ``__init__`` of
+    :func:`dperm.estimators._params.estimator_parameters`, so that the attributes set
+    are exactly the parameters of the signature.
+    """
+    for name, value in arguments.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
 
 
 class Number(Interval):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from ._docstrings import compose_doc
 from ._validation import check_count, check_epsilon, check_nonnegative, check_positive
 from .exceptions import InvalidPrivacyParameter
 
@@ -85,6 +86,21 @@ def _ball_problem(n, d, epsilon, lipschitz, radius, sensitivity):
     return n, d, epsilon, lip, R, sens
 
 
+#: the parameters of an exponential-mechanism bound over an ℓ2 ball (checked by
+#: :func:`_ball_problem`), composed into the docstrings of the two bounds
+_BALL_PROBLEM = """
+n, d : int ≥ 1
+epsilon : float > 0
+lipschitz : float > 0
+    L, a bound on ‖∇ℓ(θ; x, y)‖₂ over C.
+radius : float > 0
+    R of the ball C.
+sensitivity : float > 0, optional
+    Δ of the sampler; default 2LR.
+"""
+
+
+@compose_doc(ball_problem=_BALL_PROBLEM)
 def exponential_sampling_bound(
     *,
     n: int,
@@ -118,14 +134,7 @@ def exponential_sampling_bound(
 
     Parameters
     ----------
-    n, d : int ≥ 1
-    epsilon : float > 0
-    lipschitz : float > 0
-        L, a bound on ‖∇ℓ(θ; x, y)‖₂ over C.
-    radius : float > 0
-        R of the ball C.
-    sensitivity : float > 0, optional
-        Δ of the sampler; default 2LR.
+    {ball_problem}
     beta : float in (0, 1/e]
 
     Returns
@@ -147,6 +156,7 @@ def exponential_sampling_bound(
     return 2.0 * min(t0, G / 2.0) / n
 
 
+@compose_doc(ball_problem=_BALL_PROBLEM)
 def expmech_erm_bound(
     *,
     n: int,
@@ -160,7 +170,7 @@ def expmech_erm_bound(
     constants, at the sampler's actual sensitivity Δ.
 
     ExpMech-ERM draws θ̂ with density ∝ exp(−(εn/(2Δ))L(θ)) on the ℓ2 ball C of
-    radius R, L the mean of G-Lipschitz losses.  The proof's two sets
+    radius R, L the mean of G-Lipschitz losses (G = ``lipschitz``).  The proof's two sets
     (GOOD ⊇ a ball of radius r/2 inside C, BAD the level set above L* + rG + t)
     give P(L(θ̂) − L* ≥ rG + t) ≤ (2R/r)^d e^{−ant}, a = ε/(2Δ); integrating
     (E Z = ∫ P(Z ≥ z) dz, the proof's last line):
@@ -177,6 +187,15 @@ def expmech_erm_bound(
     Δ = 2GR in general; dperm's sampler uses Δ = min(loss range, 2GR)
     (:func:`dperm.algorithms.exponential_sampling.sensitivity`) and this bound
     is evaluated at that Δ (default 2GR).
+
+    Parameters
+    ----------
+    {ball_problem}
+
+    Returns
+    -------
+    float
+        The bound in mean-loss units.
 
     Raises
     ------

@@ -37,7 +37,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._parameters import RANDOM_STATE, positive, unit_interval, validate_params
+from ._docstrings import TRANSFORMER_FIT, compose_doc
+from ._parameters import RANDOM_STATE, positive, store_params, unit_interval, validate_params
 from ._rng import check_random_state
 from ._validation import check_interval, check_positive, clip_rows, float_array, row_norms
 from .accounting.active import accounted_fit, charge, releasing
@@ -186,24 +187,16 @@ class PublicMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, bounds=None, *, feature_range=(0.0, 1.0), clip=True):
-        self.bounds = bounds
-        self.feature_range = feature_range
-        self.clip = clip
+        store_params(self, locals())
 
     def _range(self) -> tuple[float, float]:
         return check_interval(self.feature_range, "feature_range")
 
+    @compose_doc(fit=TRANSFORMER_FIT)
     def fit(self, X, y=None):
         """Set the public map; count the entries of X outside the bounds.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self
+        {fit}
         """
         X = _validate(self, X, reset=True, dtype=np.float64)
         lo, hi = _check_bounds(self.bounds, X.shape[1])
@@ -275,8 +268,7 @@ class RowNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, norm=1.0, *, mode="ball"):
-        self.norm = norm
-        self.mode = mode
+        store_params(self, locals())
 
     def _check(self) -> float:
         radius = check_positive(self.norm, "norm")
@@ -366,9 +358,7 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, categories=None, *, handle_unknown="error", sparse_output=False):
-        self.categories = categories
-        self.handle_unknown = handle_unknown
-        self.sparse_output = sparse_output
+        store_params(self, locals())
 
     def _check_categories(self, n_features: int) -> list[np.ndarray]:
         cats = self.categories
@@ -605,10 +595,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     }
 
     def __init__(self, epsilon=1.0, delta=0.0, *, bounds=None, random_state=None):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.bounds = bounds
-        self.random_state = random_state
+        store_params(self, locals())
 
     @accounted_fit  # reserve before the data is read, commit dp_event_ (or cancel)
     def fit(self, X, y=None):

@@ -29,6 +29,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._parameters import store_params
 from ._validation import check_interval, float_array
 from .accounting.events import NonPrivate, NoOp
 from .exceptions import InvalidDataError, InvalidPrivacyParameter, UnknownNameError
@@ -603,9 +604,7 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, columns=None, *, normalize_rows=True, data_dependent=()):
-        self.columns = columns
-        self.normalize_rows = normalize_rows
-        self.data_dependent = data_dependent
+        store_params(self, locals())
 
     @classmethod
     def from_schema(cls, schema: Schema, normalize_rows=True, data_dependent=()) -> SchemaEncoder:

@@ -126,6 +126,20 @@ def _union(total: Counter[Any], part: Counter[Any]) -> Counter[Any]:
     return total
 
 
+#: the ``Parameters`` and ``Returns`` of a multiset rule (``approx_dp_atoms``,
+#: ``pld_terms``), composed into its docstring (:func:`dperm._docstrings.compose_doc`)
+MULTISET_RULE = """
+Parameters
+----------
+event : DpEvent
+
+Returns
+-------
+collections.Counter
+    Maps each part of ``event`` to how many times it is composed.
+"""
+
+
 def register_multiset_rules(
     rule: Callable[[DpEvent], Counter[Any]],
     *,

@@ -44,10 +44,11 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
+from .._docstrings import compose_doc
 from ..exceptions import UnknownNameError, UnsupportedEventError
 from . import events as ev
 from .amplification import amplified_event
-from .base import Accountant, register_multiset_rules
+from .base import MULTISET_RULE, Accountant, register_multiset_rules
 
 __all__ = [
     "AdvancedCompositionAccountant",
@@ -70,18 +71,13 @@ def _float_up(value: Fraction) -> float:
 
 # --------------------------------------------------------------------- atoms
 @functools.singledispatch
+@compose_doc(rule=MULTISET_RULE)
 def approx_dp_atoms(event: ev.DpEvent) -> Counter[Atom]:
-    """The (εᵢ, δᵢ)-DP mechanisms that make up ``event``, with multiplicities.
+    """The (εᵢ, δᵢ)-DP mechanisms that make up ``event``, with multiplicities: the
+    parts are the pairs ``(epsilon_i, delta_i)``; atoms (0, 0) are dropped (they cost
+    nothing).
 
-    Parameters
-    ----------
-    event : DpEvent
-
-    Returns
-    -------
-    collections.Counter
-        Maps ``(epsilon_i, delta_i)`` to how many times it is composed.
-        Atoms (0, 0) are dropped (they cost nothing).
+    {rule}
 
     Raises
     ------

@@ -68,11 +68,12 @@ import math
 from collections import Counter
 from typing import Any
 
+from .._docstrings import compose_doc
 from .._validation import check_positive
 from ..exceptions import InvalidPrivacyParameter, UnsupportedEventError
 from . import events as ev
 from .amplification import amplified_event
-from .base import Accountant, register_multiset_rules
+from .base import MULTISET_RULE, Accountant, register_multiset_rules
 from .pld_dense import (
     TAIL_Z,
     Pld,
@@ -160,17 +161,12 @@ _NON_PRIVATE: Term = ("non_private",)
 
 
 @functools.singledispatch
+@compose_doc(rule=MULTISET_RULE)
 def pld_terms(event: ev.DpEvent) -> Counter[Term]:
-    """The PLD terms that make up ``event``, with multiplicities.
+    """The PLD terms that make up ``event``, with multiplicities (a part is a term:
+    see the module docstring).
 
-    Parameters
-    ----------
-    event : DpEvent
-
-    Returns
-    -------
-    collections.Counter
-        Maps a term (see the module docstring) to how many times it is composed.
+    {rule}
 
     Raises
     ------

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._docstrings import compose_doc
 from ..exceptions import InvalidPrivacyParameter, UnknownNameError
 from .auto import AutoAccountant
 from .base import Accountant
@@ -152,6 +153,22 @@ def _fresh_for(
     return accountant_factory(accountant, neighbouring=neighbouring)()
 
 
+#: the accountant of :func:`epsilon_spent` and :func:`delta_spent` (built fresh by
+#: :func:`_fresh_for`), composed into their docstrings
+_FRESH_ACCOUNTANT = """
+accountant : str, Accountant or factory, default "rdp"
+    See :func:`accountant_factory`.  ``"auto"`` reports the smallest bound of
+    every accountant that accepts the event.
+neighbouring : str, optional
+    The relation the bound is for.  Default: the event's own relation (for an
+    accountant given by name; an instance or factory keeps its own).  With
+    ``"replace-one"`` an add/remove event is converted with
+    :func:`~dperm.accounting.events.to_replace_one`; ``"add-remove"`` for a
+    replace-one event is refused.
+"""
+
+
+@compose_doc(accountant=_FRESH_ACCOUNTANT)
 def epsilon_spent(
     event: DpEvent,
     delta: float,
@@ -166,15 +183,7 @@ def epsilon_spent(
     event : DpEvent
     delta : float
         In [0, 1).
-    accountant : str, Accountant or factory, default "rdp"
-        See :func:`accountant_factory`.  ``"auto"`` reports the smallest ε of
-        every accountant that accepts the event.
-    neighbouring : str, optional
-        The relation the ε is for.  Default: the event's own relation (for an
-        accountant given by name; an instance or factory keeps its own).  With
-        ``"replace-one"`` an add/remove event is converted with
-        :func:`~dperm.accounting.events.to_replace_one`; ``"add-remove"`` for a
-        replace-one event is refused.
+    {accountant}
 
     Returns
     -------
@@ -199,6 +208,7 @@ def epsilon_spent(
     return acc.compose(event).get_epsilon(delta)
 
 
+@compose_doc(accountant=_FRESH_ACCOUNTANT)
 def delta_spent(
     event: DpEvent,
     epsilon: float,
@@ -213,14 +223,16 @@ def delta_spent(
     event : DpEvent
     epsilon : float
         ε ≥ 0.
-    accountant : str, Accountant or factory, default "rdp"
-    neighbouring : str, optional
-        As in :func:`epsilon_spent`.
+    {accountant}
 
     Returns
     -------
     float
         δ in [0, 1], for the relation used.
+
+    Raises
+    ------
+    UnsupportedEventError, InvalidPrivacyParameter, UnknownNameError
     """
     acc = _fresh_for(event, accountant, neighbouring)
     return acc.compose(event).get_delta(epsilon)

@@ -81,6 +81,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._docstrings import compose_doc
 from .._rng import check_random_state
 from .._validation import check_count, check_data_norm, check_positive
 from ..accounting.events import PureEpsilon, SelfComposed
@@ -160,6 +161,21 @@ def _derivative_bound(loss: GLMLoss, z_max: float) -> float:
     return float(loss.lipschitz(1.0, radius=z_max))
 
 
+#: the public geometry of C and of the rows that :func:`score_sensitivity` and
+#: :func:`curvature_bound` read (:func:`_geometry`), composed into their docstrings
+_GEOMETRY = """
+d : int
+    Number of features.
+data_norm : float > 0
+    Public bound on the rows (ℓ2 or ℓ∞, see ``data_norm_ord``).
+constraint : L1Ball or Polytope, optional
+    Default: ``L1Ball(radius)``.
+radius : float > 0
+data_norm_ord : {"l2", "linf"}
+"""
+
+
+@compose_doc(geometry=_GEOMETRY)
 def score_sensitivity(
     loss: GLMLoss,
     n: int,
@@ -179,14 +195,9 @@ def score_sensitivity(
     Parameters
     ----------
     loss : GLMLoss
-    n, d : int
-        Number of examples and of features.
-    data_norm : float > 0
-        Public bound on the rows (ℓ2 or ℓ∞, see ``data_norm_ord``).
-    constraint : L1Ball or Polytope, optional
-        Default: ``L1Ball(radius)``.
-    radius : float > 0
-    data_norm_ord : {"l2", "linf"}
+    n : int
+        Number of examples.
+    {geometry}
 
     Returns
     -------
@@ -195,6 +206,8 @@ def score_sensitivity(
     Raises
     ------
     InvalidPrivacyParameter
+    UnknownNameError
+        An unknown ``data_norm_ord``.
     """
     n = check_count(n, "n")
     norms1, norms2, b_inf, r2 = _geometry(d, data_norm, data_norm_ord, constraint, radius)
@@ -203,6 +216,7 @@ def score_sensitivity(
     return float(2.0 * np.max(per_vertex) / n)
 
 
+@compose_doc(geometry=_GEOMETRY)
 def curvature_bound(
     loss: GLMLoss,
     d: int,
@@ -217,8 +231,23 @@ def curvature_bound(
     Γ ≤ c · min(b∞ · diam₁(C), R₂ · diam₂(C))², with c = sup|φ''| (the loss's
     ``curvature``) and diameters bounded by twice the largest vertex norm
     (Jaggi, ICML 2013, Lemma 7, applied to a GLM: the second-order term is
-    (c/2)·mean ⟨u, xᵢ⟩² ≤ (c/2)·min(b∞‖u‖₁, R₂‖u‖₂)²).  ``inf`` for non-smooth
-    losses.
+    (c/2)·mean ⟨u, xᵢ⟩² ≤ (c/2)·min(b∞‖u‖₁, R₂‖u‖₂)²).
+
+    Parameters
+    ----------
+    loss : GLMLoss
+    {geometry}
+
+    Returns
+    -------
+    float
+        Γ; ``inf`` for non-smooth losses.
+
+    Raises
+    ------
+    InvalidPrivacyParameter
+    UnknownNameError
+        An unknown ``data_norm_ord``.
     """
     norms1, norms2, b_inf, r2 = _geometry(d, data_norm, data_norm_ord, constraint, radius)
     c = float(loss.curvature)

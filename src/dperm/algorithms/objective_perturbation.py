@@ -76,6 +76,7 @@ from typing import Any
 
 import numpy as np
 
+from .._docstrings import compose_doc
 from .._rng import check_random_state
 from .._validation import (
     check_count,
@@ -176,6 +177,38 @@ def _resolve_noise(noise, delta, n: int) -> tuple[str, float, bool]:
     if noise == "auto" and delta == 0.0:
         return "gamma", 0.0, False
     return "gaussian", delta, False
+
+
+#: the parameters that objective and output perturbation validate with the same code
+#: (:func:`_prepare`, :meth:`_Prepared.check_run`), documented once and composed into
+#: both docstrings
+_PERTURBATION_DOCS = {
+    "inputs": """
+        X : ndarray or csr_matrix of shape (n, d)
+        y : ndarray of shape (n,)
+            Labels the loss takes (±1 for classification losses, 0 … k−1 for Softmax).
+        epsilon : float > 0
+        delta : float in [0, 1) or None, default 0.0
+            0 → ε-DP with Gamma-norm noise (``noise="auto"``).  None → the
+            Gaussian form with δ = min(1/n², 10⁻⁵) (``diagnostics["delta_default"]`` is True).
+        data_norm : float > 0
+            Public bound R on ‖xᵢ‖₂; rows above it are clipped to it.
+        """,
+    "noise": """
+        noise : {"auto", "gamma", "gaussian"}, default "auto"
+            "auto": Gamma-norm when δ = 0, Gaussian otherwise.  "gamma" with δ > 0
+            gives (and reports) pure ε-DP.
+        """,
+    "solver": """
+        tol : float > 0, default 1e-10
+            Optimality residual the solver must reach.
+        max_iter : int, default 10000
+        """,
+    "seed": """
+        random_state : None, int, SeedSequence or Generator
+            Source of the noise b (None = OS entropy).
+        """,
+}
 
 
 @dataclasses.dataclass
@@ -347,6 +380,7 @@ def _theta_bound(
 
 # ----------------------------------------------------------------------------- fit
 @private_fit  # an active dperm.budget: reserve, run, commit the event
+@compose_doc(**_PERTURBATION_DOCS)
 def fit(
     loss: GLMLoss,
     X,
@@ -380,28 +414,16 @@ def fit(
         (Squared needs ``constraint`` for its Lipschitz constant), or
         ``Softmax(k)`` (the multinomial model, θ of shape (d, k); no constraint
         or regularizer).  Hinge and Quantile are refused.
-    X : ndarray or csr_matrix of shape (n, d)
-    y : ndarray of shape (n,)
-        Labels the loss takes (±1 for classification losses, 0 … k−1 for Softmax).
-    epsilon : float > 0
-    delta : float in [0, 1) or None, default 0.0
-        0 → ε-DP with Gamma-norm noise (``noise="auto"``).  None → the
-        Gaussian form with δ = min(1/n², 10⁻⁵) (``diagnostics["delta_default"]`` is True).
-    data_norm : float > 0
-        Public bound R on ‖xᵢ‖₂; rows above it are clipped to it.
+    {inputs}
     alpha : float ≥ 0
         Λ, coefficient of (Λ/2)‖θ‖² in the mean-form objective.
-    noise : {"auto", "gamma", "gaussian"}, default "auto"
-        "auto": Gamma-norm when δ = 0, Gaussian otherwise.  "gamma" with δ > 0
-        gives (and reports) pure ε-DP.
+    {noise}
     constraint : Constraint, optional
         Closed convex set C with a projection; the output is always in C.
     regularizer : Regularizer, optional
         Convex data-independent r (L1, ElasticNet, GroupL2); its
         ``strong_convexity`` adds to Λ in the calibration.
-    tol : float > 0, default 1e-10
-        Optimality residual the solver must reach.
-    max_iter : int, default 10000
+    {solver}
     calibration : {"tight", "paper"}, default "tight"
         "tight": the one-sided Jacobian bound and, for Gaussian noise, the exact
         Gaussian privacy profile of the noise term with the ε split and Δ chosen
@@ -413,8 +435,7 @@ def fit(
         (:func:`tight_calibration`; never part of the privacy proof).  None: √k·20/R
         (:data:`MARGIN_BOUND` log-odds); the regressors pass a bound that grows with
         ε (:func:`dperm.losses.prior_margin`).
-    random_state : None, int, SeedSequence or Generator
-        Source of the noise b (None = OS entropy).
+    {seed}
 
     Returns
     -------

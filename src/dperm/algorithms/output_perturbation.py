@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 
+from .._docstrings import compose_doc
 from .._validation import check_count, check_delta_size, check_positive
 from ..accounting.events import Gaussian, PureEpsilon
 from ..constraints import Constraint
@@ -58,7 +59,7 @@ from ..mechanisms.gamma_norm import gamma_norm_noise
 from ..mechanisms.gaussian import gaussian_noise
 from ..regularizers import Regularizer
 from .base import Result, private_fit
-from .objective_perturbation import _prepare, _solve
+from .objective_perturbation import _PERTURBATION_DOCS, _prepare, _solve
 
 __all__ = ["fit", "output_sensitivity"]
 
@@ -88,6 +89,7 @@ def _gaussian_multiplier(epsilon: float, delta: float) -> float:
 
 
 @private_fit  # an active dperm.budget: reserve, run, commit the event
+@compose_doc(**_PERTURBATION_DOCS)
 def fit(
     loss: GLMLoss,
     X,
@@ -116,23 +118,15 @@ def fit(
         ``Softmax(k)``: the multinomial model Θ of shape (d, k), one release with
         the whole budget, sensitivity 2L/(nΛ) in Frobenius norm with L = √2·R
         (‖x(p − e_y)ᵀ‖_F ≤ √2‖x‖; no constraint or regularizer).
-    X : ndarray or csr_matrix of shape (n, d)
-    y : ndarray of shape (n,)
-        ±1 for classification GLM losses, 0 … k−1 for Softmax.
-    epsilon : float > 0
-    delta : float in [0, 1) or None, default 0.0
-        0 → ε-DP, Gamma-norm noise.  None → Gaussian noise with δ = min(1/n², 10⁻⁵).
-    data_norm : float > 0
-        Public bound on ‖xᵢ‖₂; rows above it are clipped.
+    {inputs}
     alpha : float ≥ 0
         Λ.  Λ plus the regularizer's strong convexity must be > 0.
-    noise : {"auto", "gamma", "gaussian"}, default "auto"
+    {noise}
     constraint : Constraint, optional
         Closed convex set; the released θ is projected onto it.
     regularizer : Regularizer, optional
-    tol : float > 0, default 1e-10
-    max_iter : int, default 10000
-    random_state : None, int, SeedSequence or Generator
+    {solver}
+    {seed}
 
     Returns
     -------

@@ -219,6 +219,24 @@ _WHITEBOX_ESTIMATOR = {
     "pair": intercept_orthogonal_pair,
     "threat_model": _WHITEBOX_THREAT,
 }
+#: the white-box rows of dperm.networks (its fit and a user's loop): n = d = _AR_SIZE,
+#: one Dirac canary per coordinate, a linear module whose canary gradient always clips
+_WHITEBOX_NETWORK = {
+    "module": "torch",
+    "neighbouring": "replace-one",
+    "n": _AR_SIZE,
+    "d": _AR_SIZE,
+    **_GAUSSIAN,
+    "default_runs": 100,
+    "statistic": llr_statistic,
+    "method": "gdp-fit",
+    "pair": dirac_pair,
+    "threat_model": _WHITEBOX_THREAT,
+}
+_NETWORK_CANARIES = (
+    "a linear module and the canary gradient −50·y·x (clipping always binds); "
+    f"{_AR_SIZE} Dirac canaries per run"
+)
 #: the adaptive-clipping row: n = 800 (batch 160: the count is informative from ε ≈ 1)
 _CLIP_N = 800
 #: the adaptive-clipping row: the count of unclipped examples is observed too
@@ -483,26 +501,18 @@ RUNNER_TABLE: tuple[dict[str, Any], ...] = (
     ),
     # ---------------------------------------------------------------- networks (#24)
     dict(
-        name="network-dp-sgd", fn=_run_network_whitebox, module="torch",
-        neighbouring="replace-one", n=_AR_SIZE, d=_AR_SIZE, **_GAUSSIAN,
-        default_runs=100, statistic=llr_statistic, method="gdp-fit", pair=dirac_pair,
-        threat_model=_WHITEBOX_THREAT,
+        name="network-dp-sgd", fn=_run_network_whitebox, **_WHITEBOX_NETWORK,
         description="dperm.networks.fit (DP-SGD for a torch module) on its default path "
         f"(replace-one, n = {_AR_SIZE}; default lot size, epochs, learning rate, clipping, "
-        "PLD calibration), a linear module and the canary gradient −50·y·x (clipping "
-        f"always binds); {_AR_SIZE} Dirac canaries per run; scores the LLR of every step's "
-        "noisy sum; needs torch",
+        f"PLD calibration), {_NETWORK_CANARIES}; scores the LLR of every step's noisy sum; "
+        "needs torch",
     ),
     dict(
-        name="network-user-loop", fn=_run_network_user_loop_whitebox, module="torch",
-        neighbouring="replace-one", n=_AR_SIZE, d=_AR_SIZE, **_GAUSSIAN,
-        default_runs=100, statistic=llr_statistic, method="gdp-fit", pair=dirac_pair,
-        threat_model=_WHITEBOX_THREAT,
+        name="network-user-loop", fn=_run_network_user_loop_whitebox, **_WHITEBOX_NETWORK,
         description="dperm.networks.make_private (DP-SGD in the user's own loop: Adam, the "
         "loss averaged over each lot) on its default path (replace-one, PLD calibration, "
-        f"clipping 1; n = {_AR_SIZE}, lots of half the rows, 10 epochs), a linear module and "
-        f"the canary gradient −50·y·x (clipping always binds); {_AR_SIZE} Dirac canaries per "
-        "run; scores the LLR of every lot's noisy sum; needs torch",
+        f"clipping 1; n = {_AR_SIZE}, lots of half the rows, 10 epochs), {_NETWORK_CANARIES}; "
+        "scores the LLR of every lot's noisy sum; needs torch",
     ),
     dict(
         name="network-dp-sgd-final-model", fn=_run_network_dp_sgd, module="torch",

@@ -11,7 +11,8 @@ constraints that :func:`dperm._parameters.validate_params` checks at the top of
 ``fit``) and its description.  :func:`estimator_parameters` gives a class the
 parameters it names, in that order: an ``__init__`` with that explicit keyword-only
 signature (``inspect.signature``, ``get_params`` and ``help()`` read it; the defaults
-and hints come from the table) that stores them with :func:`store_params`, the table
+and hints come from the table) that stores them with
+:func:`dperm._parameters.store_params`, the table
 ``_parameter_constraints``, and the ``Parameters`` and ``Attributes`` sections of the
 class docstring (:func:`estimator_doc`: names in signature order, defaults read off
 the signature, so the text cannot drift from the code).  ``help()``, the doctests and
@@ -25,7 +26,15 @@ import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .._parameters import RANDOM_STATE, Count, Names, nonnegative, positive, unit_interval
+from .._parameters import (
+    RANDOM_STATE,
+    Count,
+    Names,
+    nonnegative,
+    positive,
+    store_params,
+    unit_interval,
+)
 from .._validation import MAX_DATA_NORM
 from ..accounting.registry import ACCOUNTANT_NAMES
 from ..constraints import Constraint
@@ -51,21 +60,7 @@ __all__ = [
     "estimator_doc",
     "estimator_parameters",
     "parameters_section",
-    "store_params",
 ]
-
-
-def store_params(estimator, arguments: Mapping[str, object]) -> None:
-    """Store every ``__init__`` argument on ``estimator`` under its own name, unchanged.
-
-    Called as ``store_params(self, locals())`` as the only statement of an explicit
-    ``__init__`` (before any other local exists), or with the bound arguments by the
-    ``__init__`` of :func:`estimator_parameters`, so that the attributes set are
-    exactly the parameters of the signature.
-    """
-    for name, value in arguments.items():
-        if name not in ("self", "__class__"):
-            setattr(estimator, name, value)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from .._parameters import (
     Number,
     nonnegative,
     positive,
+    store_params,
     validate_params,
 )
 from .._rng import check_random_state
@@ -332,29 +333,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         device: str = "cpu",
         random_state: RandomState = None,
     ) -> None:
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.activation = activation
-        self.epsilon = epsilon
-        self.delta = delta
-        self.n_components = n_components
-        self.pca_noise_ratio = pca_noise_ratio
-        self.data_norm = data_norm
-        self.quadratic_features = quadratic_features
-        self.input_scale = input_scale
-        self.clipping_norm = clipping_norm
-        self.batch_size = batch_size
-        self.epochs = epochs
-        self.learning_rate = learning_rate
-        self.momentum = momentum
-        self.averaging = averaging
-        self.weight_decay = weight_decay
-        self.tempered_sigmoid = tempered_sigmoid
-        self.neighbouring = neighbouring
-        self.dataset_size = dataset_size
-        self.classes = classes
-        self.accountant = accountant
-        self.device = device
-        self.random_state = random_state
+        store_params(self, locals())
 
     # ----- parameters ---------------------------------------------------------------
     def _privacy_params(self, n: int) -> tuple[float, float, str]:

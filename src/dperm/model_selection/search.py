@@ -47,7 +47,15 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils import _safe_indexing
 
-from .._parameters import RANDOM_STATE, HasMethods, Names, Number, positive, validate_params
+from .._parameters import (
+    RANDOM_STATE,
+    HasMethods,
+    Names,
+    Number,
+    positive,
+    store_params,
+    validate_params,
+)
 from .._rng import check_random_state
 from .._validation import check_delta, check_epsilon, check_probability
 from ..accounting import events as _events
@@ -56,7 +64,6 @@ from ..accounting.events import DpEvent, EpsilonDelta, Gaussian, NonPrivate
 from ..accounting.gaussian import gaussian_epsilon
 from ..accounting.rdp import DEFAULT_ORDERS, compute_rdp
 from ..accounting.registry import epsilon_spent
-from ..estimators._params import store_params
 from ..exceptions import (
     InvalidDataError,
     InvalidPrivacyParameter,

@@ -25,7 +25,7 @@ import math
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 
-from ..estimators._params import store_params
+from .._parameters import store_params
 from ..exceptions import InvalidDataError, InvalidPrivacyParameter, UnsupportedOperationError
 from .search import DEFAULT_ALPHA_GRID, PrivateRandomSearch
 

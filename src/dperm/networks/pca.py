@@ -42,7 +42,17 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._parameters import RANDOM_STATE, Accepted, Count, Names, Number, positive, validate_params
+from .._docstrings import TRANSFORMER_FIT, compose_doc
+from .._parameters import (
+    RANDOM_STATE,
+    Accepted,
+    Count,
+    Names,
+    Number,
+    positive,
+    store_params,
+    validate_params,
+)
 from .._rng import check_random_state
 from .._validation import (
     MAX_DATA_NORM,
@@ -270,14 +280,7 @@ class DPPCA(TransformerMixin, BaseEstimator):
         noise_multiplier=None,
         random_state=None,
     ):
-        self.n_components = n_components
-        self.epsilon = epsilon
-        self.delta = delta
-        self.data_norm = data_norm
-        self.mode = mode
-        self.neighbouring = neighbouring
-        self.noise_multiplier = noise_multiplier
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _privacy(self, n: int) -> tuple[float, float, float]:
         """(s, ε, δ) from the parameters (public inputs and n only under replace-one)."""
@@ -291,17 +294,11 @@ class DPPCA(TransformerMixin, BaseEstimator):
         return s, float(gaussian_epsilon(s, delta)), delta
 
     @accounted_fit  # reserve before the data is read, commit dp_event_ (or cancel)
+    @compose_doc(fit=TRANSFORMER_FIT)
     def fit(self, X, y=None):
         """Release the private principal directions.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self
+        {fit}
         """
         validate_params(self)  # every parameter, before the data and any reservation
         X = np.asarray(X)

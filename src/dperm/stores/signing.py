@@ -54,14 +54,14 @@ except ImportError:  # pragma: no cover - Windows
 class LedgerKey:
     """A budget-signing key (HMAC-SHA256) read from, or written to, a key file.
 
+    Use :meth:`load`, :meth:`create` or :func:`as_key` rather than the constructor.
+
     Parameters
     ----------
     secret : bytes
         32 bytes (or more).
     path : str or PathLike, optional
         The key file; its witness of heads is ``<path>.heads`` (none without a path).
-
-    Use :meth:`load`, :meth:`create` or :func:`as_key` rather than the constructor.
     """
 
     def __init__(self, secret: bytes, path: str | os.PathLike | None = None) -> None:
