@@ -11,6 +11,7 @@ from dperm.algorithms import dp_sgd, exponential_sampling, objective_perturbatio
 from dperm.algorithms import structured_output_perturbation as sop
 from dperm.bounds import expmech_erm_bound
 from dperm.constraints import L2Ball
+from dperm.exceptions import InvalidPrivacyParameter
 from dperm.losses import Logistic
 from dperm.norms import L1Norm, gaussian_width
 from dperm.solvers import minimize
@@ -151,3 +152,19 @@ def test_kd_rates_evaluate_and_refuse_bad_input():
             n=10, epsilon=1.0, delta=0.0, lipschitz=1.0, smoothness=0.0,
             constraint_width=1.0, constraint_diameter=1.0,
         )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("bad", "name"),
+    [({"n": 0}, "n"), ({"epsilon": 0.0}, "epsilon"), ({"epsilon": -1.0}, "epsilon"),
+     ({"delta": 1.0}, "delta"), ({"d": 0}, "d"), ({"gaussian_width": 0.0}, "gaussian_width")],
+)  # fmt: skip
+def test_kd_theorem1_refuses_bad_input_naming_it(bad, name):
+    """ε ≤ 0 or n ≤ 0 would divide by zero or flip the rate's sign: refused, named."""
+    args = dict(
+        n=100, d=4, epsilon=1.0, delta=1e-5, lipschitz=1.0, lam=0.1, strong_convexity=0.1,
+        noise_first_moment=0.5, noise_second_moment=0.3, gaussian_width=2.0,
+    )  # fmt: skip
+    with pytest.raises(InvalidPrivacyParameter, match=name):
+        kd_theorem1_bound(**{**args, **bad})
+    assert kd_theorem1_bound(**args).value > 0

@@ -27,7 +27,13 @@ import copy
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_data_norm, check_nonnegative, check_positive
+from ._validation import (
+    check_count,
+    check_data_norm,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+)
 from .accounting.events import NonPrivate
 from .design import as_design, check_X_y, validate_estimator_input
 from .exceptions import InvalidDataError, InvalidPrivacyParameter
@@ -434,9 +440,8 @@ def generalization_bound(
     Raises
     ------
     InvalidPrivacyParameter
+        n not a positive integer, L, R or c ≤ 0, or δ outside (0, 1).
     """
-    from ._validation import check_count, check_probability
-
     n = check_count(n, "n")
     lip = check_positive(lipschitz, "lipschitz")
     R = check_positive(radius, "radius")

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from .._docstrings import compose_doc
 from .._validation import check_nonnegative, float_array
 from ..exceptions import InvalidPrivacyParameter
 
@@ -56,6 +57,35 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
+#: the orders a closed-form curve is evaluated at and what it returns, composed into
+#: the docstring of each curve
+_ORDERS_AND_CURVE = """
+orders : array-like of float > 1
+
+Returns
+-------
+ndarray of shape (n_orders,)
+"""
+
+
+def _noise_curve(noise_multiplier, orders, curve) -> np.ndarray:
+    """The RDP curve ``curve(scale, orders)`` of a mechanism adding noise of scale
+    ``noise_multiplier`` per unit sensitivity, after what the noise mechanisms share:
+    the scale is checked ≥ 0, then the orders (:func:`_check_orders`); scale 0 (no
+    noise) gives ∞ at every order."""
+    scale = check_nonnegative(noise_multiplier, "noise_multiplier")
+    a = _check_orders(orders)
+    if scale == 0.0:
+        return np.full(a.shape, np.inf)
+    return curve(scale, a)
+
+
+def _gaussian_curve(sigma: float, a: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore", divide="ignore"):
+        return a / (2.0 * sigma * sigma)  # σ² may underflow to 0: ∞
+
+
+@compose_doc(orders_and_curve=_ORDERS_AND_CURVE)
 def rdp_gaussian(noise_multiplier: float, orders) -> np.ndarray:
     """RDP of the Gaussian mechanism: ρ(α) = α/(2σ²).
 
@@ -65,20 +95,18 @@ def rdp_gaussian(noise_multiplier: float, orders) -> np.ndarray:
     ----------
     noise_multiplier : float
         σ ≥ 0 (noise standard deviation per unit ℓ2 sensitivity); σ = 0 gives ∞.
-    orders : array-like of float > 1
-
-    Returns
-    -------
-    ndarray of shape (n_orders,)
+    {orders_and_curve}
     """
-    sigma = check_nonnegative(noise_multiplier, "noise_multiplier")
-    a = _check_orders(orders)
-    if sigma == 0.0:
-        return np.full(a.shape, np.inf)
-    with np.errstate(over="ignore", divide="ignore"):
-        return a / (2.0 * sigma * sigma)  # σ² may underflow to 0: ∞
+    return _noise_curve(noise_multiplier, orders, _gaussian_curve)
 
 
+def _laplace_curve(b: float, a: np.ndarray) -> np.ndarray:
+    eps = 1.0 / b
+    x = (a - 1.0) / (2.0 * a - 1.0) * np.expm1(-(2.0 * a - 1.0) * eps)
+    return np.minimum(eps, eps + np.log1p(x) / (a - 1.0))
+
+
+@compose_doc(orders_and_curve=_ORDERS_AND_CURVE)
 def rdp_laplace(noise_multiplier: float, orders) -> np.ndarray:
     """RDP of the Laplace mechanism with scale b per unit ℓ1 sensitivity.
 
@@ -90,21 +118,12 @@ def rdp_laplace(noise_multiplier: float, orders) -> np.ndarray:
     ----------
     noise_multiplier : float
         b ≥ 0; b = 0 gives ∞.
-    orders : array-like of float > 1
-
-    Returns
-    -------
-    ndarray of shape (n_orders,)
+    {orders_and_curve}
     """
-    b = check_nonnegative(noise_multiplier, "noise_multiplier")
-    a = _check_orders(orders)
-    if b == 0.0:
-        return np.full(a.shape, np.inf)
-    eps = 1.0 / b
-    x = (a - 1.0) / (2.0 * a - 1.0) * np.expm1(-(2.0 * a - 1.0) * eps)
-    return np.minimum(eps, eps + np.log1p(x) / (a - 1.0))
+    return _noise_curve(noise_multiplier, orders, _laplace_curve)
 
 
+@compose_doc(orders_and_curve=_ORDERS_AND_CURVE)
 def rdp_pure_epsilon(epsilon: float, orders) -> np.ndarray:
     """Sharp RDP of an ε-DP mechanism.
 
@@ -118,11 +137,7 @@ def rdp_pure_epsilon(epsilon: float, orders) -> np.ndarray:
     ----------
     epsilon : float
         ε ≥ 0 (∞ gives ∞).
-    orders : array-like of float > 1
-
-    Returns
-    -------
-    ndarray of shape (n_orders,)
+    {orders_and_curve}
     """
     eps = check_nonnegative(epsilon, "epsilon", allow_inf=True)
     a = _check_orders(orders)

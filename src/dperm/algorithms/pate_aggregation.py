@@ -423,6 +423,7 @@ def confident_gnmax_event(sigma1: float, sigma2: float, n_queries: int = 1) -> D
     Raises
     ------
     InvalidPrivacyParameter
+        σ₁ or σ₂ ≤ 0, or ``n_queries`` not a positive integer.
     """
     sigma1 = check_positive(sigma1, "sigma1")
     sigma2 = check_positive(sigma2, "sigma2")

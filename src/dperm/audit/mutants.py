@@ -363,6 +363,36 @@ def _dp_sgd_mutants(base: str, path: str, runs: int, bugs) -> tuple[dict[str, An
     )
 
 
+#: the torch network paths audited (white box): runner name → what it runs
+_NETWORK_PATHS = {
+    "network-dp-sgd": "dperm.networks.fit default path (white box)",
+    "network-user-loop": "dperm.networks.make_private in a user loop (white box)",
+}
+
+#: the bugs the network paths are audited for: what each one does
+_NETWORK_BUGS = {
+    "add-remove-sensitivity": "with the noise std z·C of the add/remove sensitivity under "
+    "replace-one",
+    "sampling-rate-from-wrong-n": "whose accountant composes q/2 while lots are drawn at q",
+    "mean-rescaled-after-clipping": "whose mean-loss per-example gradients are clipped before "
+    "they are rescaled by the lot size (each record moves the sum by up to b·C)",
+}
+
+
+def _network_mutants(base: str, bugs) -> tuple[dict[str, Any], ...]:
+    """The rows of ``bugs`` (keys of :data:`_NETWORK_BUGS`) on the network path ``base``
+    (a key of :data:`_NETWORK_PATHS`; 10 runs, needs torch)."""
+    return tuple(
+        _mutant(
+            base,
+            bug,
+            default_runs=10,
+            description=f"{_NETWORK_PATHS[base]} {_NETWORK_BUGS[bug]}; needs torch",
+        )
+        for bug in bugs
+    )
+
+
 # fmt: off
 #: the mutants, one row per (honest path, bug); registered by :func:`register_mutants`
 MUTANT_TABLE: tuple[dict[str, Any], ...] = (
@@ -374,19 +404,9 @@ MUTANT_TABLE: tuple[dict[str, Any], ...] = (
     _mutant("private-scaling", "scaling-stages-not-composed", default_runs=1000,
             description="private feature scaling whose three releases each get the "
             "multiplier z of the whole (their composition forgotten: √3 times the μ)"),
-    _mutant("network-dp-sgd", "add-remove-sensitivity", default_runs=10,
-            description="dperm.networks.fit default path (white box) with the noise std z·C "
-            "of the add/remove sensitivity under replace-one; needs torch"),
-    _mutant("network-dp-sgd", "sampling-rate-from-wrong-n", default_runs=10,
-            description="dperm.networks.fit default path (white box) whose accountant "
-            "composes q/2 while lots are drawn at q; needs torch"),
-    _mutant("network-user-loop", "mean-rescaled-after-clipping", default_runs=10,
-            description="dperm.networks.make_private in a user loop (white box) whose "
-            "mean-loss per-example gradients are clipped before they are rescaled by the "
-            "lot size (each record moves the sum by up to b·C); needs torch"),
-    _mutant("network-user-loop", "add-remove-sensitivity", default_runs=10,
-            description="dperm.networks.make_private in a user loop (white box) with the noise "
-            "std z·C of the add/remove sensitivity under replace-one; needs torch"),
+    *_network_mutants("network-dp-sgd", ("add-remove-sensitivity", "sampling-rate-from-wrong-n")),
+    *_network_mutants("network-user-loop",
+                      ("mean-rescaled-after-clipping", "add-remove-sensitivity")),
     _mutant("dp-gd", "accountant-one-step-short", _dp_gd_two_steps,
             default_runs=500, method="gdp-fit",
             description=f"DP-GD (hinge, replace-one) with steps={_DP_GD_STEPS} whose "

@@ -39,7 +39,13 @@ from __future__ import annotations
 
 import math
 
-from .._validation import check_count, check_nonnegative, check_positive
+from .._validation import (
+    check_count,
+    check_delta,
+    check_epsilon,
+    check_nonnegative,
+    check_positive,
+)
 from ..bounds import expmech_erm_bound
 from ..exceptions import InvalidPrivacyParameter
 from .base import _REG, _UNREG, TheoryBound, _e_norm_gaussian
@@ -153,6 +159,7 @@ def lecture15_sgd_bound(
     Raises
     ------
     InvalidPrivacyParameter
+        ``steps`` not a positive integer, η or D ≤ 0, G² < 0, or a diameter ≤ 0.
     """
     T = check_count(steps, "steps")
     eta = check_positive(learning_rate, "learning_rate")
@@ -234,7 +241,12 @@ def kd_theorem1_bound(
     Raises
     ------
     InvalidPrivacyParameter
+        n or d not a positive integer, ε ≤ 0, δ outside [0, 1), L or w ≤ 0, or a
+        negative λ, strong convexity or noise moment.
     """
+    n = check_count(n, "n")
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
     d = check_count(d, "d")
     lip = check_positive(lipschitz, "lipschitz")
     lam = check_nonnegative(lam, "lam")
