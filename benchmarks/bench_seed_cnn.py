@@ -46,7 +46,11 @@ DEFAULTS = {
     "learning_rate": 4.0,
     "momentum": 0.9,
     "schedule": "cosine",
+    "warmup": 0.0,
     "tempered_sigmoid": [2.0, 2.0, 1.0],
+    "pixel_range": [-1.0, 1.0],
+    "ema": [],
+    "release": "last",
 }
 N_PUBLIC = 60_000
 #: the CIFAR-10 row (Lecture 15, §15.5: 66.2 % at ε = 7.53, δ = 10⁻⁵, after Papernot et
@@ -106,14 +110,16 @@ def load_cifar(data_home, validation: bool):
     return X, y, images(ds.X_test), ds.y_test
 
 
-def load_images(data_home, validation: bool):
-    """(X_train, y_train, X_eval, y_eval) as float32 images in [−1, 1], (n, 1, 28, 28)."""
+def load_images(data_home, validation: bool, pixel_range=(-1.0, 1.0)):
+    """(X_train, y_train, X_eval, y_eval) as float32 images, (n, 1, 28, 28), pixels mapped
+    from [0, 1] to ``pixel_range`` by a public affine map (no statistic of the data)."""
     from dperm.datasets import load
 
     ds = load("mnist", data_home, normalize_rows=False)
+    lo, hi = (float(v) for v in pixel_range)
 
     def images(X):
-        return ((X.astype(np.float32) - 0.5) * 2.0).reshape(-1, 1, 28, 28)
+        return (X.astype(np.float32) * (hi - lo) + lo).reshape(-1, 1, 28, 28)
 
     X, y = images(ds.X_train), ds.y_train.astype(np.int64)
     if validation:  # fit on the first 50 000 training rows, score the last 10 000
@@ -121,8 +127,50 @@ def load_images(data_home, validation: bool):
     return X, y, images(ds.X_test), ds.y_test.astype(np.int64)
 
 
+def schedule(torch, opt, cfg: dict):
+    """The learning-rate schedule (public, post-processing): a linear warm-up over
+    ``warmup`` epochs' worth of lots, then ``schedule`` ("cosine" to 0, or "constant")."""
+    steps = opt.steps
+    warm = round(cfg.get("warmup", 0.0) / cfg["epochs"] * steps)
+    cosine = cfg.get("schedule") == "cosine"
+
+    def factor(t: int) -> float:
+        if t < warm:
+            return (t + 1) / warm
+        if not cosine:
+            return 1.0
+        return 0.5 * (1.0 + np.cos(np.pi * (t - warm) / max(steps - warm, 1)))
+
+    return torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+
+class Averages:
+    """Exponential moving averages of the weights (post-processing of the released
+    iterates; De, Berrada, Hayes, Smith, Balle 2022 use decay 0.999): one per decay."""
+
+    def __init__(self, torch, net, decays):
+        self.torch, self.decays = torch, [float(d) for d in decays]
+        self.params = [p for p in net.parameters() if p.requires_grad]
+        self.avg = {d: [p.detach().clone() for p in self.params] for d in self.decays}
+
+    def update(self, t: int) -> None:
+        for d, avg in self.avg.items():
+            w = min(d, t / (t + 1.0))  # the plain mean of the first 1/(1 − d) iterates
+            self.torch._foreach_lerp_(avg, [p.detach() for p in self.params], 1.0 - w)
+
+    def models(self, make):
+        """(name, module) for every average, loaded into fresh copies from ``make()``."""
+        for d, avg in self.avg.items():
+            net = make()
+            with self.torch.no_grad():
+                for p, a in zip([p for p in net.parameters() if p.requires_grad], avg, strict=True):
+                    p.copy_(a)
+            yield f"ema{d:g}", net
+
+
 def train(cfg: dict, data, seed: int, *, neighbouring: str, dataset_size, progress=False):
-    """One run through make_private; returns (accuracy, optimizer)."""
+    """One run through make_private; returns ({variant: accuracy}, optimizer, curves):
+    "last" is the final iterate, "ema<d>" the moving averages of ``cfg["ema"]``."""
     import torch
     from torch.utils.data import DataLoader, TensorDataset
 
@@ -130,10 +178,12 @@ def train(cfg: dict, data, seed: int, *, neighbouring: str, dataset_size, progre
 
     Xtr, ytr, Xev, yev = data
     torch.manual_seed(seed)  # the initial weights: public, data-independent
-    if cfg.get("dataset") == "cifar10":
-        net = build_cifar_cnn(torch)
-    else:
-        net = build_cnn(torch, cfg["tempered_sigmoid"])
+    cifar = cfg.get("dataset") == "cifar10"
+
+    def make():
+        return build_cifar_cnn(torch) if cifar else build_cnn(torch, cfg["tempered_sigmoid"])
+
+    net = make()
     if cfg["optimizer"] == "adam":
         opt = torch.optim.Adam(net.parameters(), lr=cfg["learning_rate"])
     else:
@@ -148,23 +198,34 @@ def train(cfg: dict, data, seed: int, *, neighbouring: str, dataset_size, progre
         **extra,
     )  # fmt: skip
     loss_fn = torch.nn.CrossEntropyLoss()
-    sched = None
-    if cfg.get("schedule") == "cosine":  # post-processing: η_t follows a public schedule
-        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=opt.steps)
-    t0 = time.perf_counter()
+    sched = schedule(torch, opt, cfg)
+    averages = Averages(torch, net, cfg.get("ema", []))
+    curves: dict = {}
+    t0, t = time.perf_counter(), 0
+
+    def evaluate() -> dict:
+        accs = {"last": accuracy(torch, net, Xev, yev)}
+        for name, avg_net in averages.models(make):
+            accs[name] = accuracy(torch, avg_net, Xev, yev)
+        return accs
+
     for epoch in range(cfg["epochs"]):
         net.train()
         for xb, yb in loader:
             opt.zero_grad()
             loss_fn(net(xb), yb).backward()
             opt.step()
-            if sched is not None:
-                sched.step()
+            sched.step()
+            averages.update(t)
+            t += 1
         if progress:
-            acc = accuracy(torch, net, Xev, yev)
-            print(f"  seed {seed} epoch {epoch + 1}: {acc:.4f} ({time.perf_counter() - t0:.0f} s)",
+            accs = evaluate()
+            for k, v in accs.items():
+                curves.setdefault(k, []).append(round(v, 4))
+            shown = " ".join(f"{k} {v:.4f}" for k, v in accs.items())
+            print(f"  seed {seed} epoch {epoch + 1}: {shown} ({time.perf_counter() - t0:.0f} s)",
                   file=sys.stderr, flush=True)  # fmt: skip
-    return accuracy(torch, net, Xev, yev), opt
+    return evaluate(), opt, curves
 
 
 def accuracy(torch, net, X, y) -> float:
@@ -206,14 +267,16 @@ def main(argv=None) -> dict:
             return out
         size = 40_000 if args.validation else CIFAR_PUBLIC
     else:
-        data = load_images(args.data_home, args.validation)
+        data = load_images(args.data_home, args.validation, cfg["pixel_range"])
         size = 50_000 if args.validation else N_PUBLIC
-    accs, t0 = [], time.perf_counter()
+    accs, variants, curves, t0 = [], [], [], time.perf_counter()
     for seed in range(args.first_seed, args.first_seed + args.seeds):
-        acc, opt = train(cfg, data, seed, neighbouring=args.neighbouring, dataset_size=size,
-                         progress=args.progress)  # fmt: skip
-        accs.append(acc)
-        print(f"seed {seed}: {acc:.4f}", file=sys.stderr, flush=True)
+        scores, opt, curve = train(cfg, data, seed, neighbouring=args.neighbouring,
+                                   dataset_size=size, progress=args.progress)  # fmt: skip
+        accs.append(scores[cfg["release"]])  # the released model, fixed before the run
+        variants.append(scores)
+        curves.append(curve)
+        print(f"seed {seed}: {accs[-1]:.4f}", file=sys.stderr, flush=True)
     out = {
         "dataset": args.dataset,
         "target": 0.662 if cifar else 0.981,
@@ -231,6 +294,8 @@ def main(argv=None) -> dict:
         "seconds": time.perf_counter() - t0,
         "load": os.getloadavg(),
     }
+    if args.validation:  # every variant and its curve; the test runs report the released one
+        out["variants"], out["curves"] = variants, curves
     if args.validation:
         out["test_accuracy"] = None  # the test set is not read in validation mode
     print(json.dumps(out) if args.json else json.dumps(out, indent=2))
