@@ -39,8 +39,8 @@ import numpy as np
 DEFAULTS = {
     "epsilon": 2.93,
     "delta": 1e-5,
-    "batch_size": 1024,
-    "epochs": 30,
+    "batch_size": 2048,
+    "epochs": 60,
     "clipping_norm": 0.1,
     "optimizer": "sgd",
     "learning_rate": 4.0,
