@@ -17,6 +17,7 @@ from scipy import stats
 
 torch = pytest.importorskip("torch")
 
+from dperm.accounting import Ledger  # noqa: E402
 from dperm.accounting.events import Composed, Gaussian, PoissonSampled, SelfComposed  # noqa: E402
 from dperm.exceptions import (  # noqa: E402
     InvalidDataError,
@@ -292,6 +293,21 @@ def test_dppca_finds_the_top_direction_and_accounts_itself():
         DPPCA(neighbouring="add-remove").fit(X)
     with pytest.raises(InvalidPrivacyParameter, match="n_components"):
         DPPCA(n_components=9).fit(X)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_dppca_refuses_non_finite_rows_before_charging_anything(bad):
+
+    X = np.random.default_rng(4).normal(size=(50, 3)) / 10.0  # rows inside data_norm = 1
+    X[7, 1] = bad
+    ledger = Ledger(epsilon=2.0, delta=1e-5)
+    with ledger.active(), pytest.raises(InvalidDataError, match="NaN or infinity"):
+        DPPCA(n_components=1, epsilon=1.0, delta=1e-6, random_state=0).fit(X)
+    assert ledger.events == () and ledger.reservations == ()
+    X[7, 1] = 0.0
+    with ledger.active():
+        DPPCA(n_components=1, epsilon=1.0, delta=1e-6, random_state=0).fit(X)
+    assert len(ledger.events) == 1 and ledger.spent()[0] > 0.0
 
 
 def test_numpy_forward_matches_the_torch_module():

@@ -306,6 +306,8 @@ class DPPCA(TransformerMixin, BaseEstimator):
             raise InvalidDataError(
                 f"X must be a real array of shape (n_samples, n_features), got shape {X.shape}"
             )
+        if not np.isfinite(X).all():  # refused before the reservation: nothing charged
+            raise InvalidDataError("X contains NaN or infinity; impute or drop those values first")
         s, eps, delta = self._privacy(X.shape[0])
         charge(Gaussian(s, neighbouring=check_neighbouring(self.neighbouring)), "DPPCA")
         comps, eig, event, n_clipped = analyze_gauss(
