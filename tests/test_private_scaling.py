@@ -118,7 +118,9 @@ def test_estimates_find_the_columns_at_large_epsilon_and_pool_at_small():
     tiny = ps.fit(D, data_norm=1.0, noise_multiplier=500.0, rng=np.random.default_rng(0))
     assert tiny.diagnostics["shrinkage"][0] < 0.2  # the noise dominates: the pooled mean
     assert np.all(tiny.scale > 0) and np.all(np.isfinite(tiny.location))
-    assert np.ptp(tiny.location) < 0.5 * np.ptp(res.location)
+    # (no claim on the spread of tiny.location: at z = 500 the step-3 correction is
+    # noise, and its spread is the noise's — 0.85 of the columns' in median over seeds
+    # 0–29, before and after the histogram's counts were clipped at zero)
 
 
 @pytest.mark.parametrize("k", [1, 3])
@@ -167,6 +169,28 @@ def test_private_scaling_fits_what_the_public_rows_cannot(k):
     info = scaled.diagnostics_["feature_scaling"]
     assert info["share"] == pytest.approx(0.3 / math.sqrt(k - 1))
     assert "feature_scaling='private'" in scaled.auto_.reason
+
+
+def test_a_noisy_histogram_never_collapses_the_radius_at_small_n():
+    """n = 200 at ε = 0.5: the histogram's noise (σ ≈ 30 a bin) is of the order of n/2, and
+    its cumulative sum from the empty large-radius bins was a random walk that could cross
+    n/2 only far below the data's median — a radius 10⁻⁴ of the true one, hence scales
+    of 10⁻⁴ and coefficients of 10⁶ in about 12 % of the fits.  Counts clipped at zero
+    (post-processing) make the walk monotone: the radius may be overestimated, never
+    collapsed."""
+    radius_ratio, largest_coef = [], []
+    for seed in range(40):
+        X, y = _offcentre(seed=seed, n=200)
+        true = np.median(np.linalg.norm(X - X.mean(axis=0), axis=1))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = DPLogisticRegression(
+                epsilon=0.5, classes=[-1, 1], feature_scaling="private", random_state=seed
+            ).fit(X, y)
+        radius_ratio.append(model.diagnostics_["feature_scaling"]["median_distance"] / true)
+        largest_coef.append(np.abs(model.coef_).max())
+    assert min(radius_ratio) > 0.5, min(radius_ratio)
+    assert max(largest_coef) < 1e3, max(largest_coef)
 
 
 def test_feature_scaling_errors_name_the_parameter():

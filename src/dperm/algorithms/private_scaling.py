@@ -23,7 +23,15 @@ bound ‖xᵢ‖ ≤ R, without the intercept column):
 2. **A histogram of the distances** ρᵢ = ‖xᵢ − m‖ on a public geometric grid (edges
    2R·2^(−k/2)) + N(0, (z₂√2)²) per bin: replace-one moves one row between two bins
    (ℓ2 sensitivity √2).  The median distance r₅₀ is read off the noisy counts
-   (post-processing); the clipping radius of step 3 is r = :data:`RADIUS_FACTOR`·r₅₀.
+   (post-processing): the first bin, from the largest radius down, where the cumulative
+   sum of the counts *clipped at zero* reaches n/2.  Clipping makes that sum monotone:
+   without it, the sum over the empty bins above the data is a random walk of step σ₂ =
+   z₂√2, which at small n (σ₂ of the order of n/2) could wander below zero and cross n/2
+   only far below the data — a radius 10⁻⁴ of the true one and coefficients of 10⁶ in
+   about 12 % of the fits at n = 200, ε = 0.5.  Clipped, the radius can be
+   overestimated (a positive drift of σ₂/√(2π) a bin), never collapsed; a histogram that
+   never reaches n/2 gives the largest radius.  The clipping radius of step 3 is
+   r = :data:`RADIUS_FACTOR`·r₅₀.
 3. **The sums of the clipped deviations and of their absolute values**,
    uᵢ = (xᵢ − m)·min(1, r/ρᵢ): (Σuᵢ, Σ|uᵢ|) + N(0, (z₃·2r)² I) on all 2d coordinates.
    Joint sensitivity 2r: for u, u′ in the ball of radius r,
@@ -168,15 +176,16 @@ def _shrink(values: np.ndarray, noise: float, target: float | None = None):
 
 
 def _median_radius(rho, R: float, z2: float, n: int, rng) -> float:
-    """The private median of the distances from a noisy histogram (step 2)."""
+    """The private median of the distances from a noisy histogram (step 2; the counts
+    clipped at zero before their cumulative sum, module docstring)."""
     edges = 2.0 * R * 2.0 ** (-np.arange(HISTOGRAM_BINS + 1) / 2.0)  # decreasing
     # bin k holds the distances in (edges[k+1], edges[k]]; the last, everything below
     k = np.searchsorted(-edges, -np.asarray(rho), side="left") - 1
     counts = np.bincount(np.clip(k, 0, HISTOGRAM_BINS), minlength=HISTOGRAM_BINS + 1)
     noisy = counts + rng.standard_normal(counts.size) * (z2 * math.sqrt(2.0))
-    above = np.cumsum(noisy)  # noisy #{ρ > edges[k+1]}
+    above = np.cumsum(np.maximum(noisy, 0.0))  # noisy #{ρ > edges[k+1]}
     hit = np.flatnonzero(above >= 0.5 * n)
-    j = int(hit[0]) if hit.size else HISTOGRAM_BINS
+    j = int(hit[0]) if hit.size else 0
     return float(math.sqrt(edges[j] * edges[min(j + 1, HISTOGRAM_BINS)]))
 
 
