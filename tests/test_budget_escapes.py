@@ -612,3 +612,32 @@ def test_w2_a_data_refusal_after_the_reservation_keeps_it_charged():
     with ledger.active(), pytest.raises(InvalidDataError, match="NaN"):
         dperm.DPLogisticRegression(epsilon=0.5, delta=1e-6, classes=[-1, 1]).fit(Xn, Y)
     assert len(ledger.records) == before  # refused before its reservation: nothing recorded
+
+
+# ================================================ suspension: only by who charged the whole cost
+def test_suspending_a_budget_needs_its_covering_charge():
+    """``suspended`` lets a composite run inner fits uncharged once it charged their whole
+    cost; it is not an escape hatch: a block that charged nothing cannot suspend a budget,
+    and the fit it would have hidden is refused with nothing released."""
+    from dperm.accounting.active import charge, fit_scope, suspended
+    from dperm.accounting.events import EpsilonDelta
+
+    ledger = Ledger(epsilon=1.5, delta=1e-5)
+    with ledger.active():
+        with pytest.raises(BudgetExceededError, match="not charged by the code"):
+            with suspended(()):
+                _output(1.0)  # would have been released uncharged
+        assert charged(ledger) == Counter()
+        other = Ledger(epsilon=1.0, delta=1e-5)
+        with other.active(), fit_scope():
+            covering = charge(EpsilonDelta(0.5, 0.0), "composite")
+            assert {r.ledger for r in covering} == {ledger, other}
+            with suspended(covering):
+                _output(0.5)  # covered by "composite": not charged again
+        with fit_scope():
+            only_outer = charge(EpsilonDelta(0.2, 0.0), "partial")
+            with other.active(), pytest.raises(BudgetExceededError, match="not charged"):
+                with suspended(only_outer):  # `other` holds no reservation of the block
+                    _output(0.5)
+    assert charged(ledger) == Counter({"composite": 1, "partial": 1})
+    assert charged(other) == Counter({"composite": 1})

@@ -204,8 +204,9 @@ def _budgets(label: str | None) -> tuple[Any, ...]:
     return ()
 
 
-def charge(event: DpEvent, label: str | None = None) -> None:
-    """Reserve ``event`` in every active ledger, or in none (all or nothing).
+def charge(event: DpEvent, label: str | None = None) -> tuple[Any, ...]:
+    """Reserve ``event`` in every active ledger, or in none (all or nothing); returns
+    the reservations (empty without an active ledger) — what :func:`suspended` needs.
 
     Called by every dperm private fit *before* it reads the data (with the event it
     is calibrated to).  Inside a :func:`fit_scope` the reservations are settled when
@@ -227,7 +228,7 @@ def charge(event: DpEvent, label: str | None = None) -> None:
     """
     ledgers = _budgets(label)
     if not ledgers:
-        return
+        return ()
     done = []
     try:
         for ledger in ledgers:
@@ -242,6 +243,7 @@ def charge(event: DpEvent, label: str | None = None) -> None:
             reservation.commit()
     else:
         scope.reservations.extend(done)
+    return tuple(done)
 
 
 # ------------------------------------------------------------------ fit scopes
@@ -619,13 +621,34 @@ def default_delta(n: int, *, budget_share: bool = True) -> float:
 
 
 @contextlib.contextmanager
-def suspended() -> Iterator[None]:
+def suspended(covering: tuple[Any, ...]) -> Iterator[None]:
     """Inside the block no ledger is active: for a composite mechanism (e.g.
     :class:`~dperm.model_selection.PrivateRandomSearch`) that has already charged
     its own event — which covers every inner fit — so that the inner fits are not
     charged a second time (and their number, which the composite's guarantee may keep
-    secret, is not recorded).  Only for code that charged the whole cost first; user
-    code called inside (:func:`user_hook`) sees the suspended budgets again."""
+    secret, is not recorded).  User code called inside (:func:`user_hook`) sees the
+    suspended budgets again.
+
+    Parameters
+    ----------
+    covering : tuple of Reservation
+        What :func:`charge` returned for the composite's whole event: every active
+        ledger must hold one of them — a budget is suspended only by the code that
+        charged it for everything the block runs.
+
+    Raises
+    ------
+    BudgetExceededError
+        An active ledger has no reservation in ``covering`` (nothing is suspended).
+    """
+    charged = {id(r.ledger) for r in covering}
+    uncovered = [ledger for ledger in ACTIVE.get() if id(ledger) not in charged]
+    if uncovered:
+        raise BudgetExceededError(
+            f"suspended(): the active budget {getattr(uncovered[0], 'name', '?')!r} was not "
+            "charged by the code that suspends it (pass what charge() returned for the "
+            "whole cost of the block); nothing was suspended"
+        )
     held = _SUSPENDED.get()
     saved = _SUSPENDED.set(ACTIVE.get() if held is None else held)
     token = ACTIVE.set(())

@@ -412,7 +412,7 @@ class PrivateRandomSearch(BaseEstimator):
         # data is read; the inner runs are covered by it and run with the budget suspended
         # (charging each would count the search twice and record K, which stays secret)
         search_event = _with_relation(EpsilonDelta, _REPLACE_ONE, epsilon=tot_eps, delta=tot_delta)
-        charge(search_event, type(self).__name__)
+        covering = charge(search_event, type(self).__name__)
         rng = check_random_state(self.random_state)
         perm = rng.permutation(n)  # [PRS-1] data-independent split
         val_idx, tr_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
@@ -430,7 +430,7 @@ class PrivateRandomSearch(BaseEstimator):
             est = clone(self.estimator).set_params(
                 **config, epsilon=eps_run, delta=d_run, random_state=rng.spawn(1)[0]
             )
-            with suspended():  # covered by the search's own charge above
+            with suspended(covering):  # covered by the search's own charge above
                 est.fit(X_tr, y_tr)  # [PRS-4] (ε_run, δ_run)-DP on the training part
             event = getattr(est, "dp_event_", None)
             self._check_run_event(event, route, eps_run, d_run, s_eps, orders)
