@@ -35,6 +35,7 @@ from dperm.algorithms import dp_gd, dp_sgd, output_perturbation
 from dperm.exceptions import BudgetExceededError, InvalidDataError, PrivacyLeakWarning
 from dperm.losses import Logistic
 from dperm.model_selection import PrivateRandomSearch
+from dperm.stores import MemoryStore, SqliteStore
 
 pytestmark = pytest.mark.filterwarnings("ignore::dperm.exceptions.ClippingWarning")
 
@@ -372,6 +373,37 @@ def test_b3_an_os_fork_inside_an_in_memory_budget_is_refused():
         with os.fdopen(r) as fh:
             assert fh.read() == "refused"
     assert_released_charged(ledger, [])
+
+
+def _fork_and_fit(ledger) -> tuple[str, bool]:
+    """In a child forked inside ``ledger.active()``: one fit, and whether the child charged
+    through the parent's very store object (a connection shared across the fork)."""
+    store = ledger._store
+    with ledger.active():
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child
+            os.close(r)
+            kind, _ = _fit_in_worker(0)
+            os.write(w, f"{kind} {ledger._store is store}".encode())
+            os._exit(0)
+        os.close(w)
+        os.waitpid(pid, 0)
+        with os.fdopen(r) as fh:
+            kind, shared = fh.read().split()
+    return kind, shared == "True"
+
+
+def test_b3_a_fork_inside_a_budget_opened_on_a_store_object(tmp_path):
+    """``Ledger.open(store)``: a memory store is this process's copy (the forked fit is
+    refused, as for ``Ledger(ε, δ)``); a SQLite store is charged through the child's own
+    connection, never the parent's (https://sqlite.org/howtocorrupt.html, 2.6)."""
+    ledger = Ledger.open(MemoryStore(), epsilon=1.5, delta=1e-5)
+    assert _fork_and_fit(ledger)[0] == "refused"
+    assert_released_charged(ledger, [])
+    ledger = Ledger.open(SqliteStore(tmp_path / "b.db", create=True), epsilon=1.5, delta=1e-5)
+    assert _fork_and_fit(ledger) == ("released", False)
+    assert_released_charged(ledger, ["DPLogisticRegression"])
 
 
 def test_b3_forked_workers_of_a_stored_budget_charge_the_store(tmp_path):

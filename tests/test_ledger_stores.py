@@ -225,6 +225,32 @@ def test_postgres_tampering_is_detected(postgres_url):
         Ledger.open(postgres_url, name)
 
 
+def test_postgres_a_new_database_takes_a_budget_after_a_first_look(postgres_url):
+    """The first connection creates the tables (and the store's genesis): a budget is then
+    created implicitly by a later connection — as ``dperm fit --ledger URL
+    --ledger-epsilon 1`` does after its first look finds none — while a store emptied by
+    hand is still refused."""
+    import psycopg
+
+    db = f"fresh_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {db}")
+    url = postgres_url.rsplit("/", 1)[0] + "/" + db
+    try:
+        with pytest.raises(LedgerStoreError, match="no budget named 'default'"):
+            Ledger.open(url)  # creates the tables
+        assert 0 < Ledger.open(url, epsilon=1.0).spend(EpsilonDelta(0.5, 0.0)) <= 0.5
+        with psycopg.connect(url, autocommit=True) as conn:  # emptied by hand
+            conn.execute("ALTER TABLE dperm_records DISABLE TRIGGER dperm_records_append_only")
+            conn.execute("DELETE FROM dperm_records")
+            conn.execute("DELETE FROM dperm_budgets")
+        with pytest.raises(LedgerStoreError, match="no budget is created in it implicitly"):
+            Ledger.open(url, epsilon=1.0)
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
 # ------------------------------------------------------------- export / import
 def test_export_import_round_trip_and_conflicts(tmp_path):
     from dperm.cli.budget import export_budgets, import_budgets

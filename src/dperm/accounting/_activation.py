@@ -40,6 +40,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ..stores.memory import MemoryStore
+
 __all__ = [
     "ENV_MARK",
     "Block",
@@ -88,8 +90,10 @@ if hasattr(os, "register_at_fork"):  # POSIX
 
 
 def kept_in_memory(ledger: Any) -> bool:
-    """Whether ``ledger`` lives in this process's memory (``Ledger(ε, δ)``), not in a store."""
-    return getattr(ledger, "_location", None) is None
+    """Whether ``ledger`` lives in this process's memory (``Ledger(ε, δ)``, or
+    ``Ledger.open(MemoryStore())``), not in a store other processes can charge."""
+    store = getattr(ledger, "_store", None)
+    return getattr(ledger, "_location", None) is None or isinstance(store, MemoryStore)
 
 
 def open_block(ledger: Any) -> Block:

@@ -18,8 +18,17 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ..exceptions import InvalidPrivacyParameter, UnsupportedEventError
-from ..stores import BudgetChain, LedgerKey, Record, Store, check_budget_name, open_store
+from ..exceptions import InvalidPrivacyParameter, LedgerStoreError, UnsupportedEventError
+from ..stores import (
+    BudgetChain,
+    LedgerKey,
+    Record,
+    SqliteStore,
+    Store,
+    check_budget_name,
+    open_store,
+)
+from ..stores.sql import ConnectionStore
 from .auto import AutoAccountant
 from .base import Accountant
 from .events import DpEvent, EpsilonDelta
@@ -29,6 +38,30 @@ from .registry import get_accountant
 __all__ = ["ROUNDING_SLACK", "LedgerSync"]
 
 ROUNDING_SLACK = 1e-12
+
+
+def _reopen(location: Any, store: Store) -> Store:
+    """The store of a ledger in a process forked from the one that opened it: its own
+    connection (a SQLite or PostgreSQL connection must not cross a fork:
+    https://sqlite.org/howtocorrupt.html, 2.6).
+
+    Raises
+    ------
+    LedgerStoreError
+        A ledger opened on a store object that holds a connection this process cannot
+        open again (a PostgreSQL store: its URL's password is not kept).
+    """
+    if isinstance(location, str | os.PathLike):
+        return open_store(location)
+    if isinstance(store, SqliteStore):
+        return SqliteStore(store.path)
+    if isinstance(store, ConnectionStore):
+        raise LedgerStoreError(
+            f"the ledger on {store!r} was opened by process {store._pid} on a store object: "
+            f"process {os.getpid()}, forked from it, cannot share its connection — open the "
+            "ledger by its location (Ledger.open(URL), dperm.budget(URL))"
+        )
+    return store  # a JSON store keeps no handle open; a memory store is this process's copy
 
 
 class LedgerSync:
@@ -51,7 +84,7 @@ class LedgerSync:
     @contextlib.contextmanager
     def _transaction(self, write: bool) -> Iterator[Any]:
         if os.getpid() != self._pid and self._location is not None:  # forked: own connection
-            self._store, self._pid = open_store(self._location), os.getpid()
+            self._store, self._pid = _reopen(self._location, self._store), os.getpid()
             self._chain.store = self._store
         appended = self._chain.appended
         started = time.perf_counter()

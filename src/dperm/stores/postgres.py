@@ -23,6 +23,8 @@ import re
 from collections.abc import Iterator
 
 from ..exceptions import LedgerStoreError
+from .records import STORE_CHAIN, BudgetChain
+from .registry import append_genesis
 from .sql import ConnectionStore, SqlTransaction
 
 __all__ = ["PostgresStore", "redact_url"]
@@ -91,6 +93,12 @@ class PostgresStore(ConnectionStore):
                     for statement in _SCHEMA:
                         cur.execute(statement)
                     self.created = True
+                    # the genesis with the tables: a store dperm created is told from one
+                    # emptied even before its first budget (another connection may create
+                    # that budget: this one's ``created`` is not seen there)
+                    stx = SqlTransaction(lambda sql, p: _run(cur, sql, p), STORE_CHAIN, "%s")
+                    if stx.head() is None:  # another creator's, once its lock was ours
+                        append_genesis(BudgetChain(self, STORE_CHAIN), stx)
             info = self._conn.info  # the server and database, whoever connects
             self.identity = f"postgresql://{info.host}:{info.port}/{info.dbname}"
         except psycopg.Error as exc:
@@ -111,8 +119,7 @@ class PostgresStore(ConnectionStore):
                     cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (name,))
 
                 def run(sql: str, params: tuple) -> list:
-                    cur.execute(sql, params)
-                    return cur.fetchall() if cur.description is not None else []
+                    return _run(cur, sql, params)
 
                 if write:
                     lock(budget)
@@ -125,6 +132,12 @@ class PostgresStore(ConnectionStore):
     def budgets(self) -> list[str]:
         with self.transaction("", write=False) as tx:
             return self._names(tx._run("SELECT name FROM dperm_budgets", ()))
+
+
+def _run(cur, sql: str, params: tuple) -> list:
+    """Execute ``sql`` with ``params`` on the cursor ``cur``; the rows (none for DDL/DML)."""
+    cur.execute(sql, params)
+    return cur.fetchall() if cur.description is not None else []
 
 
 def _first_line(exc: BaseException) -> str:

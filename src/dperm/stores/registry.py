@@ -32,6 +32,7 @@ from .records import STORE_CHAIN, BudgetChain, Record, Store, Transaction, check
 
 __all__ = [
     "StoreCheck",
+    "append_genesis",
     "check_store",
     "copy_chain",
     "has_genesis",
@@ -49,6 +50,14 @@ def has_genesis(tx: Transaction) -> bool:
     return tx.other(STORE_CHAIN).head() is not None
 
 
+def append_genesis(chain: BudgetChain, tx: Transaction) -> None:
+    """Append the store's genesis (record 0 of :data:`STORE_CHAIN`: a random store id
+    and the time) with ``chain``, a reader of that chain, in the write transaction ``tx``
+    of a store that has none."""
+    chain.append(tx, "create", {"store": "dperm.LedgerStore", "id": uuid.uuid4().hex,
+                                "time": _now()})  # fmt: skip
+
+
 def register_budget(store: Store, tx: Transaction, record0: Record, *, imported: bool = False):
     """Register the budget whose record 0 is ``record0`` in the store's chain, inside
     the write transaction ``tx`` that appends ``record0`` (the genesis first, for a
@@ -64,8 +73,7 @@ def register_budget(store: Store, tx: Transaction, record0: Record, *, imported:
     stx = tx.other(STORE_CHAIN)
     chain = BudgetChain(store, STORE_CHAIN)
     if stx.head() is None:
-        chain.append(stx, "create", {"store": "dperm.LedgerStore", "id": uuid.uuid4().hex,
-                                      "time": _now()})  # fmt: skip
+        append_genesis(chain, stx)
     else:
         chain.sync(stx)
     for rec in chain.records:
