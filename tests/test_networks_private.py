@@ -379,6 +379,12 @@ def test_bad_arguments_raise_specific_errors():
     with pytest.raises(InvalidPrivacyParameter, match="noise_multiplier"):
         make_private(net, opt, dl, epsilon=1.0, delta=1e-5, epochs=1, noise_multiplier=0.1)
 
+    with pytest.raises(InvalidPrivacyParameter, match="max_physical_batch_size"):
+        make_private(net, opt, dl, epsilon=1.0, delta=1e-5, epochs=1, max_physical_batch_size=0)
+    assert "forward" not in net[0].__dict__  # refused: the module is untapped again
+    F.cross_entropy(net(X), y).backward()
+    assert net[0].weight.grad is not None  # and trains with plain gradients
+
     class Stream(torch.utils.data.IterableDataset):
         def __iter__(self):
             return iter([])
