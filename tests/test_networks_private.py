@@ -297,6 +297,23 @@ def test_virtual_steps_give_the_same_run_as_whole_lots():
     torch.testing.assert_close(runs[0], runs[1], rtol=1e-5, atol=1e-6)
 
 
+def test_zero_grad_forgets_the_backward_passes_of_the_current_batch():
+    """A backward pass followed by zero_grad leaves nothing in the step: the run equals
+    the one without it (same lots, same noise; C large enough that nothing is clipped)."""
+    runs = []
+    for extra in (False, True):
+        _, _, net, opt, dl = _private(epochs=1, seed=2, clipping_norm=100.0,
+                                      optim=lambda p: torch.optim.SGD(p, lr=0.1))  # fmt: skip
+        for xb, yb in dl:
+            if extra:  # e.g. a diagnostic backward pass, then zero_grad
+                F.cross_entropy(net(xb), yb).backward()
+            opt.zero_grad()
+            F.cross_entropy(net(xb), yb).backward()
+            opt.step()
+        runs.append(torch.cat([p.detach().reshape(-1) for p in net.parameters()]))
+    torch.testing.assert_close(runs[0], runs[1])
+
+
 def test_batch_norm_is_refused_and_converted():
     net = nn.Sequential(nn.Conv2d(1, 6, 3), nn.BatchNorm2d(6), nn.Flatten(), nn.Linear(6 * 16, 2))
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
