@@ -297,6 +297,23 @@ def test_virtual_steps_give_the_same_run_as_whole_lots():
     torch.testing.assert_close(runs[0], runs[1], rtol=1e-5, atol=1e-6)
 
 
+def test_zero_grad_forgets_the_backward_passes_of_the_current_batch():
+    """A backward pass followed by zero_grad leaves nothing in the step: the run equals
+    the one without it (same lots, same noise; C large enough that nothing is clipped)."""
+    runs = []
+    for extra in (False, True):
+        _, _, net, opt, dl = _private(epochs=1, seed=2, clipping_norm=100.0,
+                                      optim=lambda p: torch.optim.SGD(p, lr=0.1))  # fmt: skip
+        for xb, yb in dl:
+            if extra:  # e.g. a diagnostic backward pass, then zero_grad
+                F.cross_entropy(net(xb), yb).backward()
+            opt.zero_grad()
+            F.cross_entropy(net(xb), yb).backward()
+            opt.step()
+        runs.append(torch.cat([p.detach().reshape(-1) for p in net.parameters()]))
+    torch.testing.assert_close(runs[0], runs[1])
+
+
 def test_batch_norm_is_refused_and_converted():
     net = nn.Sequential(nn.Conv2d(1, 6, 3), nn.BatchNorm2d(6), nn.Flatten(), nn.Linear(6 * 16, 2))
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
@@ -378,6 +395,12 @@ def test_bad_arguments_raise_specific_errors():
         make_private(net, other, dl, epsilon=1.0, delta=1e-5, epochs=1)
     with pytest.raises(InvalidPrivacyParameter, match="noise_multiplier"):
         make_private(net, opt, dl, epsilon=1.0, delta=1e-5, epochs=1, noise_multiplier=0.1)
+
+    with pytest.raises(InvalidPrivacyParameter, match="max_physical_batch_size"):
+        make_private(net, opt, dl, epsilon=1.0, delta=1e-5, epochs=1, max_physical_batch_size=0)
+    assert "forward" not in net[0].__dict__  # refused: the module is untapped again
+    F.cross_entropy(net(X), y).backward()
+    assert net[0].weight.grad is not None  # and trains with plain gradients
 
     class Stream(torch.utils.data.IterableDataset):
         def __iter__(self):

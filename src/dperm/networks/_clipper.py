@@ -74,8 +74,6 @@ class GradSampler:
         self.params = trainable(module)
         self.index = {id(p): i for i, p in enumerate(self.params)}
         self.units: list[Unit] = find_units(module, self)
-        seen = [id(p) for u in self.units for p in u.params]
-        self.shared = {pid for pid in seen if seen.count(pid) > 1}
         for u in self.units:
             u.install()
 
@@ -94,13 +92,9 @@ class GradSampler:
             u.records.clear()
 
     def discard(self) -> None:
-        """Drop every pending record (``zero_grad``)."""
+        """Drop every pending record."""
         for u in self.units:
             u.records.clear()
-
-    def pending(self) -> bool:
-        """Whether a backward pass has left records since the last :meth:`take`."""
-        return any(u.records for u in self.units)
 
     def _records(self) -> list[Record]:
         records = [r for u in self.units for r in u.records]

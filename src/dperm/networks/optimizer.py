@@ -136,7 +136,9 @@ class DPOptimizer(torch.optim.Optimizer):
     # ---------------------------------------------------------------- the step
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget the gradients of the current batch (never the lot's clipped sum of
-        the batches already stepped).  ``p.grad`` is set to None in every case."""
+        the batches already stepped): the per-example records of backward passes since
+        the last step are dropped.  ``p.grad`` is set to None in every case."""
+        self.grad_sampler.discard()
         for p in self.params:
             p.grad = None
 

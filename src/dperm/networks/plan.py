@@ -7,7 +7,12 @@ Shared by :func:`dperm.networks.make_private` (the user's loop),
 :class:`~dperm.estimators.mlp.DPMLPClassifier`: one planning rule (:func:`make_plan`,
 i.e. :func:`dperm.algorithms.dp_sgd.run_plan`), one calibration (:func:`calibrate`: the
 smallest noise multiplier the accountant certifies, so a run spends 99.5–100 % of ε;
-the certificate re-checked before use).
+the certificate re-checked before use).  The event is Abadi et al.'s (CCS 2016, Alg. 1):
+``SelfComposed(PoissonSampled(q, Gaussian(z)), T)``, sensitivity C (add/remove) or 2C
+(replace-one) per lot sum; the default accountant is the privacy-loss distribution
+(Koskela, Jälkö, Honkela, AISTATS 2020; Zhu, Dong, Wang, AISTATS 2022 for the sampled
+Gaussian; via Google's dp-accounting), "rdp" the Rényi accountant (Mironov 2017;
+Mironov, Talwar, Zhang 2019) — :data:`dperm.statement.ACCOUNTANT_TEXTS`.
 """
 
 from __future__ import annotations

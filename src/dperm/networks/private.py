@@ -56,25 +56,29 @@ def build_run(
     its second."""
     lots_rng, noise_rng = rng.spawn(2)
     sampler = GradSampler(module, loss_reduction=loss_reduction, method=method)
-    state = RunState(plan.steps, sampler)
-    loader = DPDataLoader(
-        dataset,
-        plan.sampler,
-        plan.steps,
-        plan.epochs if plan.epochs is not None else 1,
-        rng=lots_rng,
-        state=state,
-        collate_fn=collate_fn,
-        loader_kwargs=loader_kwargs,
-        max_physical_batch_size=max_physical_batch_size,
-    )
-    dp_opt = DPOptimizer(
-        optimizer,
-        grad_sampler=sampler,
-        state=state,
-        plan=plan,
-        generator_seed=torch_rng_seed(noise_rng),
-    )
+    try:  # a refused argument must not leave the caller's module tapped (no gradients)
+        state = RunState(plan.steps, sampler)
+        loader = DPDataLoader(
+            dataset,
+            plan.sampler,
+            plan.steps,
+            plan.epochs if plan.epochs is not None else 1,
+            rng=lots_rng,
+            state=state,
+            collate_fn=collate_fn,
+            loader_kwargs=loader_kwargs,
+            max_physical_batch_size=max_physical_batch_size,
+        )
+        dp_opt = DPOptimizer(
+            optimizer,
+            grad_sampler=sampler,
+            state=state,
+            plan=plan,
+            generator_seed=torch_rng_seed(noise_rng),
+        )
+    except BaseException:
+        sampler.remove()
+        raise
     return sampler, loader, dp_opt
 
 
