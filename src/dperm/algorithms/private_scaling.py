@@ -115,7 +115,8 @@ class ScaleResult:
         ``radius`` (r), ``median_distance`` (r₅₀), ``shrinkage`` (λ of the location,
         λ of the correction, λ of the scale), ``noise`` (σ₁, σ₃ in the units of x),
         ``stage_multipliers``, ``released`` (the noisy row sum of step 1, the noisy sum of
-        clipped deviations of step 3 and the centre m it used: what the audit scores).
+        clipped deviations of step 3 (and of their absolute values) and the centre m it
+        used: what the audit scores).
     """
 
     location: np.ndarray
@@ -265,7 +266,12 @@ def fit(X, *, data_norm: float, noise_multiplier: float, rng, shares=None) -> Sc
     event = event_of(noise_multiplier, shares)
     info = {
         # the raw releases of steps 1 and 3 and the centre and radius they used
-        "released": {"row_sum": row_sum, "deviation_sum": s1, "centre": m},
+        "released": {
+            "row_sum": row_sum,
+            "deviation_sum": s1,
+            "abs_deviation_sum": s2,
+            "centre": m,
+        },
         "radius": r,
         "median_distance": r50,
         "shrinkage": (lam1, lam2, lam3),
