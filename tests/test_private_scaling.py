@@ -231,6 +231,11 @@ def test_feature_scaling_errors_name_the_parameter():
         )
     with pytest.raises(InvalidPrivacyParameter, match="replace-one"):
         ps.plan("private", None, 1.0, 1e-6, "add-remove")
+    # rows not clipped to the bound the noise is calibrated for: refused, not released
+    rng = np.random.default_rng(0)
+    for design in (as_design(5.0 * X), as_design(X, 2.0)):
+        with pytest.raises(InvalidPrivacyParameter, match="clipped to data_norm"):
+            ps.fit(design, data_norm=1.0, noise_multiplier=1.0, rng=rng)
     with pytest.raises(InvalidPrivacyParameter, match="epsilon"):
         ps.plan("private", None, None, 1e-6, "replace-one")
     with pytest.raises(InvalidPrivacyParameter, match="scaling_share"):

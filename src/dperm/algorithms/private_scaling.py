@@ -232,12 +232,20 @@ def fit(X, *, data_norm: float, noise_multiplier: float, rng, shares=None) -> Sc
     Raises
     ------
     InvalidPrivacyParameter
-        A non-positive ``noise_multiplier`` or ``data_norm``, bad ``shares``.
+        A non-positive ``noise_multiplier`` or ``data_norm``, bad ``shares``, or a
+        design whose rows are not clipped to ``data_norm`` (its ``data_norm`` None or
+        larger): the sensitivities above hold only for ‖xᵢ‖ ≤ R.
     InvalidDataError
         Fewer than two rows.
     """
     R = check_positive(data_norm, "data_norm")
     z1, z2, z3 = stage_multipliers(noise_multiplier, shares)
+    clipped_to = getattr(X, "data_norm", None)
+    if clipped_to is None or clipped_to > R:  # the sensitivities 2R, 2r need ‖xᵢ‖ ≤ R
+        raise InvalidPrivacyParameter(
+            f"private feature scaling needs a Design whose rows are clipped to "
+            f"data_norm={R!r} (as_design(X, data_norm)); got rows clipped to {clipped_to!r}"
+        )
     planned(event_of(noise_multiplier, shares))  # before the data is read
     n = X.shape[0]
     if n < 2:
