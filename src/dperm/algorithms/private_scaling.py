@@ -115,7 +115,8 @@ class ScaleResult:
         ``radius`` (r), ``median_distance`` (r₅₀), ``shrinkage`` (λ of the location,
         λ of the correction, λ of the scale), ``noise`` (σ₁, σ₃ in the units of x),
         ``stage_multipliers``, ``released`` (the noisy row sum of step 1, the noisy sum of
-        clipped deviations of step 3 and the centre m it used: what the audit scores).
+        clipped deviations of step 3 (and of their absolute values) and the centre m it
+        used: what the audit scores).
     """
 
     location: np.ndarray
@@ -231,12 +232,20 @@ def fit(X, *, data_norm: float, noise_multiplier: float, rng, shares=None) -> Sc
     Raises
     ------
     InvalidPrivacyParameter
-        A non-positive ``noise_multiplier`` or ``data_norm``, bad ``shares``.
+        A non-positive ``noise_multiplier`` or ``data_norm``, bad ``shares``, or a
+        design whose rows are not clipped to ``data_norm`` (its ``data_norm`` None or
+        larger): the sensitivities above hold only for ‖xᵢ‖ ≤ R.
     InvalidDataError
         Fewer than two rows.
     """
     R = check_positive(data_norm, "data_norm")
     z1, z2, z3 = stage_multipliers(noise_multiplier, shares)
+    clipped_to = getattr(X, "data_norm", None)
+    if clipped_to is None or clipped_to > R:  # the sensitivities 2R, 2r need ‖xᵢ‖ ≤ R
+        raise InvalidPrivacyParameter(
+            f"private feature scaling needs a Design whose rows are clipped to "
+            f"data_norm={R!r} (as_design(X, data_norm)); got rows clipped to {clipped_to!r}"
+        )
     planned(event_of(noise_multiplier, shares))  # before the data is read
     n = X.shape[0]
     if n < 2:
@@ -265,7 +274,12 @@ def fit(X, *, data_norm: float, noise_multiplier: float, rng, shares=None) -> Sc
     event = event_of(noise_multiplier, shares)
     info = {
         # the raw releases of steps 1 and 3 and the centre and radius they used
-        "released": {"row_sum": row_sum, "deviation_sum": s1, "centre": m},
+        "released": {
+            "row_sum": row_sum,
+            "deviation_sum": s1,
+            "abs_deviation_sum": s2,
+            "centre": m,
+        },
         "radius": r,
         "median_distance": r50,
         "shrinkage": (lam1, lam2, lam3),

@@ -507,11 +507,7 @@ def auto_choice(
     }
     if label_bound is not None:
         inputs["label_bound"] = float(label_bound)
-    if feature_scaling not in ("public", "private"):
-        raise UnknownNameError(
-            f"unknown feature_scaling {feature_scaling!r}; choose 'public' or 'private'"
-        )
-    inputs["feature_scaling"] = feature_scaling
+    inputs["feature_scaling"] = check_feature_scaling(feature_scaling, AUTO)
 
     def choice(mech, reason, settings=None, multi=None):
         return AutoChoice(mech, dict(settings or {}), multi, reason, inputs)
