@@ -240,7 +240,10 @@ def test_fit_checks_are_as_strict_as_predict(tmp_path):
     frame.to_csv(p, index=False)
     cats = {"colour": ["red", "blue"], "k": ["0", "1", "2"]}
     with pytest.raises(InvalidPrivacyParameter, match=r"numeric column\(s\) \['k'\]"):
-        load_csv(p, "y", bounds={"x": (0, 10)}, categories=cats, classes=["no", "yes"])
+        load_csv(
+            p, "y", bounds={"x": (0, 10)}, categories=cats, categorical=["colour"],
+            classes=["no", "yes"],
+        )  # fmt: skip
     ds = load_csv(
         p, "y", bounds={"x": (0, 10)}, categories=cats, categorical=["colour", "k"],
         classes=["no", "yes"],
@@ -253,6 +256,24 @@ def test_fit_checks_are_as_strict_as_predict(tmp_path):
         CategoricalColumn("colour", "red")
     with pytest.raises(InvalidPrivacyParameter, match="must be finite"):
         NumericColumn("x", 0, 1, impute=math.inf)
+
+
+def test_a_category_list_makes_a_column_categorical_whatever_its_values(tmp_path):
+    """One record must not switch a column's kind: with the public list ["0", "1", "x"],
+    a file whose column holds codes only (read as numbers by default) and its neighbour
+    with one "x" (read as text) both load, with the same features, and their training
+    rows differ in that record only."""
+    frame = _frame(100)
+    frame["k"] = [str(v) for v in np.arange(100) % 2]
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    frame.to_csv(a, index=False)
+    i = int(file_split(len(frame), 0.2, 0)[0][3])  # a training row
+    frame.loc[i, "k"] = "x"
+    frame.to_csv(b, index=False)
+    kw = dict(_KW, categories={"colour": ["red", "blue"], "k": ["0", "1", "x"]})
+    da, db = load_csv(a, "y", **kw), load_csv(b, "y", **kw)
+    assert da.feature_names == db.feature_names and "k=x" in da.feature_names
+    assert np.flatnonzero(np.any(_rows(da) != _rows(db), axis=1)).size == 1
 
 
 def test_clipped_labels_are_counted_and_mostly_clipped_is_refused(tmp_path):

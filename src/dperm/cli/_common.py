@@ -212,7 +212,7 @@ FILE_SCHEMA = {
         list[str] | None,
         None,
         "A column of numbers to one-hot encode (integer codes) against its --categories "
-        "list (repeat); text columns are categorical anyway.",
+        "list (repeat); text columns and columns with --categories are categorical anyway.",
         metavar="COL",
     ),
     "classes": Opt(

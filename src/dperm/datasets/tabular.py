@@ -70,10 +70,11 @@ def load_csv(
     target : str
         Name of the label column.
     categorical : sequence of str, optional
-        Categorical feature columns.  Default: every non-numeric column.
-        Listed columns are read as text, so ``categories`` are compared as strings;
-        list a numeric column here to one-hot encode its codes (a category list on a
-        numeric column that is not listed is refused).
+        Categorical feature columns.  Default: every column with a list in
+        ``categories`` (whatever its values: one record must not switch a column's kind)
+        and every other non-numeric column.  These columns are read as text, so
+        ``categories`` are compared as strings.  When ``categorical`` is given, a
+        category list on a numeric column it does not name is refused.
     bounds : dict column → (lo, hi), optional
         Public bounds of the numeric columns.
     categories : dict column → list, optional
@@ -177,17 +178,26 @@ def load_csv(
     require([target], "target")
     if categorical is not None:
         require(categorical, "categorical")
-    if parquet:
-        frame = _text_columns(whole, categorical or [])
+    # the columns read as text: ``categorical``, by default every column with a public
+    # category list — its kind is the caller's, never the values' (one record of codes
+    # or text must not switch it), as in dperm.datasets.read_dask and dperm predict
+    if categorical is None:
+        text = [c for c in (categories or {}) if c in header and c != target]
     else:
-        dtypes = {c: "str" for c in (categorical or [])}
+        text = categorical
+    if parquet:
+        frame = _text_columns(whole, text)
+    else:
+        dtypes = dict.fromkeys(text, "str")
         frame = pd.read_csv(path, dtype=dtypes or None, engine="c")
     n = len(frame)
     if n == 0:
         raise InvalidDataError(f"{path}: the file has no rows")
     features = [c for c in frame.columns if c != target]
     if categorical is None:
-        categorical = [c for c in features if not pd.api.types.is_numeric_dtype(frame[c])]
+        categorical = [
+            c for c in features if c in text or not pd.api.types.is_numeric_dtype(frame[c])
+        ]
     if target in categorical:
         raise InvalidDataError(f"target {target!r} is listed as a categorical feature")
     numeric = [c for c in features if c not in categorical]
