@@ -24,7 +24,12 @@ from dperm.cli import app
 from dperm.cli.fit import run_fit
 from dperm.datasets import load_csv
 from dperm.estimators import DPLinearRegression
-from dperm.exceptions import ClippingWarning, InvalidDataError, InvalidPrivacyParameter
+from dperm.exceptions import (
+    ClippingWarning,
+    DpermError,
+    InvalidDataError,
+    InvalidPrivacyParameter,
+)
 from dperm.losses import MARGIN_BOUND, Huber, Logistic
 
 runner = CliRunner()
@@ -372,3 +377,20 @@ def test_the_multiclass_warning_names_the_real_option():
 
     msg = cli_message("Pass the public label set, e.g. classes=[0, 1] or classes=range(10).")
     assert msg == "Pass the public label set, e.g. --classes 0,1 or --classes 0,1,…,9."
+
+
+def test_the_schema_errors_name_the_flags():
+    """The messages of the label rule in command-line terms: the flag, a space, the value."""
+    from dperm.cli._common import cli_message
+    from dperm.datasets._prepare import label_rule
+
+    def message(**kw):
+        with pytest.raises(DpermError) as e:
+            label_rule(**kw)
+        return cli_message(str(e.value))
+
+    assert message(task="foo").startswith("--task must be one of")
+    assert message(classes=["no"]).startswith("--classes must hold at least two")
+    msg = message(positive_label="yes", classes=["a", "b"])
+    assert msg.startswith("--positive-label 'yes' with --classes a,b:"), msg
+    assert "or --positive-label (that value +1" in message()
