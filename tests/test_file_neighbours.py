@@ -183,6 +183,25 @@ def test_numeric_labels_match_numerically_and_multiclass_uses_list_order(tmp_pat
     assert binary.label_names == ("not 2", 2)
 
 
+def test_one_text_label_does_not_change_how_the_others_match(tmp_path):
+    """Labels match per record: a file of targets 0.0/1.0 and its neighbour with one text
+    label (one-vs-rest: that record is −1) encode every other label the same (a column of
+    text compared "1.0" with "1" and turned every +1 into −1)."""
+    frame = _frame(200)
+    frame["y"] = (frame["x"] > 5).astype(float)  # written as 0.0 / 1.0
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    frame.to_csv(a, index=False)
+    i = int(file_split(len(frame), 0.2, 0)[0][3])  # a training row
+    frame["y"] = frame["y"].astype(object)
+    frame.loc[i, "y"] = "unknown"
+    frame.to_csv(b, index=False)
+    kw = dict(bounds={"x": (0, 10)}, categories={"colour": ["red", "blue"]})
+    for labels in ({"positive_label": 1}, {"positive_label": "1"}, {"classes": [0, 1, "unknown"]}):
+        da, db = load_csv(a, "y", **kw, **labels), load_csv(b, "y", **kw, **labels)
+        assert np.flatnonzero(np.any(_rows(da) != _rows(db), axis=1)).size == 1, labels
+        assert np.count_nonzero(da.y_train == da.y_train.max()) > 50
+
+
 def test_svmlight_takes_the_public_labels(tmp_path):
     from sklearn.datasets import dump_svmlight_file
 

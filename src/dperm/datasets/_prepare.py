@@ -236,12 +236,16 @@ def _missing(y: np.ndarray) -> np.ndarray:
 
 
 def _matches(y: np.ndarray, label) -> np.ndarray:
-    """Rows of ``y`` equal to ``label``: as numbers when ``y`` is numeric and ``label``
-    a number (``1`` matches ``1.0``), else as text."""
+    """Rows of ``y`` equal to ``label``, record by record: as numbers when both the value
+    and ``label`` are numbers (``1`` matches ``1.0``), else as text.  Never by the column's
+    dtype, which one record of text would switch for every other row (issue #36)."""
     num = _as_number(label)
-    if y.dtype.kind in "iufb" and num is not None:
+    if num is None:
+        return y.astype(str) == str(label)
+    if y.dtype.kind in "iufb":
         return y.astype(np.float64) == num
-    return y.astype(str) == str(label)
+    values = pd.to_numeric(pd.Series(y, dtype=object), errors="coerce").to_numpy(np.float64)
+    return (values == num) | (y.astype(str) == str(label))
 
 
 def label_rule(task=None, positive_label=None, label_bound=None, classes=None) -> LabelRule:

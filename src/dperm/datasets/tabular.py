@@ -99,10 +99,10 @@ def load_csv(
         the estimators' "mostly clipped" rows check).
     classes : list, optional
         The public label list of a classification task: two labels → binary (the first
-        ↦ −1, the second ↦ +1), more → multiclass (the j-th ↦ j).  Compared as numbers
-        when the target column is numeric, else as text.  A label outside the list is
-        refused (as a category outside its list).  ``Dataset.label_names`` keeps the
-        list, so a saved model predicts these names.
+        ↦ −1, the second ↦ +1), more → multiclass (the j-th ↦ j).  Compared record by
+        record: as numbers when the value and the label are numbers, else as text.  A
+        label outside the list is refused (as a category outside its list).
+        ``Dataset.label_names`` keeps the list, so a saved model predicts these names.
     impute : dict column → value, optional
         The public value of a missing cell of a feature column; default: the midpoint
         of a numeric column's public range, the all-zero block of a categorical one.
