@@ -394,3 +394,27 @@ def test_the_schema_errors_name_the_flags():
     msg = message(positive_label="yes", classes=["a", "b"])
     assert msg.startswith("--positive-label 'yes' with --classes a,b:"), msg
     assert "or --positive-label (that value +1" in message()
+
+
+def test_unreadable_files_are_one_line_naming_the_option(tmp_path):
+    """A malformed schema file or CSV: exit 2 and one line naming the option or the file
+    (a bad YAML file was a traceback; a binary file a bare codec message)."""
+    path, _ = _spam_file(tmp_path)
+    binary = tmp_path / "b.json"
+    binary.write_bytes(b"\xd8\xff\x00\x81" * 10)
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("x,colour,label\n1,red,ham\n2,blue,spam,7\n")
+    base = ["fit", "--target", "label", "--classes", "ham,spam", "--quiet"]
+    cases = [
+        (["--csv", str(path), "--bounds", str(binary)], ("--bounds:", "b.json", "not UTF-8")),
+        (["--csv", str(binary), "--bounds", "x=0:10"], ("b.json", "cannot be read as a CSV")),
+        (["--csv", str(ragged), "--bounds", "x=0:10"], ("ragged.csv", "line 3")),
+    ]
+    pytest.importorskip("yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("x: [0, 10\n")
+    cases.append((["--csv", str(path), "--bounds", str(bad)], ("--bounds:", "bad.yaml", "YAML")))
+    for argv, needles in cases:
+        res = runner.invoke(app, [*base, *argv, "--categories", "colour=red,blue"])
+        assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+        assert all(n in res.output for n in needles), res.output

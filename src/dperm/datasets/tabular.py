@@ -173,6 +173,8 @@ def load_csv(
         raise InvalidDataError(f"{path}: the file is empty (no header row)") from None
     except ImportError as exc:
         raise InvalidDataError(f"{path}: cannot read Parquet ({exc})") from None
+    except _UNREADABLE as exc:
+        raise _unreadable(path, exc) from None
     categorical = None if categorical is None else list(categorical)
     require = _column_check(header, path)
     require([target], "target")
@@ -189,7 +191,10 @@ def load_csv(
         frame = _text_columns(whole, text)
     else:
         dtypes = dict.fromkeys(text, "str")
-        frame = pd.read_csv(path, dtype=dtypes or None, engine="c")
+        try:
+            frame = pd.read_csv(path, dtype=dtypes or None, engine="c")
+        except _UNREADABLE as exc:
+            raise _unreadable(path, exc) from None
     n = len(frame)
     if n == 0:
         raise InvalidDataError(f"{path}: the file has no rows")
@@ -280,6 +285,16 @@ def load_csv(
     ds.n_imputed = n_imputed
     ds.n_clipped_labels = n_clipped
     return ds
+
+
+#: a file pandas cannot read as a table: not UTF-8 text, or ragged rows
+_UNREADABLE = (pd.errors.ParserError, UnicodeDecodeError)
+
+
+def _unreadable(path: Path, exc: Exception) -> InvalidDataError:
+    """The error of a file that is not a CSV table (the bytes are never echoed)."""
+    why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else " ".join(str(exc).split())
+    return InvalidDataError(f"{path}: cannot be read as a CSV table with a header row ({why})")
 
 
 def _split_rows(y: np.ndarray, test_size: float, random_state) -> tuple[np.ndarray, np.ndarray]:
