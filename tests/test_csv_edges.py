@@ -418,3 +418,15 @@ def test_unreadable_files_are_one_line_naming_the_option(tmp_path):
         res = runner.invoke(app, [*base, *argv, "--categories", "colour=red,blue"])
         assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
         assert all(n in res.output for n in needles), res.output
+
+
+def test_a_regression_without_its_bound_names_the_flag(tmp_path):
+    """--task regression alone (as the task error suggests) is refused naming --label-bound
+    (it said "the dataset has none")."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "r.csv"
+    pd.DataFrame({"x": rng.uniform(0, 1, 50), "y": rng.normal(size=50)}).to_csv(path, index=False)
+    argv = ["fit", "--csv", str(path), "--target", "y", "--bounds", "x=0:1", "--quiet"]
+    res = runner.invoke(app, [*argv, "--task", "regression"])
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    assert "--label-bound" in res.output, res.output
