@@ -22,7 +22,12 @@ from scipy import stats
 
 from dperm.datasets import load_csv, load_svmlight
 from dperm.datasets._prepare import _split_indices, file_split, label_rule
-from dperm.exceptions import InvalidDataError, InvalidPrivacyParameter, LabelError
+from dperm.exceptions import (
+    InvalidDataError,
+    InvalidPrivacyParameter,
+    LabelError,
+    UnknownNameError,
+)
 from dperm.schema import CategoricalColumn, NumericColumn, SchemaEncoder
 
 
@@ -293,6 +298,22 @@ def test_a_category_list_makes_a_column_categorical_whatever_its_values(tmp_path
     da, db = load_csv(a, "y", **kw), load_csv(b, "y", **kw)
     assert da.feature_names == db.feature_names and "k=x" in da.feature_names
     assert np.flatnonzero(np.any(_rows(da) != _rows(db), axis=1)).size == 1
+
+
+def test_a_number_column_with_a_text_record_is_refused_saying_so(tmp_path):
+    """A record that is not a number in a bounded column: the error says so (it said
+    "bounds given for non-numeric column(s)", as if the bound were the mistake) and never
+    echoes the value."""
+    frame = _frame(50)
+    frame["x"] = frame["x"].astype(object)
+    frame.loc[7, "x"] = "4,5"
+    p = tmp_path / "t.csv"
+    frame.to_csv(p, index=False)
+    with pytest.raises(UnknownNameError, match=r"\['x'\], but these hold a value that is not"):
+        load_csv(p, "y", **_KW)
+    with pytest.raises(UnknownNameError) as e:
+        load_csv(p, "y", **_KW)
+    assert "4,5" not in str(e.value)
 
 
 def test_clipped_labels_are_counted_and_mostly_clipped_is_refused(tmp_path):

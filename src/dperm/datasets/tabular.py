@@ -332,8 +332,9 @@ def _check_schema_columns(frame, target, numeric, bounds, categories, log_column
     not_numeric = [c for c in [*bounds, *log_columns] if c not in numeric]
     if not_numeric:
         raise UnknownNameError(
-            f"bounds or log_columns given for non-numeric column(s) {not_numeric}; "
-            f"numeric columns: {numeric}"
+            f"bounds or log_columns are given for column(s) {not_numeric}, but these hold a "
+            "value that is not a number (a typo in a record, or a categorical column: give "
+            f"it categories= instead); the numeric columns: {numeric}"
         )
     listed_numeric = [c for c in categories if c in numeric]
     if listed_numeric:
