@@ -24,7 +24,12 @@ from dperm.cli import app
 from dperm.cli.fit import run_fit
 from dperm.datasets import load_csv
 from dperm.estimators import DPLinearRegression
-from dperm.exceptions import ClippingWarning, InvalidDataError, InvalidPrivacyParameter
+from dperm.exceptions import (
+    ClippingWarning,
+    DpermError,
+    InvalidDataError,
+    InvalidPrivacyParameter,
+)
 from dperm.losses import MARGIN_BOUND, Huber, Logistic
 
 runner = CliRunner()
@@ -344,12 +349,13 @@ def test_schema_options_on_the_command_line(tmp_path):
     base = ["fit", "--csv", str(path), "--target", "label", "--bounds", "x=0:10"]
     base += ["--classes", "ham,spam", "--quiet", "--no-reference", "--json"]
     cats = ["--categories", "colour=red,blue", "--categories", "k=0,1,2"]
-    res = runner.invoke(app, [*base, *cats])
-    assert res.exit_code == 2 and "--categorical" in res.output  # a list on a numeric column
-    res = runner.invoke(app, [*base, *cats, "--categorical", "k", "--impute", "x=2.5"])
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.stdout.splitlines()[-1])
-    assert out["n_imputed"] == 1 and out["n_features"] == 6
+    # a column of codes with a list is categorical, --categorical or not (its kind is the
+    # caller's, not the values')
+    for extra in ([], ["--categorical", "k"]):
+        res = runner.invoke(app, [*base, *cats, *extra, "--impute", "x=2.5"])
+        assert res.exit_code == 0, res.output
+        out = json.loads(res.stdout.splitlines()[-1])
+        assert out["n_imputed"] == 1 and out["n_features"] == 6
     schema = tmp_path / "cats.json"
     schema.write_text(json.dumps({"colour": "red"}))
     res = runner.invoke(app, [*base, "--categories", str(schema), "--bounds", "k=0:2"])
@@ -371,3 +377,56 @@ def test_the_multiclass_warning_names_the_real_option():
 
     msg = cli_message("Pass the public label set, e.g. classes=[0, 1] or classes=range(10).")
     assert msg == "Pass the public label set, e.g. --classes 0,1 or --classes 0,1,…,9."
+
+
+def test_the_schema_errors_name_the_flags():
+    """The messages of the label rule in command-line terms: the flag, a space, the value."""
+    from dperm.cli._common import cli_message
+    from dperm.datasets._prepare import label_rule
+
+    def message(**kw):
+        with pytest.raises(DpermError) as e:
+            label_rule(**kw)
+        return cli_message(str(e.value))
+
+    assert message(task="foo").startswith("--task must be one of")
+    assert message(classes=["no"]).startswith("--classes must hold at least two")
+    msg = message(positive_label="yes", classes=["a", "b"])
+    assert msg.startswith("--positive-label 'yes' with --classes a,b:"), msg
+    assert "or --positive-label (that value +1" in message()
+
+
+def test_unreadable_files_are_one_line_naming_the_option(tmp_path):
+    """A malformed schema file or CSV: exit 2 and one line naming the option or the file
+    (a bad YAML file was a traceback; a binary file a bare codec message)."""
+    path, _ = _spam_file(tmp_path)
+    binary = tmp_path / "b.json"
+    binary.write_bytes(b"\xd8\xff\x00\x81" * 10)
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("x,colour,label\n1,red,ham\n2,blue,spam,7\n")
+    base = ["fit", "--target", "label", "--classes", "ham,spam", "--quiet"]
+    cases = [
+        (["--csv", str(path), "--bounds", str(binary)], ("--bounds:", "b.json", "not UTF-8")),
+        (["--csv", str(binary), "--bounds", "x=0:10"], ("b.json", "cannot be read as a CSV")),
+        (["--csv", str(ragged), "--bounds", "x=0:10"], ("ragged.csv", "line 3")),
+    ]
+    pytest.importorskip("yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("x: [0, 10\n")
+    cases.append((["--csv", str(path), "--bounds", str(bad)], ("--bounds:", "bad.yaml", "YAML")))
+    for argv, needles in cases:
+        res = runner.invoke(app, [*base, *argv, "--categories", "colour=red,blue"])
+        assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+        assert all(n in res.output for n in needles), res.output
+
+
+def test_a_regression_without_its_bound_names_the_flag(tmp_path):
+    """--task regression alone (as the task error suggests) is refused naming --label-bound
+    (it said "the dataset has none")."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "r.csv"
+    pd.DataFrame({"x": rng.uniform(0, 1, 50), "y": rng.normal(size=50)}).to_csv(path, index=False)
+    argv = ["fit", "--csv", str(path), "--target", "y", "--bounds", "x=0:1", "--quiet"]
+    res = runner.invoke(app, [*argv, "--task", "regression"])
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    assert "--label-bound" in res.output, res.output

@@ -22,7 +22,12 @@ from scipy import stats
 
 from dperm.datasets import load_csv, load_svmlight
 from dperm.datasets._prepare import _split_indices, file_split, label_rule
-from dperm.exceptions import InvalidDataError, InvalidPrivacyParameter, LabelError
+from dperm.exceptions import (
+    InvalidDataError,
+    InvalidPrivacyParameter,
+    LabelError,
+    UnknownNameError,
+)
 from dperm.schema import CategoricalColumn, NumericColumn, SchemaEncoder
 
 
@@ -183,6 +188,25 @@ def test_numeric_labels_match_numerically_and_multiclass_uses_list_order(tmp_pat
     assert binary.label_names == ("not 2", 2)
 
 
+def test_one_text_label_does_not_change_how_the_others_match(tmp_path):
+    """Labels match per record: a file of targets 0.0/1.0 and its neighbour with one text
+    label (one-vs-rest: that record is −1) encode every other label the same (a column of
+    text compared "1.0" with "1" and turned every +1 into −1)."""
+    frame = _frame(200)
+    frame["y"] = (frame["x"] > 5).astype(float)  # written as 0.0 / 1.0
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    frame.to_csv(a, index=False)
+    i = int(file_split(len(frame), 0.2, 0)[0][3])  # a training row
+    frame["y"] = frame["y"].astype(object)
+    frame.loc[i, "y"] = "unknown"
+    frame.to_csv(b, index=False)
+    kw = dict(bounds={"x": (0, 10)}, categories={"colour": ["red", "blue"]})
+    for labels in ({"positive_label": 1}, {"positive_label": "1"}, {"classes": [0, 1, "unknown"]}):
+        da, db = load_csv(a, "y", **kw, **labels), load_csv(b, "y", **kw, **labels)
+        assert np.flatnonzero(np.any(_rows(da) != _rows(db), axis=1)).size == 1, labels
+        assert np.count_nonzero(da.y_train == da.y_train.max()) > 50
+
+
 def test_svmlight_takes_the_public_labels(tmp_path):
     from sklearn.datasets import dump_svmlight_file
 
@@ -240,7 +264,10 @@ def test_fit_checks_are_as_strict_as_predict(tmp_path):
     frame.to_csv(p, index=False)
     cats = {"colour": ["red", "blue"], "k": ["0", "1", "2"]}
     with pytest.raises(InvalidPrivacyParameter, match=r"numeric column\(s\) \['k'\]"):
-        load_csv(p, "y", bounds={"x": (0, 10)}, categories=cats, classes=["no", "yes"])
+        load_csv(
+            p, "y", bounds={"x": (0, 10)}, categories=cats, categorical=["colour"],
+            classes=["no", "yes"],
+        )  # fmt: skip
     ds = load_csv(
         p, "y", bounds={"x": (0, 10)}, categories=cats, categorical=["colour", "k"],
         classes=["no", "yes"],
@@ -253,6 +280,40 @@ def test_fit_checks_are_as_strict_as_predict(tmp_path):
         CategoricalColumn("colour", "red")
     with pytest.raises(InvalidPrivacyParameter, match="must be finite"):
         NumericColumn("x", 0, 1, impute=math.inf)
+
+
+def test_a_category_list_makes_a_column_categorical_whatever_its_values(tmp_path):
+    """One record must not switch a column's kind: with the public list ["0", "1", "x"],
+    a file whose column holds codes only (read as numbers by default) and its neighbour
+    with one "x" (read as text) both load, with the same features, and their training
+    rows differ in that record only."""
+    frame = _frame(100)
+    frame["k"] = [str(v) for v in np.arange(100) % 2]
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    frame.to_csv(a, index=False)
+    i = int(file_split(len(frame), 0.2, 0)[0][3])  # a training row
+    frame.loc[i, "k"] = "x"
+    frame.to_csv(b, index=False)
+    kw = dict(_KW, categories={"colour": ["red", "blue"], "k": ["0", "1", "x"]})
+    da, db = load_csv(a, "y", **kw), load_csv(b, "y", **kw)
+    assert da.feature_names == db.feature_names and "k=x" in da.feature_names
+    assert np.flatnonzero(np.any(_rows(da) != _rows(db), axis=1)).size == 1
+
+
+def test_a_number_column_with_a_text_record_is_refused_saying_so(tmp_path):
+    """A record that is not a number in a bounded column: the error says so (it said
+    "bounds given for non-numeric column(s)", as if the bound were the mistake) and never
+    echoes the value."""
+    frame = _frame(50)
+    frame["x"] = frame["x"].astype(object)
+    frame.loc[7, "x"] = "4,5"
+    p = tmp_path / "t.csv"
+    frame.to_csv(p, index=False)
+    with pytest.raises(UnknownNameError, match=r"\['x'\], but these hold a value that is not"):
+        load_csv(p, "y", **_KW)
+    with pytest.raises(UnknownNameError) as e:
+        load_csv(p, "y", **_KW)
+    assert "4,5" not in str(e.value)
 
 
 def test_clipped_labels_are_counted_and_mostly_clipped_is_refused(tmp_path):

@@ -67,6 +67,7 @@ _CLI_SPELLING = (
     (re.compile(r"\bcategories="), "--categories"),
     (re.compile(r"\bbounds="), "--bounds"),
     (re.compile(r"\bimpute="), "--impute"),
+    (re.compile(r"\bpositive_label=(?=\S)"), "--positive-label "),  # =value: a space
     (re.compile(r"\bpositive_label="), "--positive-label"),
     (re.compile(r"\btask='(\w+)'"), r"--task \1"),
     (re.compile(r"\blabel_bound=([\d.eE+-]+)"), r"--label-bound \1"),
@@ -106,6 +107,8 @@ _FLAG_NAMES = (
     "runs",
     "test_size",
     "repeats",
+    "task",
+    "classes",
 )
 _FLAG_RULE = re.compile(r"(?<![\w-])(" + "|".join(_FLAG_NAMES) + r")(?= must\b| is not\b)")
 
@@ -212,7 +215,7 @@ FILE_SCHEMA = {
         list[str] | None,
         None,
         "A column of numbers to one-hot encode (integer codes) against its --categories "
-        "list (repeat); text columns are categorical anyway.",
+        "list (repeat); text columns and columns with --categories are categorical anyway.",
         metavar="COL",
     ),
     "classes": Opt(

@@ -37,7 +37,12 @@ __all__ = [
 
 
 def _read_schema_file(path: Path, option: str) -> dict[str, Any]:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InvalidPrivacyParameter(
+            f"{option}: {str(path)!r} is not UTF-8 text (a JSON or YAML schema file)"
+        ) from None
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             import yaml
@@ -45,7 +50,15 @@ def _read_schema_file(path: Path, option: str) -> dict[str, Any]:
             raise InvalidPrivacyParameter(
                 f"{option}: reading {str(path)!r} needs PyYAML; use a JSON file"
             ) from None
-        data = yaml.safe_load(text)
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            why = str(getattr(exc, "problem", None) or "unreadable")
+            where = "" if mark is None else f", line {mark.line + 1}"
+            raise InvalidPrivacyParameter(
+                f"{option}: {str(path)!r} is not valid YAML ({why}{where})"
+            ) from None
     else:
         try:
             data = json.loads(text)

@@ -101,7 +101,8 @@ def _make_model(model: str, task: str, params: dict[str, Any], label_bound, cons
             )
         if label_bound is None or not math.isfinite(label_bound):
             raise InvalidPrivacyParameter(
-                "regression needs a public label bound; the dataset has none"
+                "a regression needs the public bound B on |y| (its documented range): pass "
+                "--label-bound B"
             )
         # the estimator's own defaults (AdaSSP; default_constraint_radius when a
         # mechanism needs a radius) apply unless --constraint-radius is given

@@ -8,6 +8,7 @@ caller's options (:func:`label_rule`), never by the labels.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -209,12 +210,12 @@ class LabelRule:
             b = self.label_bound
             n_clipped = int(np.count_nonzero(np.abs(t) > b))
             return np.clip(t, -b, b), n_clipped
+        matches = _matcher(y)
         if self.classes is None:  # one-vs-rest on positive_label
-            hit = _matches(y, self.positive_label)
-            return np.where(hit, 1.0, -1.0), 0
+            return np.where(matches(self.positive_label), 1.0, -1.0), 0
         codes = np.full(y.shape[0], -1, dtype=np.int64)
         for j, c in enumerate(self.classes):
-            codes[_matches(y, c)] = j
+            codes[matches(c)] = j
         outside = int(np.count_nonzero(codes < 0))
         if outside:
             raise LabelError(
@@ -235,13 +236,33 @@ def _missing(y: np.ndarray) -> np.ndarray:
     return np.zeros(y.shape[0], dtype=bool)
 
 
-def _matches(y: np.ndarray, label) -> np.ndarray:
-    """Rows of ``y`` equal to ``label``: as numbers when ``y`` is numeric and ``label``
-    a number (``1`` matches ``1.0``), else as text."""
-    num = _as_number(label)
-    if y.dtype.kind in "iufb" and num is not None:
-        return y.astype(np.float64) == num
-    return y.astype(str) == str(label)
+def _matcher(y: np.ndarray):
+    """``matches(label)``: the rows of ``y`` equal to ``label``, record by record — as
+    numbers when both the value and ``label`` are numbers (``1`` matches ``1.0``), else as
+    text.  Never by the column's dtype, which one record of text would switch for every
+    other row (issue #36).  The text and the numbers of ``y`` are computed once, if used."""
+    numeric = y.dtype.kind in "iufb"
+
+    @functools.cache
+    def text() -> np.ndarray:
+        return y.astype(str)
+
+    @functools.cache
+    def numbers() -> np.ndarray:
+        if numeric:
+            return y.astype(np.float64)
+        as_object = pd.Series(y, dtype=object)
+        return pd.to_numeric(as_object, errors="coerce").to_numpy(np.float64)
+
+    def matches(label) -> np.ndarray:
+        num = _as_number(label)
+        if num is None:
+            return text() == str(label)
+        if numeric:
+            return numbers() == num
+        return (numbers() == num) | (text() == str(label))
+
+    return matches
 
 
 def label_rule(task=None, positive_label=None, label_bound=None, classes=None) -> LabelRule:

@@ -70,10 +70,11 @@ def load_csv(
     target : str
         Name of the label column.
     categorical : sequence of str, optional
-        Categorical feature columns.  Default: every non-numeric column.
-        Listed columns are read as text, so ``categories`` are compared as strings;
-        list a numeric column here to one-hot encode its codes (a category list on a
-        numeric column that is not listed is refused).
+        Categorical feature columns.  Default: every column with a list in
+        ``categories`` (whatever its values: one record must not switch a column's kind)
+        and every other non-numeric column.  These columns are read as text, so
+        ``categories`` are compared as strings.  When ``categorical`` is given, a
+        category list on a numeric column it does not name is refused.
     bounds : dict column → (lo, hi), optional
         Public bounds of the numeric columns.
     categories : dict column → list, optional
@@ -98,10 +99,10 @@ def load_csv(
         the estimators' "mostly clipped" rows check).
     classes : list, optional
         The public label list of a classification task: two labels → binary (the first
-        ↦ −1, the second ↦ +1), more → multiclass (the j-th ↦ j).  Compared as numbers
-        when the target column is numeric, else as text.  A label outside the list is
-        refused (as a category outside its list).  ``Dataset.label_names`` keeps the
-        list, so a saved model predicts these names.
+        ↦ −1, the second ↦ +1), more → multiclass (the j-th ↦ j).  Compared record by
+        record: as numbers when the value and the label are numbers, else as text.  A
+        label outside the list is refused (as a category outside its list).
+        ``Dataset.label_names`` keeps the list, so a saved model predicts these names.
     impute : dict column → value, optional
         The public value of a missing cell of a feature column; default: the midpoint
         of a numeric column's public range, the all-zero block of a categorical one.
@@ -172,22 +173,36 @@ def load_csv(
         raise InvalidDataError(f"{path}: the file is empty (no header row)") from None
     except ImportError as exc:
         raise InvalidDataError(f"{path}: cannot read Parquet ({exc})") from None
+    except _UNREADABLE as exc:
+        raise _unreadable(path, exc) from None
     categorical = None if categorical is None else list(categorical)
     require = _column_check(header, path)
     require([target], "target")
     if categorical is not None:
         require(categorical, "categorical")
-    if parquet:
-        frame = _text_columns(whole, categorical or [])
+    # the columns read as text: ``categorical``, by default every column with a public
+    # category list — its kind is the caller's, never the values' (one record of codes
+    # or text must not switch it), as in dperm.datasets.read_dask and dperm predict
+    if categorical is None:
+        text = [c for c in (categories or {}) if c in header and c != target]
     else:
-        dtypes = {c: "str" for c in (categorical or [])}
-        frame = pd.read_csv(path, dtype=dtypes or None, engine="c")
+        text = categorical
+    if parquet:
+        frame = _text_columns(whole, text)
+    else:
+        dtypes = dict.fromkeys(text, "str")
+        try:
+            frame = pd.read_csv(path, dtype=dtypes or None, engine="c")
+        except _UNREADABLE as exc:
+            raise _unreadable(path, exc) from None
     n = len(frame)
     if n == 0:
         raise InvalidDataError(f"{path}: the file has no rows")
     features = [c for c in frame.columns if c != target]
     if categorical is None:
-        categorical = [c for c in features if not pd.api.types.is_numeric_dtype(frame[c])]
+        categorical = [
+            c for c in features if c in text or not pd.api.types.is_numeric_dtype(frame[c])
+        ]
     if target in categorical:
         raise InvalidDataError(f"target {target!r} is listed as a categorical feature")
     numeric = [c for c in features if c not in categorical]
@@ -272,6 +287,16 @@ def load_csv(
     return ds
 
 
+#: a file pandas cannot read as a table: not UTF-8 text, or ragged rows
+_UNREADABLE = (pd.errors.ParserError, UnicodeDecodeError)
+
+
+def _unreadable(path: Path, exc: Exception) -> InvalidDataError:
+    """The error of a file that is not a CSV table (the bytes are never echoed)."""
+    why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else " ".join(str(exc).split())
+    return InvalidDataError(f"{path}: cannot be read as a CSV table with a header row ({why})")
+
+
 def _split_rows(y: np.ndarray, test_size: float, random_state) -> tuple[np.ndarray, np.ndarray]:
     """The train/test rows of a file with encoded labels ``y``: :func:`file_split` of
     ``len(y)`` — the labels are passed for their count only (a split that read them, the
@@ -307,8 +332,9 @@ def _check_schema_columns(frame, target, numeric, bounds, categories, log_column
     not_numeric = [c for c in [*bounds, *log_columns] if c not in numeric]
     if not_numeric:
         raise UnknownNameError(
-            f"bounds or log_columns given for non-numeric column(s) {not_numeric}; "
-            f"numeric columns: {numeric}"
+            f"bounds or log_columns are given for column(s) {not_numeric}, but these hold a "
+            "value that is not a number (a typo in a record, or a categorical column: give "
+            f"it categories= instead); the numeric columns: {numeric}"
         )
     listed_numeric = [c for c in categories if c in numeric]
     if listed_numeric:
