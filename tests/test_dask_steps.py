@@ -289,6 +289,26 @@ def test_fetch_reassembles_any_lot_in_its_order(client, data):
         np.testing.assert_array_equal(local[0].X[pos], X[lot])
 
 
+def test_take_rows_allocates_only_the_lots_rows():
+    """A worker's share of a chunk is the lot's rows: a few rows of a large partition
+    allocate a few rows' worth, not a copy of the partition's per-row columns."""
+    import tracemalloc
+
+    big = 1_000_000
+    xb, auxb = np.zeros((big, 2), dtype=np.float32), np.ones((big, 4))
+    yb, rows = np.arange(big, dtype=np.float64), [np.array([big - 1, 3])]
+    tracemalloc.start()
+    try:
+        x, aux, yl, wl = dask_tasks.take_rows([xb], [auxb], [yb], None, rows, cols=(1, 3))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100_000, peak  # the aux columns of the partition: 16 MB
+    np.testing.assert_array_equal(aux, auxb[[big - 1, 3]][:, [1, 3]])
+    np.testing.assert_array_equal(yl, [big - 1, 3])
+    assert x.shape == (2, 2) and wl is None
+
+
 # ------------------------------------------------------------------ large lots: the workers
 def test_the_cost_rule_reads_public_numbers_only():
     """Small lots are fetched, large lots summed on the workers; more workers move the

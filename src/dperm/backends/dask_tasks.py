@@ -89,8 +89,9 @@ def take_rows(xs, auxs, ys, ws, rows, cols=_ALL):
     and nothing else."""
     cols = list(cols)
     m = sum(len(r) for r in rows)
-    heads = (xs[0], auxs[0][:, cols], ys[0] if ys else None, ws[0] if ws else None)
-    out = [None if a is None else np.empty((m, *a.shape[1:]), dtype=a.dtype) for a in heads]
+    heads = (xs[0], ys[0] if ys else None, ws[0] if ws else None)
+    x, yo, wo = (None if a is None else np.empty((m, *a.shape[1:]), a.dtype) for a in heads)
+    out = [x, np.empty((m, len(cols)), dtype=auxs[0].dtype), yo, wo]  # only the m rows
     pos = 0
     for i, r in enumerate(rows):
         sl = slice(pos, pos + len(r))
