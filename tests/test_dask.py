@@ -388,6 +388,32 @@ def test_read_dask_refuses_what_is_not_public(table_dir):
         read_dask(table_dir / "pq", "label", **_SCHEMA)
 
 
+def test_read_dask_a_category_list_makes_a_column_categorical_whatever_its_values(tmp_path):
+    """Two files that differ in one record — a code column holding only 0/1, and the same
+    with one "x" — read with the same public schema give the same columns: the sample's
+    dtype does not decide the kind (it refused the first file and accepted the second)."""
+    import pandas as pd
+
+    from dperm.datasets.dask_io import read_dask
+
+    rng = np.random.default_rng(0)
+    base = pd.DataFrame(
+        {"k": rng.integers(0, 2, 200).astype(str), "v": rng.uniform(0, 1, 200),
+         "label": rng.choice(["hi", "lo"], 200)}
+    )  # fmt: skip
+    other = base.copy()
+    other.loc[0, "k"] = "x"
+    schema = dict(bounds={"v": (0, 1)}, categories={"k": ["0", "1", "x"]}, positive_label="hi")
+    shapes = []
+    for name, frame in (("codes", base), ("neighbour", other)):
+        (tmp_path / name).mkdir()
+        frame.to_csv(tmp_path / name / "part.csv", index=False)
+        ds = read_dask(tmp_path / name, "label", **schema)
+        X = ds.X_train.compute()
+        shapes.append((ds.feature_names, X.shape))
+    assert shapes[0] == shapes[1] and len(shapes[0][0]) == 4  # k=0, k=1, k=x, v
+
+
 def test_open_array_npy_and_zarr(tmp_path, client):
     zarr = pytest.importorskip("zarr")
     from dperm.datasets.dask_io import open_array

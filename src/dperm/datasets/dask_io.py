@@ -206,19 +206,17 @@ def read_dask(
     require([target], "target")
     require(categorical, "categorical")
     require(cats, "categories")
-    numbers = [c for c in cats if c not in listed and meta[c].dtype.kind in "biuf"]
-    if numbers:  # as load_csv: a category list on a column of numbers is a mistake
-        raise InvalidPrivacyParameter(
-            f"a category list is given for the numeric column(s) {numbers}: a numeric "
-            "column needs a public bound, bounds={column: (lo, hi)}; to one-hot encode its "
-            "codes instead, list it in categorical="
-        )
+    # a column with a public category list is categorical whatever its values (as
+    # load_csv): the kind of a column is never read off the records — the sample's
+    # dtype would let one record switch it
     bounds = dict(bounds or {})
     require(bounds, "bounds")
     require(log_columns, "log_columns")
     features = [c for c in header if c != target]
-    categorical += [
-        c for c in features if c not in categorical and meta[c].dtype.kind not in "biuf"
+    categorical += [  # unlisted, unbounded text columns: refused below (no category list)
+        c
+        for c in features
+        if c not in categorical and c not in bounds and meta[c].dtype.kind not in "biuf"
     ]
     numeric = [c for c in features if c not in categorical]
     no_bound = [c for c in numeric if c not in bounds]
