@@ -18,7 +18,12 @@ from typer.testing import CliRunner
 
 from dperm.accounting import EpsilonDelta, Ledger
 from dperm.cli import app
-from dperm.exceptions import DataFileNotFoundError, LedgerIntegrityError, LedgerStoreError
+from dperm.exceptions import (
+    DataFileNotFoundError,
+    LedgerIntegrityError,
+    LedgerStoreError,
+    PrivacyLeakWarning,
+)
 from dperm.stores import LedgerKey
 from dperm.stores.records import GENESIS, Record, canonical_json, record_hash
 
@@ -225,6 +230,17 @@ def test_key_files(tmp_path):
     again = _cli("budget", "create", db, "--name", "b2", "--epsilon", "1", "--key",
                  tmp_path / "new.key", "--json")  # fmt: skip
     assert json.loads(again.stdout)["key"]["written"] is False
+
+
+def test_a_key_others_can_read_is_loaded_with_a_warning(tmp_path):
+    path = tmp_path / "k.key"
+    key = LedgerKey.create(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    os.chmod(path, 0o644)  # copied or chmod-ed after it was written
+    with pytest.warns(PrivacyLeakWarning, match="mode 644"):
+        assert LedgerKey.load(path).key_id == key.key_id
+    os.chmod(path, 0o600)
+    assert LedgerKey.load(path).key_id == key.key_id  # no warning (an error in the tests)
 
 
 def test_the_witness_never_moves_back(tmp_path):

@@ -251,6 +251,31 @@ def test_postgres_a_new_database_takes_a_budget_after_a_first_look(postgres_url)
             conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
+def test_postgres_writers_read_committed_whatever_the_server_default(postgres_url):
+    """A writer sees what was committed before each of its statements (READ COMMITTED,
+    under the budget's lock) even on a server whose default isolation is SERIALIZABLE,
+    where its snapshot would otherwise be taken before the lock is granted; a reader
+    keeps one REPEATABLE READ snapshot."""
+    import psycopg
+
+    db = f"serial_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {db}")
+        conn.execute(f"ALTER DATABASE {db} SET default_transaction_isolation TO 'serializable'")
+    url = postgres_url.rsplit("/", 1)[0] + "/" + db
+    try:
+        store = open_store(url)
+        with store.transaction("default", write=True) as tx:
+            assert tx._run("SHOW transaction_isolation", ()) == [("read committed",)]
+        with store.transaction("default", write=False) as tx:
+            assert tx._run("SHOW transaction_isolation", ()) == [("repeatable read",)]
+        ledger = Ledger.open(url, epsilon=1.0, delta=1e-5)
+        assert 0 < ledger.spend(EpsilonDelta(0.1, 0.0)) <= 0.1
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
 # ------------------------------------------------------------- export / import
 def test_export_import_round_trip_and_conflicts(tmp_path):
     from dperm.cli.budget import export_budgets, import_budgets

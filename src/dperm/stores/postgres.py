@@ -109,8 +109,12 @@ class PostgresStore(ConnectionStore):
         conn, pg = self._conn, self._psycopg
         try:
             # a writer: READ COMMITTED + the budget's locks (each statement sees what
-            # was committed before it); a reader: one REPEATABLE READ snapshot
-            conn.isolation_level = None if write else pg.IsolationLevel.REPEATABLE_READ
+            # was committed before it) — set explicitly: on a server whose default is
+            # REPEATABLE READ or SERIALIZABLE the snapshot would be taken before the lock is
+            # granted, and a writer could read a stale head; a reader: one REPEATABLE READ
+            # snapshot
+            iso = pg.IsolationLevel
+            conn.isolation_level = iso.READ_COMMITTED if write else iso.REPEATABLE_READ
             conn.read_only = not write
             with conn.transaction(), conn.cursor() as cur:
 

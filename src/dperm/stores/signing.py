@@ -32,10 +32,12 @@ import hmac
 import json
 import os
 import secrets
+import stat
+import warnings
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import DataFileNotFoundError, LedgerStoreError
+from ..exceptions import DataFileNotFoundError, LedgerStoreError, PrivacyLeakWarning
 from .jsonfile import atomic_write_text
 from .records import canonical_json
 
@@ -83,6 +85,12 @@ class LedgerKey:
             No file at ``path``.
         LedgerStoreError
             The file is not a dperm ledger key.
+
+        Warns
+        -----
+        PrivacyLeakWarning
+            The file is readable or writable by its group or others (keys are written
+            0600): whoever can read it can sign a rewritten store.
         """
         path = Path(path)
         if not path.is_file():
@@ -102,6 +110,14 @@ class LedgerKey:
             raise LedgerStoreError(
                 f"{str(path)!r} is not a dperm ledger key (write one with "
                 "`dperm budget create LOCATION --key FILE`)"
+            )
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if os.name == "posix" and mode & 0o077:
+            warnings.warn(
+                f"the ledger key {str(path)!r} has mode {mode:o}: its group or others can "
+                f"read or change it, and with it sign a rewritten store (chmod 600 {path})",
+                PrivacyLeakWarning,
+                stacklevel=2,
             )
         return cls(secret, path)
 
